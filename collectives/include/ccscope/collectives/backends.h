@@ -1,0 +1,29 @@
+#pragma once
+// Factories for the concrete backends. A backend that was not compiled in, or
+// that finds no usable device, reports it with UsageError.
+#include <memory>
+#include <string>
+
+#include "ccscope/collectives/communicator.h"
+#include "ccscope/collectives/world.h"
+
+namespace ccscope {
+
+std::unique_ptr<Communicator> make_mpi_communicator(const World& world);
+
+struct NcclOptions {
+  // Give every rank its own NCCL_HOSTID so that NCCL connects even ranks of one
+  // node through its network transport (and several ranks may share one GPU).
+  bool isolate_ranks = false;
+};
+std::unique_ptr<Communicator> make_nccl_communicator(const World& world,
+                                                     const NcclOptions& options);
+
+// True when the NCCL backend was compiled in and this process sees a GPU.
+bool nccl_backend_usable();
+bool nccl_backend_compiled();
+// "2.28.9" or "" when NCCL is not compiled in; likewise the CUDA runtime version.
+std::string nccl_version_string();
+std::string cuda_runtime_version_string();
+
+}  // namespace ccscope

@@ -1,0 +1,77 @@
+#pragma once
+// The one interface every backend (MPI on host memory, NCCL on device memory)
+// implements. Tools see only this; they never include mpi.h or nccl.h.
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "ccscope/collectives/types.h"
+
+namespace ccscope {
+
+enum class MemoryKind { kHost, kDevice };
+
+// Memory a backend can communicate from; freed when destroyed.
+class Buffer {
+ public:
+  virtual ~Buffer() = default;
+  virtual void* data() = 0;
+  virtual size_t bytes() const = 0;
+};
+
+// Timestamps taken in the order of a communicator's operations (host clock for
+// blocking backends, CUDA events on the stream for NCCL). Read them only after
+// Communicator::wait().
+class StampClock {
+ public:
+  virtual ~StampClock() = default;
+  virtual void stamp(size_t index) = 0;
+  virtual double seconds_between(size_t first, size_t second) = 0;
+};
+
+// Collectives use NCCL's argument conventions (counts in elements):
+//  all_gather:     send holds send_count elements, recv holds size()*send_count.
+//                  In place: send == recv + rank()*send_count*element_size.
+//  reduce_scatter: send holds size()*recv_count elements, recv holds recv_count.
+//                  In place: recv == send + rank()*recv_count*element_size.
+//  all_reduce, broadcast: in place when send == recv (send is read on root only
+//                  for broadcast).
+//  all_to_all:     send and recv hold size()*count_per_peer elements; block p of
+//                  send goes to rank p.
+//  send_recv:      sends count elements to send_peer, receives count from recv_peer.
+// Operations may return before they complete (NCCL); wait() completes them.
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+
+  virtual std::string backend_name() const = 0;  // "mpi", "nccl"
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual MemoryKind memory_kind() const = 0;
+  // Human-readable device: "cpu" or the GPU's name.
+  virtual std::string device_name() const = 0;
+
+  virtual std::unique_ptr<Buffer> allocate(size_t bytes) = 0;
+  virtual void copy_from_host(Buffer& dst, size_t dst_offset, const void* src, size_t bytes) = 0;
+  virtual void copy_to_host(void* dst, const Buffer& src, size_t src_offset, size_t bytes) = 0;
+
+  virtual void all_reduce(const void* send, void* recv, size_t count, DataType type,
+                          ReduceOp op) = 0;
+  virtual void all_gather(const void* send, void* recv, size_t send_count, DataType type) = 0;
+  virtual void reduce_scatter(const void* send, void* recv, size_t recv_count, DataType type,
+                              ReduceOp op) = 0;
+  virtual void broadcast(const void* send, void* recv, size_t count, DataType type,
+                         int root) = 0;
+  virtual void all_to_all(const void* send, void* recv, size_t count_per_peer,
+                          DataType type) = 0;
+  virtual void send_recv(const void* send, int send_peer, void* recv, int recv_peer,
+                         size_t count, DataType type) = 0;
+
+  // Blocks until every issued operation completed; throws TimeoutError after
+  // `timeout` and BackendError on an asynchronous backend failure.
+  virtual void wait(std::chrono::milliseconds timeout) = 0;
+  virtual std::unique_ptr<StampClock> make_clock(size_t stamps) = 0;
+};
+
+}  // namespace ccscope

@@ -1,0 +1,68 @@
+#pragma once
+// The set of ranks of one job, as MPI launched them: who am I, where am I, who
+// shares my node. Also the small host-side control collectives (barrier,
+// gathers of figures) that tools need whatever backend carries the data.
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace ccscope {
+
+// Initialises MPI on construction and finalises it on destruction (RAII).
+class MpiSession {
+ public:
+  MpiSession(int* argc, char*** argv);
+  ~MpiSession();
+  MpiSession(const MpiSession&) = delete;
+  MpiSession& operator=(const MpiSession&) = delete;
+  // MPI_Get_library_version, first line.
+  static std::string library_version();
+};
+
+class World {
+ public:
+  // Collective over MPI_COMM_WORLD: exchanges hostnames to find nodes.
+  static World from_mpi();
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  int local_rank() const { return local_rank_; }
+  int local_size() const { return local_size_; }
+  int node_index() const { return node_index_; }
+  int node_count() const { return node_count_; }
+  // The largest number of ranks on one node.
+  int max_ranks_per_node() const { return max_ranks_per_node_; }
+  const std::string& hostname() const { return hostnames_[static_cast<size_t>(rank_)]; }
+  const std::vector<std::string>& hostnames() const { return hostnames_; }
+
+  // Control collectives over MPI_COMM_WORLD (host memory, any backend).
+  void barrier() const;
+  std::vector<std::string> all_gather(const std::string& text) const;
+  // Element-wise reductions of `values` across ranks; every rank gets the result.
+  void all_reduce_max(std::span<double> values) const;
+  void all_reduce_min(std::span<double> values) const;
+  void all_reduce_sum(std::span<double> values) const;
+  int64_t all_reduce_sum(int64_t value) const;
+  // Broadcasts `bytes` from `root`, resizing on receivers.
+  void broadcast(std::vector<char>& bytes, int root) const;
+  // Builds a World from hostnames alone (for unit tests of node arithmetic).
+  static World from_hostnames(int rank, std::vector<std::string> hostnames);
+
+ private:
+  int rank_ = 0;
+  int size_ = 1;
+  int local_rank_ = 0;
+  int local_size_ = 1;
+  int node_index_ = 0;
+  int node_count_ = 1;
+  int max_ranks_per_node_ = 1;
+  std::vector<std::string> hostnames_;
+};
+
+// Number of ranks the launcher says it started (PMI_SIZE, OMPI_COMM_WORLD_SIZE,
+// SLURM_NTASKS, ...), or 0 when no launcher variable is set. `getenv` is
+// injectable for tests.
+int launcher_rank_count(const char* (*getenv_fn)(const char*) = nullptr);
+
+}  // namespace ccscope
