@@ -1,0 +1,160 @@
+// nccl-tests' table on a stream: one line per size with the out-of-place and
+// in-place results side by side, "# Out of bounds values" and "# Avg bus
+// bandwidth" at the end. Every line is flushed as soon as it is complete so
+// that a run which dies keeps what it measured.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "ccscope/reports/reporter.h"
+
+namespace ccscope::reports {
+namespace {
+
+// nccl-tests' way of fitting a figure in a fixed width: two decimals when they
+// fit, then fewer, then an exponent ("1771.2", "57907", "1e+06").
+std::string fit_number(double value, int width) {
+  if (!std::isfinite(value)) return fmt::format("{:>{}}", value, width);
+  for (int decimals = 2; decimals >= 0; --decimals) {
+    std::string s = fmt::format("{:.{}f}", value, decimals);
+    if (static_cast<int>(s.size()) <= width) return fmt::format("{:>{}}", s, width);
+  }
+  return fmt::format("{:>{}.0e}", value, width);
+}
+
+// "vm (ranks 0-1), node2 (rank 2)": runs of consecutive ranks on one name.
+std::string compact_by_rank(const std::vector<std::string>& names) {
+  constexpr size_t kMaxRuns = 16;
+  std::string out;
+  size_t runs = 0;
+  size_t total_runs = 0;
+  for (size_t i = 0; i < names.size();) {
+    size_t j = i;
+    while (j + 1 < names.size() && names[j + 1] == names[i]) ++j;
+    ++total_runs;
+    if (runs < kMaxRuns) {
+      if (!out.empty()) out += ", ";
+      out += names[i].empty() ? std::string("?") : names[i];
+      out += i == j ? fmt::format(" (rank {})", i) : fmt::format(" (ranks {}-{})", i, j);
+      ++runs;
+    }
+    i = j + 1;
+  }
+  if (total_runs > runs) out += fmt::format(", ... ({} more)", total_runs - runs);
+  return out;
+}
+
+class ConsoleReporter : public Reporter {
+ public:
+  explicit ConsoleReporter(std::ostream& out) : out_(out) {}
+
+  void begin(const RunMetadata& m) override {
+    std::string version = m.ccscope_version.empty() ? "unknown" : m.ccscope_version;
+    line(m.git_commit.empty()
+             ? fmt::format("# ccscope version {}", version)
+             : fmt::format("# ccscope version {} commit {}", version, m.git_commit));
+    if (!m.command_line.empty()) line(fmt::format("# Command: {}", m.command_line));
+    if (!m.start_time_utc.empty()) line(fmt::format("# Start: {}", m.start_time_utc));
+    line(fmt::format("# Backend: {}  ranks: {}  nodes: {}  ranks per node: {}",
+                     m.backend.empty() ? "?" : m.backend, m.ranks, m.nodes, m.ranks_per_node));
+    if (!m.hosts.empty()) line(fmt::format("# Hosts: {}", compact_by_rank(m.hosts)));
+    if (!m.gpu_names.empty()) line(fmt::format("# Devices: {}", compact_by_rank(m.gpu_names)));
+    if (!m.mpi_library.empty()) line(fmt::format("# MPI library: {}", m.mpi_library));
+    if (!m.nccl_version.empty()) line(fmt::format("# NCCL version: {}", m.nccl_version));
+    if (!m.cuda_version.empty()) line(fmt::format("# CUDA version: {}", m.cuda_version));
+    line("#");
+  }
+
+  void add(const BenchRecord& r) override {
+    if (!table_ || r.collective != table_->collective || r.dtype != table_->dtype ||
+        r.op != table_->op || r.root != table_->root ||
+        r.time_statistic != table_->time_statistic) {
+      flush_pending();
+      print_table_header(r);
+    }
+    busbw_sum_ += r.busbw_GBps;
+    ++records_;
+    wrong_total_ += r.wrong;
+
+    std::optional<BenchRecord>& slot = r.in_place ? in_place_ : out_of_place_;
+    const BenchRecord* held = out_of_place_ ? &*out_of_place_ : in_place_ ? &*in_place_ : nullptr;
+    if (held && (held->size_bytes != r.size_bytes || slot)) flush_pending();
+    slot = r;
+    // Records come out-of-place first, then in-place: an in-place record
+    // completes its line.
+    if (in_place_) flush_pending();
+  }
+
+  void end(const RunMetadata& m) override {
+    flush_pending();
+    line(fmt::format("# Out of bounds values : {} {}", wrong_total_,
+                     wrong_total_ ? "FAILED" : "OK"));
+    double avg = records_ ? busbw_sum_ / static_cast<double>(records_) : 0.0;
+    // %g and the trailing space, as nccl-tests prints it.
+    char avg_text[64];
+    std::snprintf(avg_text, sizeof avg_text, "%g", avg);
+    line(fmt::format("# Avg bus bandwidth    : {} ", avg_text));
+    line("#");
+    if (!m.end_time_utc.empty()) {
+      line(fmt::format("# End: {}", m.end_time_utc));
+      line("#");
+    }
+  }
+
+ private:
+  void line(const std::string& s) { out_ << s << '\n' << std::flush; }
+
+  void print_table_header(const BenchRecord& r) {
+    table_ = r;
+    line(fmt::format("# Collective: {}", r.collective));
+    if (!r.time_statistic.empty()) line(fmt::format("# time: {}", r.time_statistic));
+    line("#");
+    line(
+        "#                                                              out-of-place              "
+        "         in-place          ");
+    line(
+        "#       size         count      type   redop    root     time   algbw   busbw  #wrong    "
+        " time   algbw   busbw  #wrong ");
+    line(
+        "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            "
+        " (us)  (GB/s)  (GB/s)         ");
+  }
+
+  static std::string group(const std::optional<BenchRecord>& r) {
+    if (!r) return fmt::format("  {:>7}  {:>6}  {:>6}  {:>6}", "N/A", "N/A", "N/A", "N/A");
+    std::string wrong = r->checked ? fmt::format("{}", r->wrong) : std::string("N/A");
+    return fmt::format("  {}  {}  {}  {:>6}", fit_number(r->time_s * 1e6, 7),
+                       fit_number(r->algbw_GBps, 6), fit_number(r->busbw_GBps, 6), wrong);
+  }
+
+  void flush_pending() {
+    if (!out_of_place_ && !in_place_) return;
+    const BenchRecord& r = out_of_place_ ? *out_of_place_ : *in_place_;
+    line(fmt::format("{:>12}  {:>12}  {:>8}  {:>6}  {:>6}{}{}", r.size_bytes, r.count, r.dtype,
+                     r.op, r.root, group(out_of_place_), group(in_place_)));
+    out_of_place_.reset();
+    in_place_.reset();
+  }
+
+  std::ostream& out_;
+  std::optional<BenchRecord> table_;  // the record that opened the current table
+  std::optional<BenchRecord> out_of_place_;
+  std::optional<BenchRecord> in_place_;
+  double busbw_sum_ = 0;
+  int64_t records_ = 0;
+  int64_t wrong_total_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Reporter> make_console_reporter(std::ostream& out) {
+  return std::make_unique<ConsoleReporter>(out);
+}
+
+}  // namespace ccscope::reports

@@ -1,0 +1,592 @@
+// The writers: CSV header and round trip, JSON always valid, console table.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "ccscope/reports/record.h"
+#include "ccscope/reports/reporter.h"
+
+namespace ccscope::reports {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// A scratch directory, removed with its content.
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (fs::temp_directory_path() / "ccscope-reports-XXXXXX").string();
+    if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
+    path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  fs::path path_;
+};
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// A small RFC 4180 reader: quoted fields may hold commas, doubled quotes and
+// line breaks; rows end at an unquoted LF (or CRLF).
+std::vector<std::vector<std::string>> parse_csv(const std::string& text) {
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> row;
+  std::string field;
+  bool quoted = false;
+  bool any = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (quoted) {
+      if (c == '"') {
+        if (i + 1 < text.size() && text[i + 1] == '"') {
+          field += '"';
+          ++i;
+        } else {
+          quoted = false;
+        }
+      } else {
+        field += c;
+      }
+      continue;
+    }
+    any = true;
+    if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      row.push_back(field);
+      field.clear();
+    } else if (c == '\r' && i + 1 < text.size() && text[i + 1] == '\n') {
+      // CRLF: the LF ends the row.
+    } else if (c == '\n') {
+      row.push_back(field);
+      field.clear();
+      rows.push_back(row);
+      row.clear();
+      any = false;
+    } else {
+      field += c;
+    }
+  }
+  if (any || !field.empty()) {
+    row.push_back(field);
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+RunMetadata sample_metadata() {
+  RunMetadata m;
+  m.ccscope_version = "0.1.0";
+  m.git_commit = "abc1234";
+  m.backend = "mpi";
+  m.mpi_library = "MPICH Version: 4.0.2";
+  m.nccl_version = "";
+  m.cuda_version = "";
+  m.hosts = {"node,1 \"a\"", "node,1 \"a\"", "node2"};
+  m.gpu_names = {"cpu", "cpu", "cpu"};
+  m.ranks = 3;
+  m.nodes = 2;
+  m.ranks_per_node = 2;
+  m.environment = {{"CCSCOPE_NOTE", "line one\nline two"}, {"NCCL_DEBUG", "INFO"}};
+  m.command_line = "ccscope bench -b 8 -e 128M";
+  m.start_time_utc = "2026-11-30T03:04:05Z";
+  return m;
+}
+
+BenchRecord sample_record(size_t size, bool in_place, double busbw) {
+  BenchRecord r;
+  r.collective = "allreduce";
+  r.backend = "mpi";
+  r.dtype = "float";
+  r.op = "sum";
+  r.root = -1;
+  r.in_place = in_place;
+  r.size_bytes = size;
+  r.count = size / 4;
+  r.ranks = 3;
+  r.nodes = 2;
+  r.ranks_per_node = 2;
+  r.iterations = 20;
+  r.warmup_iterations = 5;
+  r.time_s = 1.0 / 3.0 * 1e-5;
+  r.time_statistic = "max over ranks of mean over iterations";
+  r.algbw_GBps = 0.1 + busbw / 7;
+  r.busbw_GBps = busbw;
+  r.rank_time_min_s = 1.23456789012345e-6;
+  r.rank_time_avg_s = 2e-6;
+  r.rank_time_max_s = 3.3e-6;
+  r.iteration_time_p50_s = 2.5e-6;
+  r.iteration_time_p99_s = 9.87654321e-6;
+  r.checked = true;
+  r.wrong = 0;
+  r.record_time_utc = "2026-11-30T03:04:06Z";
+  return r;
+}
+
+// ---------------------------------------------------------------- CSV
+
+TEST(CsvReporter, HeaderIsTheDocumentedColumnList) {
+  const std::vector<std::string> expected = {"schema",
+                                             "collective",
+                                             "backend",
+                                             "dtype",
+                                             "op",
+                                             "root",
+                                             "in_place",
+                                             "size_bytes",
+                                             "count",
+                                             "ranks",
+                                             "nodes",
+                                             "ranks_per_node",
+                                             "iterations",
+                                             "warmup_iterations",
+                                             "time_s",
+                                             "time_statistic",
+                                             "algbw_GBps",
+                                             "busbw_GBps",
+                                             "rank_time_min_s",
+                                             "rank_time_avg_s",
+                                             "rank_time_max_s",
+                                             "iteration_time_p50_s",
+                                             "iteration_time_p99_s",
+                                             "checked",
+                                             "wrong",
+                                             "ccscope_version",
+                                             "git_commit",
+                                             "mpi_library",
+                                             "nccl_version",
+                                             "cuda_version",
+                                             "hosts",
+                                             "gpu_names",
+                                             "environment",
+                                             "command_line",
+                                             "run_start_utc",
+                                             "record_time_utc"};
+  EXPECT_EQ(csv_columns(), expected);
+
+  TempDir dir;
+  const std::string path = dir.file("empty.csv");
+  auto reporter = make_csv_reporter(path);
+  RunMetadata m = sample_metadata();
+  reporter->begin(m);
+  auto rows = parse_csv(read_file(path));
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0], expected);
+  reporter->end(m);
+  EXPECT_EQ(parse_csv(read_file(path)).size(), 1u);
+}
+
+TEST(CsvReporter, RowRoundTripsAndIsOnDiskRightAfterAdd) {
+  TempDir dir;
+  const std::string path = dir.file("run.csv");
+  auto reporter = make_csv_reporter(path);
+  RunMetadata m = sample_metadata();
+  reporter->begin(m);
+  BenchRecord r = sample_record(1048576, true, 1.0 / 7.0);
+  r.wrong = 3;
+  reporter->add(r);
+
+  // Read before end(): the row must already be there (a crash keeps it).
+  auto rows = parse_csv(read_file(path));
+  ASSERT_EQ(rows.size(), 2u);
+  const auto& header = rows[0];
+  const auto& row = rows[1];
+  ASSERT_EQ(row.size(), header.size());
+  auto col = [&](const std::string& name) {
+    for (size_t i = 0; i < header.size(); ++i)
+      if (header[i] == name) return row[i];
+    ADD_FAILURE() << "no column " << name;
+    return std::string();
+  };
+  EXPECT_EQ(col("schema"), kBenchSchema);
+  EXPECT_EQ(col("collective"), "allreduce");
+  EXPECT_EQ(col("backend"), "mpi");
+  EXPECT_EQ(col("dtype"), "float");
+  EXPECT_EQ(col("op"), "sum");
+  EXPECT_EQ(col("root"), "-1");
+  EXPECT_EQ(col("in_place"), "1");
+  EXPECT_EQ(col("size_bytes"), "1048576");
+  EXPECT_EQ(col("count"), "262144");
+  EXPECT_EQ(col("ranks"), "3");
+  EXPECT_EQ(col("nodes"), "2");
+  EXPECT_EQ(col("ranks_per_node"), "2");
+  EXPECT_EQ(col("iterations"), "20");
+  EXPECT_EQ(col("warmup_iterations"), "5");
+  // Doubles read back bit for bit.
+  EXPECT_EQ(std::stod(col("time_s")), r.time_s);
+  EXPECT_EQ(std::stod(col("algbw_GBps")), r.algbw_GBps);
+  EXPECT_EQ(std::stod(col("busbw_GBps")), r.busbw_GBps);
+  EXPECT_EQ(std::stod(col("rank_time_min_s")), r.rank_time_min_s);
+  EXPECT_EQ(std::stod(col("rank_time_avg_s")), r.rank_time_avg_s);
+  EXPECT_EQ(std::stod(col("rank_time_max_s")), r.rank_time_max_s);
+  EXPECT_EQ(std::stod(col("iteration_time_p50_s")), r.iteration_time_p50_s);
+  EXPECT_EQ(std::stod(col("iteration_time_p99_s")), r.iteration_time_p99_s);
+  EXPECT_EQ(col("time_statistic"), r.time_statistic);
+  EXPECT_EQ(col("checked"), "1");
+  EXPECT_EQ(col("wrong"), "3");
+  EXPECT_EQ(col("ccscope_version"), "0.1.0");
+  EXPECT_EQ(col("git_commit"), "abc1234");
+  EXPECT_EQ(col("mpi_library"), "MPICH Version: 4.0.2");
+  EXPECT_EQ(col("nccl_version"), "");
+  EXPECT_EQ(col("cuda_version"), "");
+  EXPECT_EQ(col("hosts"), "node,1 \"a\";node,1 \"a\";node2");
+  EXPECT_EQ(col("gpu_names"), "cpu;cpu;cpu");
+  EXPECT_EQ(col("environment"), "CCSCOPE_NOTE=line one\nline two;NCCL_DEBUG=INFO");
+  EXPECT_EQ(col("command_line"), "ccscope bench -b 8 -e 128M");
+  EXPECT_EQ(col("run_start_utc"), "2026-11-30T03:04:05Z");
+  EXPECT_EQ(col("record_time_utc"), "2026-11-30T03:04:06Z");
+
+  BenchRecord r2 = sample_record(2048, false, 2.5);
+  r2.checked = false;
+  reporter->add(r2);
+  reporter->end(m);
+  rows = parse_csv(read_file(path));
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[2][6], "0");   // in_place
+  EXPECT_EQ(rows[2][23], "0");  // checked
+}
+
+TEST(CsvReporter, QuotesOnlyWhatNeedsQuoting) {
+  TempDir dir;
+  const std::string path = dir.file("q.csv");
+  auto reporter = make_csv_reporter(path);
+  RunMetadata m = sample_metadata();
+  m.hosts = {"plain"};
+  m.environment = {{"A", "x\ry"}};
+  reporter->begin(m);
+  reporter->add(sample_record(8, false, 0));
+  reporter->end(m);
+  std::string text = read_file(path);
+  EXPECT_NE(text.find(",plain,"), std::string::npos) << text;
+  EXPECT_NE(text.find(",\"A=x\ry\","), std::string::npos) << text;
+  EXPECT_NE(text.find(",allreduce,mpi,float,sum,-1,0,8,2,"), std::string::npos) << text;
+}
+
+TEST(CsvReporter, UnwritablePathThrowsNamingIt) {
+  const std::string path = "/nonexistent-dir/x.csv";
+  try {
+    auto reporter = make_csv_reporter(path);
+    reporter->begin(sample_metadata());
+    FAIL() << "no exception";
+  } catch (const std::runtime_error& e) {
+    std::string what = e.what();
+    EXPECT_NE(what.find(path), std::string::npos) << what;
+    EXPECT_NE(what.find("No such file or directory"), std::string::npos) << what;
+  }
+}
+
+// ---------------------------------------------------------------- JSON
+
+TEST(JsonReporter, ValidAfterEveryStepAndCompleteAtEnd) {
+  TempDir dir;
+  const std::string path = dir.file("run.json");
+  auto reporter = make_json_reporter(path);
+  RunMetadata m = sample_metadata();
+  reporter->begin(m);
+
+  json doc = json::parse(read_file(path));
+  EXPECT_EQ(doc.at("schema"), kBenchSchema);
+  EXPECT_EQ(doc.at("complete"), false);
+  EXPECT_TRUE(doc.at("records").is_array());
+  EXPECT_TRUE(doc.at("records").empty());
+
+  const json& md = doc.at("metadata");
+  for (const char* key : {"ccscope_version", "git_commit", "backend", "mpi_library", "nccl_version",
+                          "cuda_version", "hosts", "gpu_names", "ranks", "nodes", "ranks_per_node",
+                          "environment", "command_line", "start_time_utc", "end_time_utc"})
+    EXPECT_TRUE(md.contains(key)) << key;
+  EXPECT_EQ(md.at("hosts"), json(m.hosts));
+  EXPECT_EQ(md.at("ranks"), 3);
+  EXPECT_TRUE(md.at("environment").is_object());
+  EXPECT_EQ(md.at("environment").at("CCSCOPE_NOTE"), "line one\nline two");
+  EXPECT_EQ(md.at("environment").at("NCCL_DEBUG"), "INFO");
+  EXPECT_EQ(md.at("end_time_utc"), "");
+
+  BenchRecord r1 = sample_record(1024, false, 0.5);
+  reporter->add(r1);
+  // A crash here: the file is a whole document with the record.
+  doc = json::parse(read_file(path));
+  EXPECT_EQ(doc.at("complete"), false);
+  ASSERT_EQ(doc.at("records").size(), 1u);
+  const json& rec = doc.at("records").at(0);
+  const auto& columns = csv_columns();
+  // Every record field is there, named as its CSV column.
+  for (const char* key : {"collective",
+                          "backend",
+                          "dtype",
+                          "op",
+                          "root",
+                          "in_place",
+                          "size_bytes",
+                          "count",
+                          "ranks",
+                          "nodes",
+                          "ranks_per_node",
+                          "iterations",
+                          "warmup_iterations",
+                          "time_s",
+                          "time_statistic",
+                          "algbw_GBps",
+                          "busbw_GBps",
+                          "rank_time_min_s",
+                          "rank_time_avg_s",
+                          "rank_time_max_s",
+                          "iteration_time_p50_s",
+                          "iteration_time_p99_s",
+                          "checked",
+                          "wrong",
+                          "record_time_utc"}) {
+    EXPECT_TRUE(rec.contains(key)) << key;
+    EXPECT_NE(std::find(columns.begin(), columns.end(), key), columns.end()) << key;
+  }
+  EXPECT_EQ(rec.size(), 25u);
+  EXPECT_EQ(rec.at("size_bytes"), 1024u);
+  EXPECT_EQ(rec.at("in_place"), false);
+  EXPECT_EQ(rec.at("root"), -1);
+  EXPECT_EQ(rec.at("time_s").get<double>(), r1.time_s);
+  EXPECT_EQ(rec.at("rank_time_min_s").get<double>(), r1.rank_time_min_s);
+  EXPECT_EQ(rec.at("algbw_GBps").get<double>(), r1.algbw_GBps);
+
+  reporter->add(sample_record(1024, true, 0.75));
+  doc = json::parse(read_file(path));
+  EXPECT_EQ(doc.at("records").size(), 2u);
+  EXPECT_EQ(doc.at("records").at(1).at("in_place"), true);
+  EXPECT_FALSE(fs::exists(path + ".tmp"));
+
+  m.end_time_utc = "2026-11-30T03:10:00Z";
+  reporter->end(m);
+  doc = json::parse(read_file(path));
+  EXPECT_EQ(doc.at("complete"), true);
+  EXPECT_EQ(doc.at("metadata").at("end_time_utc"), "2026-11-30T03:10:00Z");
+  EXPECT_EQ(doc.at("records").size(), 2u);
+  EXPECT_FALSE(fs::exists(path + ".tmp"));
+}
+
+TEST(JsonReporter, UnwritablePathThrowsNamingIt) {
+  const std::string path = "/nonexistent-dir/x.json";
+  try {
+    auto reporter = make_json_reporter(path);
+    reporter->begin(sample_metadata());
+    FAIL() << "no exception";
+  } catch (const std::runtime_error& e) {
+    std::string what = e.what();
+    EXPECT_NE(what.find(path), std::string::npos) << what;
+    EXPECT_NE(what.find("No such file or directory"), std::string::npos) << what;
+  }
+}
+
+// ---------------------------------------------------------------- console
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+std::vector<std::string> data_lines(const std::string& text) {
+  std::vector<std::string> out;
+  for (const auto& l : lines_of(text))
+    if (!l.empty() && l[0] != '#') out.push_back(l);
+  return out;
+}
+
+std::vector<std::string> words(const std::string& line) {
+  std::vector<std::string> out;
+  std::istringstream in(line);
+  for (std::string w; in >> w;) out.push_back(w);
+  return out;
+}
+
+TEST(ConsoleReporter, OneLinePerSizeLikeNcclTests) {
+  std::ostringstream out;
+  auto reporter = make_console_reporter(out);
+  RunMetadata m = sample_metadata();
+  reporter->begin(m);
+  std::string head = out.str();
+  EXPECT_NE(head.find("0.1.0"), std::string::npos) << head;
+  EXPECT_NE(head.find("abc1234"), std::string::npos) << head;
+  EXPECT_NE(head.find("mpi"), std::string::npos) << head;
+  EXPECT_NE(head.find("MPICH Version: 4.0.2"), std::string::npos) << head;
+  EXPECT_EQ(head.find("NCCL version"), std::string::npos) << head;  // empty: not printed
+  EXPECT_NE(head.find("node2"), std::string::npos) << head;
+
+  BenchRecord a = sample_record(8, false, 1.0);
+  a.time_s = 7.4e-6;
+  a.algbw_GBps = 0.001;
+  BenchRecord b = sample_record(8, true, 2.0);
+  b.time_s = 0.92e-6;
+  b.algbw_GBps = 0.01;
+  reporter->add(a);
+  // The out-of-place half waits for its in-place partner.
+  EXPECT_TRUE(data_lines(out.str()).empty()) << out.str();
+  reporter->add(b);
+  auto lines = data_lines(out.str());
+  ASSERT_EQ(lines.size(), 1u) << out.str();
+  // Columns as in nccl-tests' all_reduce_perf output.
+  EXPECT_EQ(lines[0],
+            "           8             2     float     sum      -1     7.40    0.00    1.00       0"
+            "     0.92    0.01    2.00       0");
+  EXPECT_NE(out.str().find("# time: max over ranks of mean over iterations"), std::string::npos);
+  // The column headers, byte for byte as nccl-tests 2.19 prints them.
+  const std::string text_so_far = out.str();
+  for (const char* header :
+       {"#                                                              out-of-place              "
+        "         in-place          \n",
+        "#       size         count      type   redop    root     time   algbw   busbw  #wrong    "
+        " time   algbw   busbw  #wrong \n",
+        "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            "
+        " (us)  (GB/s)  (GB/s)         \n"})
+    EXPECT_NE(text_so_far.find(header), std::string::npos) << header;
+
+  // A size with only an out-of-place record (and unchecked), then another.
+  BenchRecord c = sample_record(1 << 20, false, 3.0);
+  c.checked = false;
+  c.time_s = 72454.8e-6;
+  c.algbw_GBps = 1771.2;
+  reporter->add(c);
+  BenchRecord d = sample_record(4 << 20, false, 6.0);
+  d.algbw_GBps = 57907;
+  reporter->add(d);
+  lines = data_lines(out.str());
+  ASSERT_EQ(lines.size(), 2u) << out.str();  // c printed when d (another size) arrived
+  auto w = words(lines[1]);
+  ASSERT_EQ(w.size(), 13u) << lines[1];
+  EXPECT_EQ(w[0], "1048576");
+  EXPECT_EQ(w[1], "262144");
+  EXPECT_EQ(w[5], "72454.8");  // the figure fits the 7-wide column
+  EXPECT_EQ(w[6], "1771.2");
+  EXPECT_EQ(w[7], "3.00");
+  EXPECT_EQ(w[8], "N/A");  // #wrong when not checked
+  for (int i = 9; i < 13; ++i) EXPECT_EQ(w[i], "N/A") << i;
+
+  m.end_time_utc = "2026-11-30T03:10:00Z";
+  reporter->end(m);  // prints the pending d
+  lines = data_lines(out.str());
+  ASSERT_EQ(lines.size(), 3u) << out.str();
+  w = words(lines[2]);
+  ASSERT_EQ(w.size(), 13u);
+  EXPECT_EQ(w[0], "4194304");
+  EXPECT_EQ(w[6], "57907");
+  EXPECT_EQ(w[9], "N/A");
+
+  std::string text = out.str();
+  EXPECT_NE(text.find("\n# Out of bounds values : 0 OK\n"), std::string::npos) << text;
+  // (1 + 2 + 3 + 6) / 4 records
+  EXPECT_NE(text.find("\n# Avg bus bandwidth    : 3 \n"), std::string::npos) << text;
+}
+
+TEST(ConsoleReporter, InPlaceOnlyWrongValuesAndAverage) {
+  std::ostringstream out;
+  auto reporter = make_console_reporter(out);
+  RunMetadata m = sample_metadata();
+  reporter->begin(m);
+  BenchRecord a = sample_record(64, true, 0.25);
+  a.wrong = 5;
+  reporter->add(a);
+  BenchRecord b = sample_record(128, false, 0.5);
+  reporter->add(b);
+  BenchRecord c = sample_record(128, true, 0.125);
+  reporter->add(c);
+  reporter->end(m);
+  auto lines = data_lines(out.str());
+  ASSERT_EQ(lines.size(), 2u) << out.str();
+  auto w = words(lines[0]);
+  ASSERT_EQ(w.size(), 13u);
+  EXPECT_EQ(w[0], "64");
+  for (int i = 5; i < 9; ++i) EXPECT_EQ(w[i], "N/A") << i;
+  EXPECT_EQ(w[12], "5");
+  w = words(lines[1]);
+  ASSERT_EQ(w.size(), 13u);
+  EXPECT_EQ(w[0], "128");
+  EXPECT_EQ(w[7], "0.50");
+  EXPECT_EQ(w[11], "0.12");
+  std::string text = out.str();
+  EXPECT_NE(text.find("# Out of bounds values : 5 FAILED\n"), std::string::npos) << text;
+  // (0.25 + 0.5 + 0.125) / 3
+  EXPECT_NE(text.find("# Avg bus bandwidth    : 0.291667 \n"), std::string::npos) << text;
+}
+
+TEST(ConsoleReporter, NewTableWhenTheCollectiveChanges) {
+  std::ostringstream out;
+  auto reporter = make_console_reporter(out);
+  RunMetadata m = sample_metadata();
+  reporter->begin(m);
+  reporter->add(sample_record(1024, false, 1));
+  BenchRecord g = sample_record(1024, false, 1);
+  g.collective = "alltoall";
+  g.op = "none";
+  reporter->add(g);
+  reporter->end(m);
+  std::string text = out.str();
+  auto lines = data_lines(text);
+  ASSERT_EQ(lines.size(), 2u) << text;
+  EXPECT_NE(text.find("# Collective: allreduce"), std::string::npos);
+  EXPECT_NE(text.find("# Collective: alltoall"), std::string::npos);
+  EXPECT_EQ(words(lines[1])[3], "none");
+  EXPECT_EQ(words(lines[1])[9], "N/A");
+}
+
+TEST(ConsoleReporter, LargeFiguresShrinkToFitTheirColumns) {
+  std::ostringstream out;
+  auto reporter = make_console_reporter(out);
+  RunMetadata m = sample_metadata();
+  reporter->begin(m);
+  BenchRecord a = sample_record(536870912, false, 0);
+  a.count = 134217728;
+  a.time_s = 256.02e-6;
+  a.algbw_GBps = 2097.0;
+  BenchRecord b = a;
+  b.in_place = true;
+  b.time_s = 0.41e-6;
+  b.algbw_GBps = 1.3e6;
+  reporter->add(a);
+  reporter->add(b);
+  BenchRecord c = a;
+  c.size_bytes = 134217728;
+  c.algbw_GBps = 275065;
+  c.time_s = 123456.7e-6;
+  reporter->add(c);
+  reporter->end(m);
+  auto lines = data_lines(out.str());
+  ASSERT_EQ(lines.size(), 2u) << out.str();
+  EXPECT_EQ(lines[0],
+            "   536870912     134217728     float     sum      -1   256.02  2097.0    0.00       0"
+            "     0.41   1e+06    0.00       0");
+  auto w = words(lines[1]);
+  EXPECT_EQ(w[5], "123457");
+  EXPECT_EQ(w[6], "275065");
+}
+
+TEST(ConsoleReporter, EmptyRun) {
+  std::ostringstream out;
+  auto reporter = make_console_reporter(out);
+  RunMetadata m = sample_metadata();
+  reporter->begin(m);
+  reporter->end(m);
+  EXPECT_TRUE(data_lines(out.str()).empty());
+  EXPECT_NE(out.str().find("# Avg bus bandwidth    : 0 \n"), std::string::npos) << out.str();
+}
+
+}  // namespace
+}  // namespace ccscope::reports
