@@ -1,0 +1,756 @@
+// The NCCL backend: one GPU per rank, device buffers, a CUDA stream per
+// communicator, collectives enqueued on that stream (they return before they
+// complete; wait() completes them with a timeout), CUDA-event timestamps.
+//
+// Compiled only when CUDA and NCCL were found (CCSCOPE_HAVE_NCCL); plain C++,
+// no device code of our own.
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "ccscope/collectives/backends.h"
+#include "ccscope/collectives/communicator.h"
+#include "ccscope/collectives/error.h"
+#include "ccscope/collectives/types.h"
+#include "ccscope/collectives/world.h"
+
+#if !defined(NCCL_VERSION_CODE) || !defined(NCCL_VERSION)
+#error "nccl.h without NCCL_VERSION_CODE; NCCL 2.x is required"
+#endif
+
+// Features by NCCL release (ncclBfloat16 also needs CUDA >= 11's cuda_bf16.h).
+#define CCSCOPE_NCCL_HAS_AVG (NCCL_VERSION_CODE >= NCCL_VERSION(2, 10, 0))
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 10, 0) && defined(__CUDA_BF16_TYPES_EXIST__)
+#define CCSCOPE_NCCL_HAS_BF16 1
+#else
+#define CCSCOPE_NCCL_HAS_BF16 0
+#endif
+#define CCSCOPE_NCCL_HAS_LAST_ERROR (NCCL_VERSION_CODE >= NCCL_VERSION(2, 13, 0))
+#define CCSCOPE_NCCL_HAS_FINALIZE (NCCL_VERSION_CODE >= NCCL_VERSION(2, 14, 0))
+
+namespace ccscope {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Pause between two polls of the stream in wait() and in copies.
+constexpr std::chrono::microseconds kPollInterval{50};
+// Host staging for copies: two pinned chunks of this size per communicator.
+constexpr size_t kStagingChunkBytes = size_t{8} << 20;
+// Bound on the wait for copies when wait() has not set one yet.
+constexpr std::chrono::milliseconds kDefaultSyncTimeout{std::chrono::minutes(5)};
+// How long the destructor lets queued work drain before it aborts instead.
+constexpr std::chrono::milliseconds kDestructorDrain{std::chrono::seconds(10)};
+
+std::string cuda_text(cudaError_t error) {
+  return std::string(cudaGetErrorName(error)) + ": " + cudaGetErrorString(error);
+}
+
+std::string nccl_text(ncclResult_t result, ncclComm_t comm) {
+  std::string text = ncclGetErrorString(result);
+#if CCSCOPE_NCCL_HAS_LAST_ERROR
+  const char* last = ncclGetLastError(comm);
+  if (last != nullptr && *last != '\0') text += std::string(" (") + last + ")";
+#else
+  (void)comm;
+#endif
+  return text;
+}
+
+std::string rank_prefix(int rank) { return "rank " + std::to_string(rank) + ": "; }
+
+void check_cuda(cudaError_t error, const char* call, int rank) {
+  if (error == cudaSuccess) return;
+  throw BackendError(rank_prefix(rank) + call + " failed: " + cuda_text(error));
+}
+
+void check_nccl(ncclResult_t result, const char* call, int rank, ncclComm_t comm) {
+  if (result == ncclSuccess) return;
+  throw BackendError(rank_prefix(rank) + call + " failed: " + nccl_text(result, comm));
+}
+
+std::string seconds_text(std::chrono::milliseconds timeout) {
+  const double seconds = static_cast<double>(timeout.count()) / 1e3;
+  std::string text = std::to_string(seconds);
+  // "120.000000" -> "120", "0.500000" -> "0.5"
+  text.erase(text.find_last_not_of('0') + 1);
+  if (!text.empty() && text.back() == '.') text.pop_back();
+  return text + " s";
+}
+
+ncclDataType_t to_nccl(DataType type) {
+  switch (type) {
+    case DataType::kFloat32:
+      return ncclFloat32;
+    case DataType::kFloat64:
+      return ncclFloat64;
+    case DataType::kFloat16:
+      return ncclFloat16;
+    case DataType::kBFloat16:
+#if CCSCOPE_NCCL_HAS_BF16
+      return ncclBfloat16;
+#else
+      throw UsageError(
+          "bfloat16 needs NCCL >= 2.10 and CUDA >= 11 at build time; use another --dtype");
+#endif
+    case DataType::kInt32:
+      return ncclInt32;
+    case DataType::kInt8:
+      return ncclInt8;
+    case DataType::kUInt8:
+      return ncclUint8;
+  }
+  throw UsageError("unknown data type for the NCCL backend");
+}
+
+ncclRedOp_t to_nccl(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kSum:
+      return ncclSum;
+    case ReduceOp::kProd:
+      return ncclProd;
+    case ReduceOp::kMin:
+      return ncclMin;
+    case ReduceOp::kMax:
+      return ncclMax;
+    case ReduceOp::kAvg:
+#if CCSCOPE_NCCL_HAS_AVG
+      return ncclAvg;
+#else
+      throw UsageError("reduce op avg needs NCCL >= 2.10; use sum");
+#endif
+  }
+  throw UsageError("unknown reduce op for the NCCL backend");
+}
+
+// ---- RAII handles -----------------------------------------------------------
+
+class Stream {
+ public:
+  explicit Stream(int rank) {
+    check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking),
+               "cudaStreamCreateWithFlags", rank);
+  }
+  ~Stream() {
+    if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
+  }
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  cudaStream_t get() const { return stream_; }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+};
+
+class Event {
+ public:
+  Event(unsigned int flags, int rank) {
+    check_cuda(cudaEventCreateWithFlags(&event_, flags), "cudaEventCreateWithFlags", rank);
+  }
+  ~Event() {
+    if (event_ != nullptr) (void)cudaEventDestroy(event_);
+  }
+  Event(Event&& other) noexcept : event_(std::exchange(other.event_, nullptr)) {}
+  Event& operator=(Event&&) = delete;
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  cudaEvent_t get() const { return event_; }
+
+ private:
+  cudaEvent_t event_ = nullptr;
+};
+
+class PinnedHost {
+ public:
+  PinnedHost(size_t bytes, int rank) {
+    check_cuda(cudaMallocHost(&data_, bytes), "cudaMallocHost (copy staging)", rank);
+  }
+  ~PinnedHost() {
+    if (data_ != nullptr) (void)cudaFreeHost(data_);
+  }
+  PinnedHost(const PinnedHost&) = delete;
+  PinnedHost& operator=(const PinnedHost&) = delete;
+  char* get() const { return static_cast<char*>(data_); }
+
+ private:
+  void* data_ = nullptr;
+};
+
+class DeviceBuffer : public Buffer {
+ public:
+  DeviceBuffer(size_t bytes, int device, int rank, cudaStream_t stream)
+      : bytes_(bytes), device_(device) {
+    if (bytes == 0) return;
+    const cudaError_t error = cudaMalloc(&data_, bytes);
+    if (error != cudaSuccess) {
+      (void)cudaGetLastError();  // clear the (non-sticky) allocation error
+      throw BackendError(rank_prefix(rank) + "cudaMalloc of " + std::to_string(bytes) +
+                         " bytes on GPU " + std::to_string(device) +
+                         " failed: " + cuda_text(error));
+    }
+    // Stream-ordered, so every later operation on the communicator's stream
+    // sees zeros; the stream is non-blocking, so a plain cudaMemset (legacy
+    // default stream) would not be ordered before it.
+    const cudaError_t set = cudaMemsetAsync(data_, 0, bytes, stream);
+    if (set != cudaSuccess) {
+      (void)cudaFree(data_);
+      data_ = nullptr;
+      check_cuda(set, "cudaMemsetAsync", rank);
+    }
+  }
+  ~DeviceBuffer() override {
+    if (data_ == nullptr) return;
+    (void)cudaSetDevice(device_);
+    (void)cudaFree(data_);
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
+  void* data() override { return data_; }
+  size_t bytes() const override { return bytes_; }
+
+ private:
+  void* data_ = nullptr;
+  size_t bytes_ = 0;
+  int device_ = 0;
+};
+
+// Timestamps as CUDA events recorded on the communicator's stream. Holds the
+// stream (shared) so a clock that outlives its communicator stays valid.
+class EventClock : public StampClock {
+ public:
+  EventClock(size_t stamps, std::shared_ptr<Stream> stream, int device, int rank)
+      : stream_(std::move(stream)), device_(device), rank_(rank), recorded_(stamps, false) {
+    events_.reserve(stamps);
+    for (size_t i = 0; i < stamps; ++i) events_.emplace_back(cudaEventDefault, rank);
+  }
+
+  void stamp(size_t index) override {
+    check_index(index, "stamp");
+    check_cuda(cudaEventRecord(events_[index].get(), stream_->get()), "cudaEventRecord", rank_);
+    recorded_[index] = true;
+  }
+
+  double seconds_between(size_t first, size_t second) override {
+    check_index(first, "seconds_between");
+    check_index(second, "seconds_between");
+    if (!recorded_[first] || !recorded_[second]) {
+      throw UsageError(rank_prefix(rank_) + "seconds_between(" + std::to_string(first) + ", " +
+                       std::to_string(second) + ") asks for a stamp that was never taken");
+    }
+    (void)cudaSetDevice(device_);
+    float milliseconds = 0.0f;
+    const cudaError_t error =
+        cudaEventElapsedTime(&milliseconds, events_[first].get(), events_[second].get());
+    if (error == cudaErrorNotReady) {
+      throw UsageError(rank_prefix(rank_) +
+                       "CUDA event stamps read before Communicator::wait() completed them");
+    }
+    check_cuda(error, "cudaEventElapsedTime", rank_);
+    return static_cast<double>(milliseconds) / 1e3;
+  }
+
+ private:
+  void check_index(size_t index, const char* what) const {
+    if (index >= events_.size()) {
+      throw UsageError(rank_prefix(rank_) + what + ": stamp index " + std::to_string(index) +
+                       " out of range (clock has " + std::to_string(events_.size()) + " stamps)");
+    }
+  }
+
+  std::shared_ptr<Stream> stream_;
+  int device_ = 0;
+  int rank_ = 0;
+  std::vector<Event> events_;
+  std::vector<bool> recorded_;
+};
+
+// ---- set-up helpers ---------------------------------------------------------
+
+// What one rank found in the local part of set-up (GPU, stream, unique id),
+// shared with every rank so that all of them fail together instead of some
+// waiting forever for the ncclUniqueId broadcast.
+struct SetupFailure {
+  enum Kind : char { kNone = '0', kUsage = 'U', kBackend = 'B' };
+  Kind kind = kNone;
+  std::string message;
+};
+
+[[noreturn]] void throw_failure(const SetupFailure& failure) {
+  if (failure.kind == SetupFailure::kUsage) throw UsageError(failure.message);
+  throw BackendError(failure.message);
+}
+
+// Collective over the world: every rank calls it with its own outcome. Throws
+// on every rank when any rank failed (a rank's own failure first, else the
+// first failing rank's message).
+void agree_on_setup(const World& world, const SetupFailure& mine) {
+  if (world.size() <= 1) {
+    if (mine.kind != SetupFailure::kNone) throw_failure(mine);
+    return;
+  }
+  const std::string encoded = mine.kind == SetupFailure::kNone
+                                  ? std::string()
+                                  : static_cast<char>(mine.kind) + mine.message;
+  const std::vector<std::string> all = world.all_gather(encoded);
+  if (mine.kind != SetupFailure::kNone) throw_failure(mine);
+  for (size_t r = 0; r < all.size(); ++r) {
+    if (all[r].empty()) continue;
+    SetupFailure other;
+    other.kind = all[r][0] == SetupFailure::kUsage ? SetupFailure::kUsage : SetupFailure::kBackend;
+    other.message =
+        "NCCL backend set-up failed on rank " + std::to_string(r) + ": " + all[r].substr(1);
+    throw_failure(other);
+  }
+}
+
+template <typename Fn>
+SetupFailure capture(Fn&& fn) {
+  SetupFailure failure;
+  try {
+    fn();
+  } catch (const UsageError& e) {
+    failure = {SetupFailure::kUsage, e.what()};
+  } catch (const std::exception& e) {
+    failure = {SetupFailure::kBackend, e.what()};
+  }
+  return failure;
+}
+
+// ---- the communicator -------------------------------------------------------
+
+class NcclCommunicator : public Communicator {
+ public:
+  NcclCommunicator(const World& world, const NcclOptions& options)
+      : rank_(world.rank()), size_(world.size()) {
+    if (options.isolate_ranks) {
+      // Before any NCCL call that may look at the host identity: every rank
+      // becomes its own "host", so NCCL connects ranks through its network
+      // transport (and allows several ranks on one GPU). The variable stays
+      // set for the rest of the process, as NCCL may read it at any init.
+      const std::string host_id = "ccscope-rank-" + std::to_string(rank_);
+      if (setenv("NCCL_HOSTID", host_id.c_str(), 1) != 0) {
+        throw BackendError(rank_prefix(rank_) +
+                           "setenv(NCCL_HOSTID) failed: " + std::strerror(errno));
+      }
+    }
+
+    // Phase 1, local: pick the GPU, make the stream, rank 0 makes the id.
+    ncclUniqueId id{};
+    int device_count = 0;
+    agree_on_setup(world, capture([&] {
+                     select_device(world, device_count);
+                     stream_ = std::make_shared<Stream>(rank_);
+                     if (rank_ == 0)
+                       check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId", rank_, nullptr);
+                   }));
+
+    // Phase 2: every rank gets the id, then joins the communicator.
+    if (size_ > 1) {
+      std::vector<char> bytes;
+      if (rank_ == 0) {
+        const char* raw = reinterpret_cast<const char*>(&id);
+        bytes.assign(raw, raw + sizeof(id));
+      }
+      world.broadcast(bytes, 0);
+      if (bytes.size() != sizeof(id)) {
+        throw BackendError(rank_prefix(rank_) + "received an ncclUniqueId of " +
+                           std::to_string(bytes.size()) + " bytes, expected " +
+                           std::to_string(sizeof(id)));
+      }
+      std::memcpy(&id, bytes.data(), sizeof(id));
+    }
+    // No agreement round after this: a rank whose init failed must not wait
+    // in an MPI collective while its peers may still wait for it inside NCCL's
+    // bootstrap; it throws, and its peers see the broken bootstrap.
+    const ncclResult_t result = ncclCommInitRank(&comm_, size_, id, rank_);
+    if (result != ncclSuccess) {
+      comm_ = nullptr;
+      std::string message =
+          rank_prefix(rank_) + "ncclCommInitRank failed: " + nccl_text(result, nullptr);
+      if (result == ncclInvalidUsage && !options.isolate_ranks &&
+          world.local_size() > device_count) {
+        message += "; " + std::to_string(world.local_size()) + " ranks on host " +
+                   world.hostname() + " share " + std::to_string(device_count) +
+                   " GPU(s): run one rank per GPU, or use --isolate-ranks";
+      }
+      throw BackendError(message);
+    }
+  }
+
+  ~NcclCommunicator() override {
+    if (comm_ == nullptr) return;
+    (void)cudaSetDevice(device_);
+    if (drained_cleanly()) {
+#if CCSCOPE_NCCL_HAS_FINALIZE
+      if (ncclCommFinalize(comm_) == ncclSuccess) {
+        (void)ncclCommDestroy(comm_);
+      } else {
+        (void)ncclCommAbort(comm_);
+      }
+#else
+      (void)ncclCommDestroy(comm_);
+#endif
+    } else {
+      (void)ncclCommAbort(comm_);
+    }
+    comm_ = nullptr;
+    // Staging, stream and events go with their RAII members.
+  }
+
+  NcclCommunicator(const NcclCommunicator&) = delete;
+  NcclCommunicator& operator=(const NcclCommunicator&) = delete;
+
+  std::string backend_name() const override { return "nccl"; }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  MemoryKind memory_kind() const override { return MemoryKind::kDevice; }
+  std::string device_name() const override { return device_name_; }
+
+  std::unique_ptr<Buffer> allocate(size_t bytes) override {
+    activate();
+    return std::make_unique<DeviceBuffer>(bytes, device_, rank_, stream());
+  }
+
+  void copy_from_host(Buffer& dst, size_t dst_offset, const void* src, size_t bytes) override {
+    check_range(dst.bytes(), dst_offset, bytes, "copy_from_host");
+    if (bytes == 0) return;
+    if (src == nullptr) throw UsageError(rank_prefix(rank_) + "copy_from_host from a null pointer");
+    activate();
+    ensure_staging();
+    char* device = static_cast<char*>(dst.data()) + dst_offset;
+    const char* host = static_cast<const char*>(src);
+    // Double-buffered: fill one pinned chunk while the other one is in flight.
+    size_t chunk_index = 0;
+    for (size_t done = 0; done < bytes; ++chunk_index) {
+      Staging& staging = *staging_[chunk_index % staging_.size()];
+      if (staging.in_flight) sync_event(staging.done.get(), "copy_from_host");
+      staging.in_flight = false;
+      const size_t n = std::min(kStagingChunkBytes, bytes - done);
+      std::memcpy(staging.host.get(), host + done, n);
+      check_cuda(
+          cudaMemcpyAsync(device + done, staging.host.get(), n, cudaMemcpyHostToDevice, stream()),
+          "cudaMemcpyAsync (host to device)", rank_);
+      check_cuda(cudaEventRecord(staging.done.get(), stream()), "cudaEventRecord", rank_);
+      staging.in_flight = true;
+      done += n;
+    }
+    for (auto& staging : staging_) {
+      if (staging->in_flight) sync_event(staging->done.get(), "copy_from_host");
+      staging->in_flight = false;
+    }
+  }
+
+  void copy_to_host(void* dst, const Buffer& src, size_t src_offset, size_t bytes) override {
+    check_range(src.bytes(), src_offset, bytes, "copy_to_host");
+    if (bytes == 0) return;
+    if (dst == nullptr) throw UsageError(rank_prefix(rank_) + "copy_to_host into a null pointer");
+    activate();
+    ensure_staging();
+    // Buffer::data() is non-const; the device memory is only read here.
+    const char* device = static_cast<const char*>(const_cast<Buffer&>(src).data()) + src_offset;
+    char* host = static_cast<char*>(dst);
+    const size_t chunks = (bytes + kStagingChunkBytes - 1) / kStagingChunkBytes;
+    auto chunk_bytes = [&](size_t i) {
+      return std::min(kStagingChunkBytes, bytes - i * kStagingChunkBytes);
+    };
+    auto issue = [&](size_t i) {
+      Staging& staging = *staging_[i % staging_.size()];
+      check_cuda(cudaMemcpyAsync(staging.host.get(), device + i * kStagingChunkBytes,
+                                 chunk_bytes(i), cudaMemcpyDeviceToHost, stream()),
+                 "cudaMemcpyAsync (device to host)", rank_);
+      check_cuda(cudaEventRecord(staging.done.get(), stream()), "cudaEventRecord", rank_);
+      staging.in_flight = true;
+    };
+    // Chunk i+1 travels while chunk i is copied out of its pinned buffer.
+    issue(0);
+    for (size_t i = 0; i < chunks; ++i) {
+      if (i + 1 < chunks) issue(i + 1);
+      Staging& staging = *staging_[i % staging_.size()];
+      sync_event(staging.done.get(), "copy_to_host");
+      staging.in_flight = false;
+      std::memcpy(host + i * kStagingChunkBytes, staging.host.get(), chunk_bytes(i));
+    }
+  }
+
+  void all_reduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op) override {
+    const ncclDataType_t nccl_type = to_nccl(type);
+    const ncclRedOp_t nccl_op = to_nccl(op);
+    check_nccl(ncclAllReduce(send, recv, count, nccl_type, nccl_op, live_comm(), stream()),
+               "ncclAllReduce", rank_, comm_);
+  }
+
+  void all_gather(const void* send, void* recv, size_t send_count, DataType type) override {
+    const ncclDataType_t nccl_type = to_nccl(type);
+    check_nccl(ncclAllGather(send, recv, send_count, nccl_type, live_comm(), stream()),
+               "ncclAllGather", rank_, comm_);
+  }
+
+  void reduce_scatter(const void* send, void* recv, size_t recv_count, DataType type,
+                      ReduceOp op) override {
+    const ncclDataType_t nccl_type = to_nccl(type);
+    const ncclRedOp_t nccl_op = to_nccl(op);
+    check_nccl(ncclReduceScatter(send, recv, recv_count, nccl_type, nccl_op, live_comm(), stream()),
+               "ncclReduceScatter", rank_, comm_);
+  }
+
+  void broadcast(const void* send, void* recv, size_t count, DataType type, int root) override {
+    check_peer(root, "broadcast root");
+    const ncclDataType_t nccl_type = to_nccl(type);
+    check_nccl(ncclBroadcast(send, recv, count, nccl_type, root, live_comm(), stream()),
+               "ncclBroadcast", rank_, comm_);
+  }
+
+  void all_to_all(const void* send, void* recv, size_t count_per_peer, DataType type) override {
+    const ncclDataType_t nccl_type = to_nccl(type);
+    ncclComm_t comm = live_comm();
+    const size_t block = count_per_peer * element_size(type);
+    const char* send_bytes = static_cast<const char*>(send);
+    char* recv_bytes = static_cast<char*>(recv);
+    check_nccl(ncclGroupStart(), "ncclGroupStart", rank_, comm);
+    // Keep the first failure but always close the group.
+    ncclResult_t first = ncclSuccess;
+    const char* failed_call = "";
+    for (int peer = 0; peer < size_ && first == ncclSuccess; ++peer) {
+      const size_t offset = static_cast<size_t>(peer) * block;
+      first = ncclSend(send_bytes + offset, count_per_peer, nccl_type, peer, comm, stream());
+      if (first != ncclSuccess) {
+        failed_call = "ncclSend (all_to_all)";
+        break;
+      }
+      first = ncclRecv(recv_bytes + offset, count_per_peer, nccl_type, peer, comm, stream());
+      if (first != ncclSuccess) failed_call = "ncclRecv (all_to_all)";
+    }
+    const ncclResult_t end = ncclGroupEnd();
+    check_nccl(first, failed_call, rank_, comm);
+    check_nccl(end, "ncclGroupEnd (all_to_all)", rank_, comm);
+  }
+
+  void send_recv(const void* send, int send_peer, void* recv, int recv_peer, size_t count,
+                 DataType type) override {
+    check_peer(send_peer, "send_recv send peer");
+    check_peer(recv_peer, "send_recv receive peer");
+    const ncclDataType_t nccl_type = to_nccl(type);
+    ncclComm_t comm = live_comm();
+    check_nccl(ncclGroupStart(), "ncclGroupStart", rank_, comm);
+    const ncclResult_t sent = ncclSend(send, count, nccl_type, send_peer, comm, stream());
+    const ncclResult_t received = sent == ncclSuccess
+                                      ? ncclRecv(recv, count, nccl_type, recv_peer, comm, stream())
+                                      : ncclSuccess;
+    const ncclResult_t end = ncclGroupEnd();
+    check_nccl(sent, "ncclSend (send_recv)", rank_, comm);
+    check_nccl(received, "ncclRecv (send_recv)", rank_, comm);
+    check_nccl(end, "ncclGroupEnd (send_recv)", rank_, comm);
+  }
+
+  void wait(std::chrono::milliseconds timeout) override {
+    live_comm();
+    sync_timeout_ = timeout;
+    poll_until_done([this] { return cudaStreamQuery(stream()); }, "wait", timeout);
+  }
+
+  std::unique_ptr<StampClock> make_clock(size_t stamps) override {
+    activate();
+    return std::make_unique<EventClock>(stamps, stream_, device_, rank_);
+  }
+
+ private:
+  struct Staging {
+    explicit Staging(int rank)
+        : host(kStagingChunkBytes, rank), done(cudaEventDisableTiming, rank) {}
+    PinnedHost host;
+    Event done;
+    bool in_flight = false;
+  };
+
+  void select_device(const World& world, int& device_count) {
+    const cudaError_t error = cudaGetDeviceCount(&device_count);
+    if (error != cudaSuccess || device_count <= 0) {
+      const std::string reason =
+          error != cudaSuccess ? cuda_text(error) : std::string("cudaGetDeviceCount returned 0");
+      throw UsageError("no CUDA GPU visible to rank " + std::to_string(rank_) + ": " + reason +
+                       "; use --backend mpi");
+    }
+    device_ = world.local_rank() % device_count;
+    check_cuda(cudaSetDevice(device_), "cudaSetDevice", rank_);
+    cudaDeviceProp properties{};
+    check_cuda(cudaGetDeviceProperties(&properties, device_), "cudaGetDeviceProperties", rank_);
+    // prop.name is a fixed char array; bound the read by its size.
+    device_name_.assign(properties.name, strnlen(properties.name, sizeof(properties.name)));
+  }
+
+  cudaStream_t stream() const { return stream_->get(); }
+
+  void activate() const { check_cuda(cudaSetDevice(device_), "cudaSetDevice", rank_); }
+
+  ncclComm_t live_comm() const {
+    if (comm_ == nullptr) {
+      throw BackendError(rank_prefix(rank_) +
+                         "the NCCL communicator was aborted after an earlier error or timeout; "
+                         "create a new one");
+    }
+    return comm_;
+  }
+
+  void check_peer(int peer, const char* what) const {
+    if (peer < 0 || peer >= size_) {
+      throw UsageError(rank_prefix(rank_) + what + " " + std::to_string(peer) +
+                       " is not a rank of this communicator (0.." + std::to_string(size_ - 1) +
+                       ")");
+    }
+  }
+
+  void check_range(size_t buffer_bytes, size_t offset, size_t bytes, const char* what) const {
+    if (offset > buffer_bytes || bytes > buffer_bytes - offset) {
+      throw UsageError(rank_prefix(rank_) + what + ": offset " + std::to_string(offset) + " + " +
+                       std::to_string(bytes) + " bytes exceeds the buffer of " +
+                       std::to_string(buffer_bytes) + " bytes");
+    }
+  }
+
+  void ensure_staging() {
+    if (!staging_.empty()) return;
+    std::vector<std::unique_ptr<Staging>> staging;
+    staging.push_back(std::make_unique<Staging>(rank_));
+    staging.push_back(std::make_unique<Staging>(rank_));
+    staging_ = std::move(staging);
+  }
+
+  void sync_event(cudaEvent_t event, const char* what) {
+    poll_until_done([event] { return cudaEventQuery(event); }, what, sync_timeout_);
+  }
+
+  // Polls `query` (cudaStreamQuery / cudaEventQuery) until it reports
+  // completion, checking NCCL's asynchronous error state between polls. On an
+  // asynchronous error or a timeout the communicator is aborted.
+  template <typename Query>
+  void poll_until_done(Query&& query, const char* what, std::chrono::milliseconds timeout) {
+    const auto deadline = Clock::now() + timeout;
+    for (;;) {
+      const cudaError_t state = query();
+      if (state == cudaSuccess) {
+        check_async_error(what);
+        return;
+      }
+      if (state != cudaErrorNotReady) {
+        check_async_error(what);  // an NCCL failure explains a CUDA one better
+        abort_comm();
+        check_cuda(state, what, rank_);
+      }
+      check_async_error(what);
+      if (Clock::now() >= deadline) {
+        abort_comm();
+        throw TimeoutError(rank_prefix(rank_) + "NCCL operations did not complete within " +
+                           seconds_text(timeout) + " (" + what +
+                           "); the communicator was aborted. A peer rank may have stopped or the "
+                           "network path is too slow; rerun with NCCL_DEBUG=WARN");
+      }
+      std::this_thread::sleep_for(kPollInterval);
+    }
+  }
+
+  void check_async_error(const char* what) {
+    if (comm_ == nullptr) return;
+    ncclResult_t async = ncclSuccess;
+    const ncclResult_t result = ncclCommGetAsyncError(comm_, &async);
+    if (result != ncclSuccess) {
+      const std::string text = nccl_text(result, comm_);
+      abort_comm();
+      throw BackendError(rank_prefix(rank_) + "ncclCommGetAsyncError failed: " + text);
+    }
+    if (async == ncclSuccess || async == ncclInProgress) return;
+    const std::string text = nccl_text(async, comm_);
+    abort_comm();
+    throw BackendError(rank_prefix(rank_) + "NCCL reported an asynchronous error during " + what +
+                       ": " + text + "; the communicator was aborted");
+  }
+
+  void abort_comm() noexcept {
+    if (comm_ == nullptr) return;
+    (void)ncclCommAbort(comm_);
+    comm_ = nullptr;
+  }
+
+  // True when the stream finished its work without NCCL errors within a short
+  // bound; the destructor then finalizes, otherwise it aborts.
+  bool drained_cleanly() noexcept {
+    if (!stream_) return false;
+    const auto deadline = Clock::now() + kDestructorDrain;
+    for (;;) {
+      ncclResult_t async = ncclSuccess;
+      if (ncclCommGetAsyncError(comm_, &async) != ncclSuccess ||
+          (async != ncclSuccess && async != ncclInProgress)) {
+        return false;
+      }
+      const cudaError_t state = cudaStreamQuery(stream());
+      if (state == cudaSuccess) return true;
+      if (state != cudaErrorNotReady || Clock::now() >= deadline) return false;
+      std::this_thread::sleep_for(kPollInterval);
+    }
+  }
+
+  int rank_ = 0;
+  int size_ = 1;
+  int device_ = 0;
+  std::string device_name_;
+  std::chrono::milliseconds sync_timeout_ = kDefaultSyncTimeout;
+  // The destructor body finalizes or aborts comm_ before these members go.
+  // Clocks share the stream, so it lives as long as the last of them.
+  std::shared_ptr<Stream> stream_;
+  std::vector<std::unique_ptr<Staging>> staging_;
+  ncclComm_t comm_ = nullptr;
+};
+
+}  // namespace
+
+std::unique_ptr<Communicator> make_nccl_communicator(const World& world,
+                                                     const NcclOptions& options) {
+  return std::make_unique<NcclCommunicator>(world, options);
+}
+
+bool nccl_backend_compiled() { return true; }
+
+bool nccl_backend_usable() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return count > 0;
+}
+
+std::string nccl_version_string() {
+  int code = 0;
+  if (ncclGetVersion(&code) != ncclSuccess || code <= 0) return "";
+  // NCCL_VERSION: X*1000+Y*100+Z up to 2.8, X*10000+Y*100+Z from 2.9 on.
+  int major = 0, minor = 0, patch = 0;
+  if (code < 10000) {
+    major = code / 1000;
+    minor = (code % 1000) / 100;
+    patch = code % 100;
+  } else {
+    major = code / 10000;
+    minor = (code % 10000) / 100;
+    patch = code % 100;
+  }
+  return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
+}
+
+std::string cuda_runtime_version_string() {
+  int version = 0;
+  if (cudaRuntimeGetVersion(&version) != cudaSuccess || version <= 0) return "";
+  // 13000 -> "13.0", 12040 -> "12.4"
+  return std::to_string(version / 1000) + "." + std::to_string((version % 1000) / 10);
+}
+
+}  // namespace ccscope
