@@ -46,6 +46,8 @@ class World {
   int64_t all_reduce_sum(int64_t value) const;
   // Broadcasts `bytes` from `root`, resizing on receivers.
   void broadcast(std::vector<char>& bytes, int root) const;
+  // Ends every rank of the job (MPI_Abort) with `exit_code`.
+  [[noreturn]] void abort(int exit_code) const;
   // Builds a World from hostnames alone (for unit tests of node arithmetic).
   static World from_hostnames(int rank, std::vector<std::string> hostnames);
 
@@ -61,7 +63,7 @@ class World {
 };
 
 // Number of ranks the launcher says it started (PMI_SIZE, OMPI_COMM_WORLD_SIZE,
-// SLURM_NTASKS, ...), or 0 when no launcher variable is set. `getenv` is
+// SLURM_STEP_NUM_TASKS), or 0 when no launcher variable is set. `getenv` is
 // injectable for tests.
 int launcher_rank_count(const char* (*getenv_fn)(const char*) = nullptr);
 

@@ -1,0 +1,131 @@
+#include "ccscope/bench/bench_command.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <iostream>
+#include <memory>
+
+#include "ccscope/collectives/backends.h"
+#include "ccscope/collectives/error.h"
+#include "ccscope/collectives/watchdog.h"
+#include "ccscope/collectives/world.h"
+#include "ccscope/reports/reporter.h"
+#include "options.h"
+#include "run_metadata.h"
+#include "sweep_runner.h"
+
+namespace ccscope::bench {
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitFailed = 1;
+constexpr int kExitUsage = 2;
+
+// Before MPI is up, the launcher's rank variable tells whether this process
+// should print (so that a usage error appears once, not once per rank).
+bool launcher_says_rank_zero() {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"}) {
+    if (const char* value = std::getenv(name)) return std::string(value) == "0";
+  }
+  return true;
+}
+
+std::unique_ptr<Communicator> make_communicator(const BenchOptions& options, const World& world) {
+  std::string backend = options.backend;
+  if (backend.empty()) backend = nccl_backend_usable() ? "nccl" : "mpi";
+  if (backend == "nccl") return make_nccl_communicator(world, NcclOptions{options.isolate_ranks});
+  return make_mpi_communicator(world);
+}
+
+}  // namespace
+
+int bench_main(const std::vector<std::string>& args, const std::vector<std::string>& command_line) {
+  BenchOptions options;
+  try {
+    auto parsed = parse_bench_arguments(args);
+    if (!parsed.options) {
+      if (launcher_says_rank_zero()) std::cout << parsed.help_text;
+      return kExitOk;
+    }
+    options = *parsed.options;
+  } catch (const UsageError& error) {
+    if (launcher_says_rank_zero()) std::fprintf(stderr, "ccscope bench: error: %s\n", error.what());
+    return kExitUsage;
+  }
+
+  MpiSession session(nullptr, nullptr);
+  const World world = World::from_mpi();
+  const bool leader = world.rank() == 0;
+  const int launched = launcher_rank_count();
+  if (launched > 1 && world.size() == 1) {
+    if (launcher_says_rank_zero())
+      std::fprintf(stderr,
+                   "ccscope bench: error: the launcher started %d ranks but MPI sees only this one: "
+                   "ccscope was built with a different MPI (%s) than the launcher; use that MPI's "
+                   "mpiexec or rebuild ccscope against the launcher's MPI\n",
+                   launched, MpiSession::library_version().c_str());
+    return kExitUsage;
+  }
+  try {
+    validate_for_ranks(options, world.size());
+  } catch (const UsageError& error) {
+    if (leader) std::fprintf(stderr, "ccscope bench: error: %s\n", error.what());
+    return kExitUsage;
+  }
+  if (leader)
+    for (const auto& note : options.notes) std::fprintf(stderr, "ccscope bench: note: %s\n", note.c_str());
+
+  std::unique_ptr<Communicator> comm;
+  try {
+    comm = make_communicator(options, world);
+  } catch (const UsageError& error) {
+    // Every rank fails the same way; one line is enough.
+    if (leader) std::fprintf(stderr, "ccscope bench: error: %s\n", error.what());
+    return kExitUsage;
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "ccscope bench: rank %d (%s): cannot start the %s backend: %s\n",
+                 world.rank(), world.hostname().c_str(), options.backend.empty() ? "default" : options.backend.c_str(),
+                 error.what());
+    world.abort(kExitFailed);
+  }
+
+  // Output files are opened before measuring so a bad path fails at once.
+  reports::ReporterList reporters;
+  std::string open_error;
+  if (leader) {
+    try {
+      reporters.append(reports::make_console_reporter(std::cout));
+      if (!options.csv_path.empty()) reporters.append(reports::make_csv_reporter(options.csv_path));
+      if (!options.json_path.empty()) reporters.append(reports::make_json_reporter(options.json_path));
+    } catch (const std::exception& error) {
+      open_error = error.what();
+    }
+  }
+  if (world.all_reduce_sum(static_cast<int64_t>(open_error.empty() ? 0 : 1)) != 0) {
+    if (leader) std::fprintf(stderr, "ccscope bench: error: %s; choose a writable path\n", open_error.c_str());
+    return kExitUsage;
+  }
+
+  try {
+    HangWatchdog watchdog(world, std::chrono::milliseconds(static_cast<long long>(options.timeout_seconds * 1000)));
+    reports::RunMetadata metadata = collect_run_metadata(world, *comm, command_line);
+    if (leader) reporters.begin(metadata);
+    const SweepOutcome outcome = run_sweep(options, world, *comm, watchdog, leader ? &reporters : nullptr);
+    metadata.end_time_utc = utc_now_iso8601();
+    if (leader) reporters.end(metadata);
+    comm.reset();  // backend teardown before MPI_Finalize
+    return outcome.wrong_elements > 0 ? kExitFailed : kExitOk;
+  } catch (const TimeoutError& error) {
+    std::fprintf(stderr, "ccscope bench: rank %d (%s): %s\n", world.rank(), world.hostname().c_str(), error.what());
+    world.abort(kTimeoutExitCode);
+  } catch (const UsageError& error) {
+    std::fprintf(stderr, "ccscope bench: rank %d: error: %s\n", world.rank(), error.what());
+    world.abort(kExitUsage);
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "ccscope bench: rank %d (%s): error: %s\n", world.rank(), world.hostname().c_str(), error.what());
+    world.abort(kExitFailed);
+  }
+}
+
+}  // namespace ccscope::bench

@@ -1,0 +1,81 @@
+#include "run_metadata.h"
+
+#include <algorithm>
+#include <ctime>
+
+#include "ccscope/collectives/backends.h"
+#include "ccscope/version.h"
+
+extern char** environ;
+
+namespace ccscope::bench {
+
+std::vector<std::pair<std::string, std::string>> relevant_environment(char** environment) {
+  static constexpr const char* kPrefixes[] = {"NCCL_", "UCX_", "MPIR_", "OMPI_", "CCSCOPE_",
+                                              "CUDA_VISIBLE_DEVICES", "FI_", "I_MPI_"};
+  std::vector<std::pair<std::string, std::string>> found;
+  for (char** entry = environment; entry != nullptr && *entry != nullptr; ++entry) {
+    const std::string text(*entry);
+    const size_t equals = text.find('=');
+    if (equals == std::string::npos) continue;
+    const std::string key = text.substr(0, equals);
+    for (const char* prefix : kPrefixes) {
+      if (key.rfind(prefix, 0) == 0) {
+        found.emplace_back(key, text.substr(equals + 1));
+        break;
+      }
+    }
+  }
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+std::string utc_now_iso8601() {
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return text;
+}
+
+std::string shell_join(const std::vector<std::string>& words) {
+  std::string out;
+  for (const auto& word : words) {
+    if (!out.empty()) out += ' ';
+    const bool plain = !word.empty() && word.find_first_not_of(
+        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+%@") == std::string::npos;
+    if (plain) {
+      out += word;
+      continue;
+    }
+    out += '\'';
+    for (char c : word) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    out += '\'';
+  }
+  return out;
+}
+
+reports::RunMetadata collect_run_metadata(const World& world, const Communicator& comm,
+                                          const std::vector<std::string>& command_line) {
+  reports::RunMetadata metadata;
+  metadata.ccscope_version = kVersion;
+  metadata.git_commit = kGitCommit;
+  metadata.backend = comm.backend_name();
+  metadata.mpi_library = MpiSession::library_version();
+  if (comm.backend_name() == "nccl") {
+    metadata.nccl_version = nccl_version_string();
+    metadata.cuda_version = cuda_runtime_version_string();
+  }
+  metadata.hosts = world.hostnames();
+  metadata.gpu_names = world.all_gather(comm.device_name());
+  metadata.ranks = world.size();
+  metadata.nodes = world.node_count();
+  metadata.ranks_per_node = world.max_ranks_per_node();
+  metadata.environment = relevant_environment(environ);
+  metadata.command_line = shell_join(command_line);
+  metadata.start_time_utc = utc_now_iso8601();
+  return metadata;
+}
+
+}  // namespace ccscope::bench

@@ -1,0 +1,17 @@
+#pragma once
+// Small named statistics, each a pure function (unit tested).
+#include <cstddef>
+#include <span>
+
+namespace ccscope::bench {
+
+double mean(std::span<const double> values);
+// Percentile p in [0, 100] with linear interpolation between the closest
+// ranks (numpy's default); 0 for no values.
+double percentile(std::span<const double> values, double p);
+double median(std::span<const double> values);
+
+// algbw in GB/s (1e9 B/s); 0 when the time is not positive.
+double algorithm_bandwidth_GBps(size_t bytes, double seconds);
+
+}  // namespace ccscope::bench

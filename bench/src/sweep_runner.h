@@ -1,0 +1,24 @@
+#pragma once
+// The timing loop: for every size (and in-place / out-of-place), warm up,
+// time the iterations, run once more on fresh data and check every element,
+// then hand one record per measurement to the reporter (rank 0 only).
+#include <cstdint>
+
+#include "ccscope/collectives/communicator.h"
+#include "ccscope/collectives/watchdog.h"
+#include "ccscope/collectives/world.h"
+#include "ccscope/reports/reporter.h"
+#include "options.h"
+
+namespace ccscope::bench {
+
+struct SweepOutcome {
+  int64_t wrong_elements = 0;  // over all ranks and sizes
+  size_t records = 0;
+};
+
+// `reporter` may be null on ranks other than 0.
+SweepOutcome run_sweep(const BenchOptions& options, const World& world, Communicator& comm,
+                       HangWatchdog& watchdog, reports::Reporter* reporter);
+
+}  // namespace ccscope::bench

@@ -1,0 +1,44 @@
+#include "sizes.h"
+
+#include <gtest/gtest.h>
+
+namespace ccscope::bench {
+namespace {
+
+TEST(Sizes, ParsesBinarySuffixes) {
+  EXPECT_EQ(parse_size("8"), 8u);
+  EXPECT_EQ(parse_size("1K"), 1024u);
+  EXPECT_EQ(parse_size("64M"), 64u << 20);
+  EXPECT_EQ(parse_size("2G"), size_t{2} << 30);
+  EXPECT_EQ(parse_size("4k"), 4096u);
+  EXPECT_EQ(parse_size("16MiB"), 16u << 20);
+  EXPECT_EQ(parse_size("100B"), 100u);
+  EXPECT_EQ(parse_size("0"), 0u);  // rejected later by the options, with its own message
+}
+
+TEST(Sizes, RejectsGarbage) {
+  for (const char* bad : {"", "-8", "M", "1X", "1MM", "1.5M", "99999999999999999999999", "16777216T"})
+    EXPECT_FALSE(parse_size(bad)) << bad;
+}
+
+TEST(Sizes, FactorSequence) {
+  EXPECT_EQ(size_sequence(8, 128, 2, 0), (std::vector<size_t>{8, 16, 32, 64, 128}));
+  EXPECT_EQ(size_sequence(8, 100, 4, 0), (std::vector<size_t>{8, 32}));
+}
+
+TEST(Sizes, StepSequence) {
+  EXPECT_EQ(size_sequence(100, 400, 1, 100), (std::vector<size_t>{100, 200, 300, 400}));
+  EXPECT_EQ(size_sequence(32, 32, 1, 1 << 20), (std::vector<size_t>{32}));
+}
+
+TEST(Sizes, NoSizesWhenMinAboveMax) { EXPECT_TRUE(size_sequence(64, 8, 2, 0).empty()); }
+
+TEST(Sizes, Formats) {
+  EXPECT_EQ(format_size(8), "8 B");
+  EXPECT_EQ(format_size(1024), "1 KiB");
+  EXPECT_EQ(format_size(1536), "1.5 KiB");
+  EXPECT_EQ(format_size(size_t{64} << 20), "64 MiB");
+}
+
+}  // namespace
+}  // namespace ccscope::bench

@@ -1,0 +1,58 @@
+#pragma once
+// Bounds every collective in time. Each rank runs a watchdog thread that also
+// answers a small TCP side channel. When an operation makes no progress for the
+// timeout, the rank asks every other rank over that channel where it is, and
+// the lowest stalled rank prints which ranks did not finish (stopped, gone, or
+// behind) before the job exits with kTimeoutExitCode. The side channel does not
+// go through MPI or NCCL, so it still works when they are stuck.
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "ccscope/collectives/world.h"
+
+namespace ccscope {
+
+inline constexpr int kTimeoutExitCode = 3;
+
+// What one rank says about itself when asked (also used for the report).
+struct RankProgress {
+  enum class Answer { kAnswered, kNoAnswer, kGone };
+  int rank = 0;
+  Answer answer = Answer::kNoAnswer;
+  bool busy = false;          // inside a watched phase
+  unsigned long long operation = 0;  // operations started so far
+  double stalled_seconds = 0;  // time since the last operation started
+  std::string phase;           // what the rank is doing
+  std::string detail;          // why there was no answer (errno text)
+};
+
+// Picks the ranks to blame and formats the report (pure, unit tested).
+// `hosts` are the hostnames by rank.
+std::string describe_stall(const std::vector<RankProgress>& ranks,
+                           const std::vector<std::string>& hosts, double timeout_seconds);
+
+class HangWatchdog {
+ public:
+  // Collective over the world: opens the side channel on every rank.
+  HangWatchdog(const World& world, std::chrono::milliseconds timeout);
+  ~HangWatchdog();
+  HangWatchdog(const HangWatchdog&) = delete;
+  HangWatchdog& operator=(const HangWatchdog&) = delete;
+
+  // A phase is a run of operations ("allreduce 1 MiB out-of-place, timed");
+  // outside phases the rank is never considered stalled.
+  void begin_phase(std::string description);
+  void end_phase();
+  // Called as each operation starts: cheap (one relaxed atomic increment).
+  void operation_started() { operation_.fetch_add(1, std::memory_order_relaxed); }
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+  std::atomic<unsigned long long> operation_{0};
+};
+
+}  // namespace ccscope

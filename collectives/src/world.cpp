@@ -1,0 +1,177 @@
+#include "ccscope/collectives/world.h"
+
+#include <mpi.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+
+#include "mpi_error.h"
+
+namespace ccscope {
+
+using detail::check_mpi;
+
+MpiSession::MpiSession(int* argc, char*** argv) {
+  int provided = 0;
+  // FUNNELED: only the main thread calls MPI; the watchdog thread uses sockets.
+  check_mpi(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+  // Errors come back as codes so they can be reported with MPI's own message.
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+}
+
+MpiSession::~MpiSession() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Finalize();
+}
+
+std::string MpiSession::library_version() {
+  char text[MPI_MAX_LIBRARY_VERSION_STRING];
+  int length = 0;
+  if (MPI_Get_library_version(text, &length) != MPI_SUCCESS) return "unknown";
+  std::string version(text, static_cast<size_t>(length));
+  if (auto newline = version.find('\n'); newline != std::string::npos) version.resize(newline);
+  while (!version.empty() && (version.back() == ' ' || version.back() == '\t'))
+    version.pop_back();
+  return version;
+}
+
+namespace {
+
+std::string local_hostname() {
+  std::string name(256, '\0');
+  while (gethostname(name.data(), name.size()) != 0 || name.back() != '\0') {
+    if (errno != ENAMETOOLONG && name.back() == '\0') return "unknown";
+    if (name.size() > 65536) return "unknown";
+    name.assign(name.size() * 2, '\0');
+  }
+  name.resize(std::strlen(name.c_str()));
+  return name;
+}
+
+int checked_int(size_t value, const char* what) {
+  if (value > static_cast<size_t>(INT_MAX))
+    throw UsageError(std::string(what) + " exceeds MPI's int count limit");
+  return static_cast<int>(value);
+}
+
+}  // namespace
+
+World World::from_hostnames(int rank, std::vector<std::string> hostnames) {
+  World world;
+  world.rank_ = rank;
+  world.size_ = static_cast<int>(hostnames.size());
+  // Nodes are numbered in order of their first rank, so node 0 holds rank 0.
+  std::map<std::string, int> node_of_host;
+  std::vector<int> ranks_on_node;
+  for (int r = 0; r < world.size_; ++r) {
+    const auto& host = hostnames[static_cast<size_t>(r)];
+    auto [it, inserted] = node_of_host.emplace(host, static_cast<int>(ranks_on_node.size()));
+    if (inserted) ranks_on_node.push_back(0);
+    const int node = it->second;
+    if (r == rank) {
+      world.node_index_ = node;
+      world.local_rank_ = ranks_on_node[static_cast<size_t>(node)];
+    }
+    ++ranks_on_node[static_cast<size_t>(node)];
+  }
+  world.node_count_ = static_cast<int>(ranks_on_node.size());
+  world.local_size_ = ranks_on_node[static_cast<size_t>(world.node_index_)];
+  world.max_ranks_per_node_ = *std::max_element(ranks_on_node.begin(), ranks_on_node.end());
+  world.hostnames_ = std::move(hostnames);
+  return world;
+}
+
+World World::from_mpi() {
+  int rank = 0;
+  int size = 0;
+  check_mpi(MPI_Comm_rank(MPI_COMM_WORLD, &rank), "MPI_Comm_rank");
+  check_mpi(MPI_Comm_size(MPI_COMM_WORLD, &size), "MPI_Comm_size");
+  World probe;
+  probe.rank_ = rank;
+  probe.size_ = size;
+  return from_hostnames(rank, probe.all_gather(local_hostname()));
+}
+
+void World::barrier() const { check_mpi(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); }
+
+std::vector<std::string> World::all_gather(const std::string& text) const {
+  int length = checked_int(text.size(), "string length");
+  std::vector<int> lengths(static_cast<size_t>(size_));
+  check_mpi(MPI_Allgather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, MPI_COMM_WORLD),
+            "MPI_Allgather");
+  std::vector<int> offsets(static_cast<size_t>(size_));
+  size_t total = 0;
+  for (size_t r = 0; r < lengths.size(); ++r) {
+    offsets[r] = checked_int(total, "gathered strings");
+    total += static_cast<size_t>(lengths[r]);
+  }
+  std::string joined(total, '\0');
+  check_mpi(MPI_Allgatherv(text.data(), length, MPI_CHAR, joined.data(), lengths.data(),
+                           offsets.data(), MPI_CHAR, MPI_COMM_WORLD),
+            "MPI_Allgatherv");
+  std::vector<std::string> result;
+  for (size_t r = 0; r < lengths.size(); ++r)
+    result.push_back(joined.substr(static_cast<size_t>(offsets[r]), static_cast<size_t>(lengths[r])));
+  return result;
+}
+
+namespace {
+void all_reduce_doubles(std::span<double> values, MPI_Op op) {
+  if (values.empty()) return;
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, values.data(), checked_int(values.size(), "values"),
+                          MPI_DOUBLE, op, MPI_COMM_WORLD),
+            "MPI_Allreduce");
+}
+}  // namespace
+
+void World::all_reduce_max(std::span<double> values) const { all_reduce_doubles(values, MPI_MAX); }
+void World::all_reduce_min(std::span<double> values) const { all_reduce_doubles(values, MPI_MIN); }
+void World::all_reduce_sum(std::span<double> values) const { all_reduce_doubles(values, MPI_SUM); }
+
+void World::abort(int exit_code) const {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, exit_code);
+  std::_Exit(exit_code);  // MPI_Abort does not return; this is for the compiler
+}
+
+int64_t World::all_reduce_sum(int64_t value) const {
+  int64_t total = 0;
+  check_mpi(MPI_Allreduce(&value, &total, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD),
+            "MPI_Allreduce");
+  return total;
+}
+
+void World::broadcast(std::vector<char>& bytes, int root) const {
+  uint64_t length = bytes.size();
+  check_mpi(MPI_Bcast(&length, 1, MPI_UINT64_T, root, MPI_COMM_WORLD), "MPI_Bcast");
+  bytes.resize(length);
+  check_mpi(MPI_Bcast(bytes.data(), checked_int(bytes.size(), "broadcast bytes"), MPI_BYTE, root,
+                      MPI_COMM_WORLD),
+            "MPI_Bcast");
+}
+
+int launcher_rank_count(const char* (*getenv_fn)(const char*)) {
+  auto get = [&](const char* name) -> const char* {
+    return getenv_fn ? getenv_fn(name) : std::getenv(name);
+  };
+  // Set by Open MPI, by PMI launchers (MPICH Hydra, Intel MPI) and by srun for
+  // a job step (not SLURM_NTASKS: a batch script may run one rank on purpose).
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_STEP_NUM_TASKS"}) {
+    const char* value = get(name);
+    if (value == nullptr || *value == '\0') continue;
+    char* end = nullptr;
+    const long count = std::strtol(value, &end, 10);
+    if (end != value && *end == '\0' && count > 0 && count < INT_MAX) return static_cast<int>(count);
+  }
+  return 0;
+}
+
+}  // namespace ccscope
