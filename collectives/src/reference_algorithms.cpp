@@ -1,0 +1,301 @@
+#include "ccscope/collectives/reference_algorithms.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "ccscope/collectives/error.h"
+
+namespace ccscope {
+namespace {
+
+// How each element type is loaded into a type that computes without overflow or
+// precision loss for one step, and stored back.
+template <typename S, typename C>
+struct Plain {
+  using Storage = S;
+  using Compute = C;
+  static C load(S value) { return static_cast<C>(value); }
+  static S store(C value) { return static_cast<S>(value); }  // integers wrap
+};
+struct Half {
+  using Storage = uint16_t;
+  using Compute = float;
+  static float load(uint16_t bits) { return half_to_float(bits); }
+  static uint16_t store(float value) { return float_to_half(value); }
+};
+struct BFloat16 {
+  using Storage = uint16_t;
+  using Compute = float;
+  static float load(uint16_t bits) { return bfloat16_to_float(bits); }
+  static uint16_t store(float value) { return float_to_bfloat16(value); }
+};
+
+// Calls fn.template operator()<Traits>() for the traits of `type`.
+template <typename Fn>
+void dispatch(DataType type, Fn&& fn) {
+  switch (type) {
+    case DataType::kFloat32:
+      return fn.template operator()<Plain<float, float>>();
+    case DataType::kFloat64:
+      return fn.template operator()<Plain<double, double>>();
+    case DataType::kFloat16:
+      return fn.template operator()<Half>();
+    case DataType::kBFloat16:
+      return fn.template operator()<BFloat16>();
+    case DataType::kInt32:
+      return fn.template operator()<Plain<int32_t, int64_t>>();
+    case DataType::kInt8:
+      return fn.template operator()<Plain<int8_t, int32_t>>();
+    case DataType::kUInt8:
+      return fn.template operator()<Plain<uint8_t, uint32_t>>();
+  }
+  throw UsageError("reference algorithms: unknown data type " +
+                   std::to_string(static_cast<int>(type)));
+}
+
+// Elements are accessed through memcpy so that buffers need no alignment.
+template <typename Traits>
+typename Traits::Compute load_at(const void* data, size_t index) {
+  typename Traits::Storage value;
+  std::memcpy(&value, static_cast<const unsigned char*>(data) + index * sizeof(value),
+              sizeof(value));
+  return Traits::load(value);
+}
+template <typename Traits>
+void store_at(void* data, size_t index, typename Traits::Compute value) {
+  typename Traits::Storage stored = Traits::store(value);
+  std::memcpy(static_cast<unsigned char*>(data) + index * sizeof(stored), &stored, sizeof(stored));
+}
+
+template <typename Traits, typename Combine>
+void combine_all(void* out, const void* a, const void* b, size_t count, Combine combine) {
+  for (size_t i = 0; i < count; ++i) {
+    store_at<Traits>(out, i, combine(load_at<Traits>(a, i), load_at<Traits>(b, i)));
+  }
+}
+
+size_t bytes_of(size_t count, DataType type) { return count * element_size(type); }
+
+unsigned char* at(void* base, size_t elements, DataType type) {
+  return static_cast<unsigned char*>(base) + bytes_of(elements, type);
+}
+const unsigned char* at(const void* base, size_t elements, DataType type) {
+  return static_cast<const unsigned char*>(base) + bytes_of(elements, type);
+}
+
+void copy_if_distinct(void* dst, const void* src, size_t bytes) {
+  if (dst != src && bytes > 0) std::memmove(dst, src, bytes);
+}
+
+void check_buffers(const char* algorithm, const void* send, const void* recv, size_t count) {
+  if (count > 0 && (send == nullptr || recv == nullptr)) {
+    throw UsageError(std::string(algorithm) + ": null buffer for " + std::to_string(count) +
+                     " elements");
+  }
+}
+
+int mod(int value, int n) { return ((value % n) + n) % n; }
+
+// Block b of `count` elements split over n ranks: the first count%n blocks get
+// one element more.
+struct Blocks {
+  size_t count;
+  int n;
+  size_t size(int b) const {
+    return count / static_cast<size_t>(n) + (static_cast<size_t>(b) < count % n ? 1 : 0);
+  }
+  size_t offset(int b) const {
+    size_t ub = static_cast<size_t>(b);
+    return ub * (count / static_cast<size_t>(n)) + std::min(ub, count % n);
+  }
+  size_t largest() const { return size(0); }
+};
+
+void finish_average(void* data, size_t count, DataType type, ReduceOp op, int n) {
+  if (op == ReduceOp::kAvg) divide_elements(data, count, type, n);
+}
+
+}  // namespace
+
+void reduce_elements(void* out, const void* a, const void* b, size_t count, DataType type,
+                     ReduceOp op) {
+  dispatch(type, [&]<typename Traits>() {
+    using C = typename Traits::Compute;
+    switch (op) {
+      case ReduceOp::kSum:
+      case ReduceOp::kAvg:
+        return combine_all<Traits>(out, a, b, count, [](C x, C y) -> C { return x + y; });
+      case ReduceOp::kProd:
+        return combine_all<Traits>(out, a, b, count, [](C x, C y) -> C { return x * y; });
+      case ReduceOp::kMin:
+        return combine_all<Traits>(out, a, b, count, [](C x, C y) -> C { return y < x ? y : x; });
+      case ReduceOp::kMax:
+        return combine_all<Traits>(out, a, b, count, [](C x, C y) -> C { return x < y ? y : x; });
+    }
+    throw UsageError("reference algorithms: unknown reduce op " +
+                     std::to_string(static_cast<int>(op)));
+  });
+}
+
+void divide_elements(void* data, size_t count, DataType type, int divisor) {
+  if (divisor == 0) throw UsageError("divide_elements: divisor is 0");
+  dispatch(type, [&]<typename Traits>() {
+    using C = typename Traits::Compute;
+    C d = static_cast<C>(divisor);
+    for (size_t i = 0; i < count; ++i) {
+      store_at<Traits>(data, i, static_cast<C>(load_at<Traits>(data, i) / d));
+    }
+  });
+}
+
+void ring_all_reduce(PointToPoint& p2p, const void* send, void* recv, size_t count, DataType type,
+                     ReduceOp op) {
+  check_buffers("ring_all_reduce", send, recv, count);
+  if (count == 0) return;
+  const int n = p2p.size();
+  const int r = p2p.rank();
+  copy_if_distinct(recv, send, bytes_of(count, type));
+  if (n == 1) return finish_average(recv, count, type, op, n);
+
+  const int right = mod(r + 1, n);
+  const int left = mod(r - 1, n);
+  const Blocks blocks{count, n};
+  std::vector<unsigned char> incoming(bytes_of(blocks.largest(), type));
+
+  // Reduce-scatter: in step s send block r-s, receive block r-s-1 and add ours to
+  // it. After n-1 steps block r+1 is fully reduced here.
+  for (int s = 0; s < n - 1; ++s) {
+    int out_block = mod(r - s, n);
+    int in_block = mod(r - s - 1, n);
+    size_t in_size = blocks.size(in_block);
+    p2p.send_recv(right, at(recv, blocks.offset(out_block), type),
+                  bytes_of(blocks.size(out_block), type), left, incoming.data(),
+                  bytes_of(in_size, type));
+    void* mine = at(recv, blocks.offset(in_block), type);
+    reduce_elements(mine, mine, incoming.data(), in_size, type, op);
+  }
+  const int owned = mod(r + 1, n);
+  finish_average(at(recv, blocks.offset(owned), type), blocks.size(owned), type, op, n);
+
+  // All-gather: in step s pass on block r+1-s, receive block r-s in place.
+  for (int s = 0; s < n - 1; ++s) {
+    int out_block = mod(r + 1 - s, n);
+    int in_block = mod(r - s, n);
+    p2p.send_recv(right, at(recv, blocks.offset(out_block), type),
+                  bytes_of(blocks.size(out_block), type), left,
+                  at(recv, blocks.offset(in_block), type), bytes_of(blocks.size(in_block), type));
+  }
+}
+
+void ring_all_gather(PointToPoint& p2p, const void* send, void* recv, size_t send_count,
+                     DataType type) {
+  check_buffers("ring_all_gather", send, recv, send_count);
+  if (send_count == 0) return;
+  const int n = p2p.size();
+  const int r = p2p.rank();
+  const size_t block_bytes = bytes_of(send_count, type);
+  copy_if_distinct(at(recv, static_cast<size_t>(r) * send_count, type), send, block_bytes);
+
+  const int right = mod(r + 1, n);
+  const int left = mod(r - 1, n);
+  // In step s pass on block r-s (our own first), receive block r-s-1.
+  for (int s = 0; s < n - 1; ++s) {
+    size_t out_block = static_cast<size_t>(mod(r - s, n));
+    size_t in_block = static_cast<size_t>(mod(r - s - 1, n));
+    p2p.send_recv(right, at(recv, out_block * send_count, type), block_bytes, left,
+                  at(recv, in_block * send_count, type), block_bytes);
+  }
+}
+
+void ring_reduce_scatter(PointToPoint& p2p, const void* send, void* recv, size_t recv_count,
+                         DataType type, ReduceOp op) {
+  check_buffers("ring_reduce_scatter", send, recv, recv_count);
+  if (recv_count == 0) return;
+  const int n = p2p.size();
+  const int r = p2p.rank();
+  const size_t block_bytes = bytes_of(recv_count, type);
+  auto own_block = [&](int b) { return at(send, static_cast<size_t>(b) * recv_count, type); };
+  if (n == 1) {
+    copy_if_distinct(recv, send, block_bytes);
+    return finish_average(recv, recv_count, type, op, n);
+  }
+
+  const int right = mod(r + 1, n);
+  const int left = mod(r - 1, n);
+  // The partial sum travels right: in step s we send partial block r-s-1 (our own
+  // input at step 0) and receive partial block r-s-2, to which we add our input.
+  // The last block received is block r. Two scratch blocks alternate, so the
+  // input is never written.
+  std::vector<unsigned char> outgoing(block_bytes);
+  std::vector<unsigned char> incoming(block_bytes);
+  for (int s = 0; s < n - 1; ++s) {
+    const void* out_data = s == 0 ? static_cast<const void*>(own_block(mod(r - 1, n)))
+                                  : static_cast<const void*>(outgoing.data());
+    p2p.send_recv(right, out_data, block_bytes, left, incoming.data(), block_bytes);
+    int in_block = mod(r - s - 2, n);
+    if (s < n - 2) {
+      reduce_elements(incoming.data(), incoming.data(), own_block(in_block), recv_count, type, op);
+      std::swap(outgoing, incoming);
+    } else {
+      // in_block == r; in place, recv aliases own_block(r) element for element.
+      reduce_elements(recv, incoming.data(), own_block(in_block), recv_count, type, op);
+    }
+  }
+  finish_average(recv, recv_count, type, op, n);
+}
+
+void recursive_doubling_all_reduce(PointToPoint& p2p, const void* send, void* recv, size_t count,
+                                   DataType type, ReduceOp op) {
+  check_buffers("recursive_doubling_all_reduce", send, recv, count);
+  if (count == 0) return;
+  const int n = p2p.size();
+  const int r = p2p.rank();
+  const size_t bytes = bytes_of(count, type);
+  copy_if_distinct(recv, send, bytes);
+  if (n == 1) return finish_average(recv, count, type, op, n);
+
+  int p = 1;
+  while (p * 2 <= n) p *= 2;
+  const int extra = n - p;
+  std::vector<unsigned char> incoming(bytes);
+
+  // Fold: among ranks [0, 2*extra) each even rank hands its vector to the odd one
+  // above it and sits out; the remaining p ranks get new ranks 0..p-1.
+  int new_rank;
+  if (r < 2 * extra) {
+    if (r % 2 == 0) {
+      p2p.send(r + 1, recv, bytes);
+      new_rank = -1;
+    } else {
+      p2p.recv(r - 1, incoming.data(), bytes);
+      reduce_elements(recv, recv, incoming.data(), count, type, op);
+      new_rank = r / 2;
+    }
+  } else {
+    new_rank = r - extra;
+  }
+  auto old_rank = [extra](int nr) { return nr < extra ? 2 * nr + 1 : nr + extra; };
+
+  if (new_rank >= 0) {
+    for (int mask = 1; mask < p; mask <<= 1) {
+      int partner = old_rank(new_rank ^ mask);
+      p2p.send_recv(partner, recv, bytes, partner, incoming.data(), bytes);
+      reduce_elements(recv, recv, incoming.data(), count, type, op);
+    }
+    finish_average(recv, count, type, op, n);
+  }
+
+  // Unfold: the odd ranks return the result to their even partner.
+  if (r < 2 * extra) {
+    if (r % 2 == 0) {
+      p2p.recv(r + 1, recv, bytes);
+    } else {
+      p2p.send(r - 1, recv, bytes);
+    }
+  }
+}
+
+}  // namespace ccscope
