@@ -111,7 +111,14 @@ int bench_main(const std::vector<std::string>& args, const std::vector<std::stri
     HangWatchdog watchdog(world, std::chrono::milliseconds(static_cast<long long>(options.timeout_seconds * 1000)));
     reports::RunMetadata metadata = collect_run_metadata(world, *comm, command_line);
     if (leader) reporters.begin(metadata);
-    const SweepOutcome outcome = run_sweep(options, world, *comm, watchdog, leader ? &reporters : nullptr);
+    SweepOutcome outcome;
+    for (Collective collective : options.collectives) {
+      BenchOptions one = options;
+      one.collective = collective;
+      const SweepOutcome part = run_sweep(one, world, *comm, watchdog, leader ? &reporters : nullptr);
+      outcome.wrong_elements += part.wrong_elements;
+      outcome.records += part.records;
+    }
     metadata.end_time_utc = utc_now_iso8601();
     if (leader) reporters.end(metadata);
     comm.reset();  // backend teardown before MPI_Finalize

@@ -1,6 +1,7 @@
 #include "options.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 
 #include "ccscope/collectives/error.h"
 #include "sizes.h"
@@ -26,7 +27,8 @@ void build_app(CLI::App& app, RawArguments& raw) {
       "algbw/busbw as nccl-tests does.\nLaunch with mpiexec/mpirun/srun; one rank per GPU "
       "for NCCL.");
   app.add_option("collective", raw.collective,
-                 "allreduce | allgather | reducescatter | broadcast | alltoall | sendrecv");
+                 "allreduce | allgather | reducescatter | broadcast | alltoall | sendrecv; "
+                 "several separated by commas are run one after the other");
   app.add_option("-b,--minbytes", raw.min_bytes, "smallest size, e.g. 8, 1K, 64M (default 32M)");
   app.add_option("-e,--maxbytes", raw.max_bytes, "largest size (default 32M)");
   app.add_option("-i,--stepbytes", raw.step_bytes, "increment between sizes when -f is 1 (default 1M)");
@@ -99,9 +101,16 @@ ParsedBenchArguments parse_bench_arguments(const std::vector<std::string>& args)
   // so a negative size reaches us as a string here.
   BenchOptions options;
   if (raw.collective.empty()) bad("missing collective: ccscope bench <" + collective_choices() + "> [options]");
-  auto collective = parse_collective(raw.collective);
-  if (!collective) bad("unknown collective '" + raw.collective + "': choose one of " + collective_choices());
-  options.collective = *collective;
+  options.collectives.clear();
+  for (size_t start = 0; start <= raw.collective.size();) {
+    const size_t comma = std::min(raw.collective.find(',', start), raw.collective.size());
+    const std::string word = raw.collective.substr(start, comma - start);
+    auto collective = parse_collective(word);
+    if (!collective) bad("unknown collective '" + word + "': choose one of " + collective_choices());
+    options.collectives.push_back(*collective);
+    start = comma + 1;
+  }
+  options.collective = options.collectives.front();
   options.min_bytes = size_argument("-b/--minbytes", raw.min_bytes);
   options.max_bytes = size_argument("-e/--maxbytes", raw.max_bytes);
   options.step_bytes = size_argument("-i/--stepbytes", raw.step_bytes);
@@ -138,14 +147,16 @@ ParsedBenchArguments parse_bench_arguments(const std::vector<std::string>& args)
   options.json_path = raw.json;
   options.progress = !raw.no_progress;
   options.corrupt_rank = static_cast<int>(std::clamp<long long>(raw.corrupt_rank, -1, 1 << 30));
-  if (!has_reduction(options.collective) && options.op != ReduceOp::kSum)
-    options.notes.push_back(std::string(name(options.collective)) + " does not reduce: -o " + raw.op + " is ignored");
+  for (Collective c : options.collectives)
+    if (!has_reduction(c) && options.op != ReduceOp::kSum)
+      options.notes.push_back(std::string(name(c)) + " does not reduce: -o " + raw.op + " is ignored");
   parsed.options = options;
   return parsed;
 }
 
 void validate_for_ranks(const BenchOptions& options, int ranks) {
-  if (has_root(options.collective) && options.root >= ranks)
+  const bool rooted = std::any_of(options.collectives.begin(), options.collectives.end(), has_root);
+  if (rooted && options.root >= ranks)
     bad("-r/--root " + std::to_string(options.root) + " is out of range: this job has " +
         std::to_string(ranks) + " rank(s), so the root must be 0.." + std::to_string(ranks - 1));
   if (options.corrupt_rank >= ranks)

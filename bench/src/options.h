@@ -14,6 +14,9 @@ namespace ccscope::bench {
 enum class TimeAcrossRanks { kRank0 = 0, kAverage = 1, kMinimum = 2, kMaximum = 3 };
 
 struct BenchOptions {
+  // The collectives to sweep, in order ("allreduce,allgather" runs both);
+  // `collective` is the one being run.
+  std::vector<Collective> collectives{Collective::kAllReduce};
   Collective collective = Collective::kAllReduce;
   size_t min_bytes = size_t{32} << 20;
   size_t max_bytes = size_t{32} << 20;

@@ -63,6 +63,14 @@ TEST(Options, ShortAndLongFlags) {
   EXPECT_EQ(l.type, DataType::kInt8);
 }
 
+TEST(Options, SeveralCollectives) {
+  const BenchOptions o = parse({"allreduce,allgather,reduce_scatter"});
+  EXPECT_EQ(o.collectives, (std::vector<Collective>{Collective::kAllReduce, Collective::kAllGather,
+                                                    Collective::kReduceScatter}));
+  EXPECT_NE(usage_error({"allreduce,,allgather"}).find("unknown collective ''"), std::string::npos);
+  EXPECT_NE(usage_error({"allreduce,gossip"}).find("unknown collective 'gossip'"), std::string::npos);
+}
+
 TEST(Options, HelpIsNotAnError) {
   auto parsed = parse_bench_arguments({"--help"});
   EXPECT_FALSE(parsed.options);
@@ -103,6 +111,7 @@ TEST(Options, EveryBadInputIsOneClearLine) {
 }
 
 TEST(Options, RootOutOfRangeNeedsTheRankCount) {
+  EXPECT_NO_THROW(validate_for_ranks(parse({"allreduce", "-r", "4"}), 2));  // no root: ignored
   const BenchOptions o = parse({"broadcast", "-r", "4"});
   EXPECT_THROW(validate_for_ranks(o, 4), UsageError);
   EXPECT_NO_THROW(validate_for_ranks(o, 5));
