@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# NCCL backend over real GPUs: every collective x float/half/bfloat16/int32, RANKS
+# ranks with --isolate-ranks (so several ranks may share one GPU through NCCL's
+# network transport), #wrong == 0 in every row. Exits 77 (CTest: skipped) when
+# there is no GPU or ccscope was built without NCCL: never reported as passed.
+# usage: nccl_bench.sh CCSCOPE MPIEXEC RANKS
+set -euo pipefail
+ccscope=$1 mpiexec=$2 ranks=$3
+if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
+  echo "SKIPPED: no NVIDIA GPU visible (nvidia-smi -L lists none)"; exit 77
+fi
+probe=$("$ccscope" bench allreduce --backend nccl -b 8 -e 8 -n 1 -w 0 --no-progress 2>&1 || true)
+if grep -q "built without NCCL" <<<"$probe"; then echo "SKIPPED: $probe"; exit 77; fi
+launcher=("$mpiexec" -n "$ranks")
+if "$mpiexec" --version 2>/dev/null | grep -q "Open MPI"; then
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  launcher=("$mpiexec" --bind-to none --oversubscribe -n "$ranks")
+fi
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+failures=0
+run() {  # collective type op
+  local csv="$work/$1-$2-$3.csv"
+  if ! timeout 300 "${launcher[@]}" "$ccscope" bench "$1" --backend nccl --isolate-ranks -d "$2" -o "$3" \
+      -b 8 -e 4M -f 8 -n 3 -w 1 --timeout 60 --no-progress --csv "$csv" >"$work/out" 2>&1; then
+    echo "FAIL: $1 $2 $3 on $ranks ranks exited non-zero:"; tail -5 "$work/out"; failures=$((failures + 1)); return
+  fi
+  local bad
+  bad=$(awk -F, 'NR==1 {for (i=1;i<=NF;i++) col[$i]=i; next}
+                 $col["checked"]!=1 || $col["wrong"]!=0 || $col["backend"]!="nccl" {n++} END {print n+0}' "$csv")
+  local rows; rows=$(($(wc -l <"$csv") - 1))
+  if [ "$bad" -ne 0 ] || [ "$rows" -lt 4 ]; then
+    echo "FAIL: $1 $2 $3 on $ranks ranks: $bad bad rows of $rows"; failures=$((failures + 1))
+  else
+    echo "ok: $1 $2 $3 on $ranks ranks ($rows rows, #wrong 0)"
+  fi
+}
+for type in float half bfloat16 int32; do
+  for op in sum max avg; do
+    run allreduce "$type" "$op"
+    run reducescatter "$type" "$op"
+  done
+  for collective in allgather broadcast alltoall sendrecv; do run "$collective" "$type" sum; done
+done
+[ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
