@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# Records: the CSV header starts with the documented columns; CSV and JSON agree
+# after a complete run ("complete": true); and a run killed with SIGKILL in the
+# middle of its sweep keeps every finished row in the CSV (whole rows, in sweep
+# order) and leaves a valid JSON document with "complete": false.
+#
+# usage: records.sh CCSCOPE MPIEXEC
+source "$(dirname "$0")/lib.sh"
+init_args "$@"
+make_workdir
+JOB=
+on_exit 'kill_leftovers "$WORK/killed" "$JOB"'
+
+DOCUMENTED_PREFIX="schema,collective,backend,dtype,op,root,in_place,size_bytes,count,ranks"
+ALSO_DOCUMENTED="time_s time_statistic algbw_GBps busbw_GBps checked wrong"
+
+PYTHON=$(command -v python3 || true)
+if [ -n "$PYTHON" ] && ! "$PYTHON" -c 'import json' 2>/dev/null; then PYTHON=; fi
+[ -n "$PYTHON" ] || log "SKIP (JSON part): python3 is not available, the JSON documents are not validated"
+
+# json_summary FILE : prints "complete=<true|false> records=<n> sizes=<s1,s2,...>"
+# or fails (status 1) with the parser's message when FILE is not valid JSON.
+json_summary() {
+  "$PYTHON" - "$1" <<'PY'
+import json, sys
+try:
+    with open(sys.argv[1]) as f:
+        doc = json.load(f)
+except Exception as e:
+    print("invalid JSON: %s" % e)
+    sys.exit(1)
+recs = doc.get("records")
+if not isinstance(recs, list) or "complete" not in doc:
+    print("JSON lacks 'complete' or a 'records' list")
+    sys.exit(1)
+print("complete=%s records=%d sizes=%s" % (
+    "true" if doc["complete"] is True else "false" if doc["complete"] is False else repr(doc["complete"]),
+    len(recs), ",".join("%s/%d" % (r.get("size_bytes"), 1 if r.get("in_place") else 0) for r in recs)))
+PY
+}
+
+# --- 1. A complete run --------------------------------------------------------
+dir="$WORK/complete"
+mkdir -p "$dir"
+status=0
+"$MPIEXEC" -n 2 "$CCSCOPE" bench allreduce -b 8 -e 64 -f 2 -n 1 -w 0 --timeout 60 --no-progress \
+  --csv "$dir/out.csv" --json "$dir/out.json" >"$dir/stdout" 2>"$dir/stderr" </dev/null || status=$?
+assert_eq 0 "$status" "complete run: exit status"
+header=$(head -n 1 "$dir/out.csv" 2>/dev/null | tr -d '\r')
+prefix=$(printf '%s' "$header" | cut -d, -f1-10)
+assert_eq "$DOCUMENTED_PREFIX" "$prefix" "CSV header: first 10 column names"
+for column in $ALSO_DOCUMENTED; do
+  printf '%s\n' "$header" | tr ',' '\n' | grep -qx "$column" || fail "CSV header has no column '$column'"
+done
+if rows=$(csv_select "$dir/out.csv" schema size_bytes in_place checked wrong); then
+  nrows=$(printf '%s' "$rows" | grep -c '^' || true)
+  assert_eq 8 "$nrows" "complete run: CSV rows (4 sizes x 2)"
+  bad=$(printf '%s\n' "$rows" | awk -F'\t' 'NF && !($1 == "ccscope.bench/1" && $4 == "1" && $5 == "0")')
+  [ -z "$bad" ] || fail "complete run: unexpected rows: $bad"
+  csv_sizes=$(printf '%s\n' "$rows" | awk -F'\t' 'NF { printf "%s%s/%s", (n++ ? "," : ""), $2, $3 }')
+else
+  fail "complete run: unreadable CSV"
+  csv_sizes=
+fi
+if [ -n "$PYTHON" ]; then
+  if summary=$(json_summary "$dir/out.json"); then
+    assert_eq "complete=true records=8 sizes=$csv_sizes" "$summary" "complete run: JSON document"
+  else
+    fail "complete run: $summary"
+  fi
+fi
+
+# --- 2. A run killed in the middle of its sweep -----------------------------------
+dir="$WORK/killed"
+mkdir -p "$dir"
+# -b 8 -e 64M -f 2: 24 sizes x 2 = 48 rows; the large ones take long at -n 200.
+TOTAL_ROWS=48
+setsid "$MPIEXEC" -n 2 "$CCSCOPE" bench allreduce -b 8 -e 64M -f 2 -n 200 -w 1 --timeout 60 --no-progress \
+  --csv "$dir/out.csv" --json "$dir/out.json" >"$dir/stdout" 2>"$dir/stderr" </dev/null &
+JOB=$!
+deadline=$(($(date +%s) + 60))
+rows_seen=0
+while :; do
+  if [ -f "$dir/out.csv" ]; then
+    rows_seen=$(($(grep -c '' "$dir/out.csv") - 1))
+    [ "$rows_seen" -ge 3 ] && break
+  fi
+  if ! kill -0 "$JOB" 2>/dev/null; then
+    show_file stderr "$dir/stderr"
+    die "the run ended before it wrote 3 CSV rows"
+  fi
+  [ "$(date +%s)" -ge "$deadline" ] && die "no 3 CSV rows within 60 s (saw $rows_seen)"
+  sleep 0.05
+done
+log "the CSV has $rows_seen data row(s): SIGKILL to the whole job (process group $JOB)"
+kill -KILL -- "-$JOB"
+wait "$JOB" 2>/dev/null
+JOB_STATUS=$?
+assert_ne 0 "$JOB_STATUS" "exit status of the killed job"
+assert_no_leftovers "$dir/out.csv" 10
+
+if rows=$(csv_select "$dir/out.csv" size_bytes in_place checked wrong); then
+  nrows=$(printf '%s' "$rows" | grep -c '^' || true)
+  [ "$nrows" -ge 3 ] || fail "killed run: the CSV lost finished rows: $nrows left, $rows_seen seen before the kill"
+  [ "$nrows" -lt "$TOTAL_ROWS" ] || fail "killed run: the sweep finished before the kill ($nrows rows); the test proved nothing"
+  # Row i (from 0) is size 8 x 2^(i/2), out-of-place then in-place; all checked and right.
+  bad=$(printf '%s\n' "$rows" | awk -F'\t' 'NF {
+      want = 8 * 2 ^ int(i / 2); place = i % 2; i++
+      if ($1 != want || $2 != place || $3 != "1" || $4 != "0")
+        print "row " i ": size_bytes=" $1 " in_place=" $2 " checked=" $3 " wrong=" $4 " (expected size " want " in_place " place ")"
+    }')
+  [ -z "$bad" ] || fail "killed run: unexpected CSV rows:"$'\n'"$bad"
+  csv_sizes=$(printf '%s\n' "$rows" | awk -F'\t' 'NF { printf "%s%s/%s", (n++ ? "," : ""), $1, $2 }')
+  [ -z "$(tail -c 1 "$dir/out.csv")" ] || fail "killed run: the CSV ends in the middle of a row"
+else
+  fail "killed run: the CSV is not readable after the kill"
+  show_file csv "$dir/out.csv"
+  nrows=0 csv_sizes=
+fi
+
+if [ -n "$PYTHON" ]; then
+  if summary=$(json_summary "$dir/out.json"); then
+    log "killed run: JSON $summary"
+    case $summary in
+      "complete=false "*) ;;
+      *) fail "killed run: the JSON document does not say \"complete\": false: $summary" ;;
+    esac
+    jrecords=$(printf '%s' "$summary" | sed -n 's/.* records=\([0-9]*\) .*/\1/p')
+    jsizes=${summary##* sizes=}
+    # The JSON is rewritten after each record: at most the record in flight is missing.
+    if [ -z "$jrecords" ] || [ "$jrecords" -lt $((nrows - 1)) ] || [ "$jrecords" -gt $((nrows + 1)) ]; then
+      fail "killed run: JSON has ${jrecords:-?} records, the CSV $nrows"
+    fi
+    case ",$csv_sizes," in ",$jsizes,"*) ;; *)
+      case ",$jsizes," in ",$csv_sizes,"*) ;; *) fail "killed run: JSON records ($jsizes) are not the CSV rows ($csv_sizes)" ;; esac ;;
+    esac
+  else
+    fail "killed run: $summary"
+  fi
+fi
+finish
