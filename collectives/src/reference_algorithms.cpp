@@ -298,4 +298,76 @@ void recursive_doubling_all_reduce(PointToPoint& p2p, const void* send, void* re
   }
 }
 
+void chain_broadcast(PointToPoint& p2p, const void* send, void* recv, size_t count, DataType type,
+                     int root, size_t chunk_bytes) {
+  const int n = p2p.size();
+  const int r = p2p.rank();
+  if (root < 0 || root >= n) {
+    throw UsageError("chain_broadcast: root " + std::to_string(root) + " is not a rank of " +
+                     std::to_string(n));
+  }
+  check_buffers("chain_broadcast", r == root ? send : recv, recv, count);
+  if (count == 0) return;
+  const size_t bytes = bytes_of(count, type);
+  if (r == root) copy_if_distinct(recv, send, bytes);
+  if (n == 1) return;
+
+  if (chunk_bytes == 0) chunk_bytes = kChainBroadcastChunkBytes;
+  const size_t chunk_elements = std::max<size_t>(1, chunk_bytes / element_size(type));
+  const size_t chunks = (count + chunk_elements - 1) / chunk_elements;
+  auto chunk_data = [&](size_t k) { return at(recv, k * chunk_elements, type); };
+  auto chunk_size = [&](size_t k) {
+    return bytes_of(std::min(chunk_elements, count - k * chunk_elements), type);
+  };
+
+  // Position p in the chain (root = 0). In step t the link (p-1, p) carries
+  // chunk t-p+1, so rank p receives chunk t-p+1 and forwards chunk t-p; both ends
+  // of every link agree on the step, and the chain has no cycle to deadlock on.
+  const size_t position = static_cast<size_t>(mod(r - root, n));
+  const bool last = position == static_cast<size_t>(n - 1);
+  const int right = mod(r + 1, n);
+  const int left = mod(r - 1, n);
+  if (position == 0) {
+    for (size_t k = 0; k < chunks; ++k) p2p.send(right, chunk_data(k), chunk_size(k));
+    return;
+  }
+  // Steps t = position-1 .. position-1+chunks (the last one only forwards).
+  for (size_t i = 0; i <= chunks; ++i) {
+    const bool receive = i < chunks;       // chunk i arrives
+    const bool forward = !last && i >= 1;  // chunk i-1 leaves
+    if (receive && forward) {
+      p2p.send_recv(right, chunk_data(i - 1), chunk_size(i - 1), left, chunk_data(i),
+                    chunk_size(i));
+    } else if (receive) {
+      p2p.recv(left, chunk_data(i), chunk_size(i));
+    } else if (forward) {
+      p2p.send(right, chunk_data(i - 1), chunk_size(i - 1));
+    }
+  }
+}
+
+void pairwise_all_to_all(PointToPoint& p2p, const void* send, void* recv, size_t count_per_peer,
+                         DataType type) {
+  check_buffers("pairwise_all_to_all", send, recv, count_per_peer);
+  if (count_per_peer == 0) return;
+  const int n = p2p.size();
+  const int r = p2p.rank();
+  const size_t block_bytes = bytes_of(count_per_peer, type);
+  std::vector<unsigned char> input_copy;
+  if (send == recv) {
+    const auto* first = static_cast<const unsigned char*>(send);
+    input_copy.assign(first, first + block_bytes * static_cast<size_t>(n));
+    send = input_copy.data();
+  }
+  auto block = [&](auto* base, int b) {
+    return at(base, static_cast<size_t>(b) * count_per_peer, type);
+  };
+  std::memcpy(block(recv, r), block(send, r), block_bytes);
+  for (int k = 1; k < n; ++k) {
+    const int to = mod(r + k, n);
+    const int from = mod(r - k, n);
+    p2p.send_recv(to, block(send, to), block_bytes, from, block(recv, from), block_bytes);
+  }
+}
+
 }  // namespace ccscope

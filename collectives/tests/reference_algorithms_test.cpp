@@ -560,3 +560,210 @@ TEST(InProcessTransport, SendRecvWithSelf) {
 
 }  // namespace
 }  // namespace ccscope
+
+// --- chain broadcast and pairwise all-to-all ---
+namespace ccscope {
+namespace {
+
+// Reports the first wrong element of `output` against `expected` (and how many
+// are wrong) under `what`.
+void compare_output(const unsigned char* output, const std::vector<unsigned char>& expected,
+                    DataType type, const std::string& what, Findings& findings) {
+  const size_t es = bytes_per(type);
+  const size_t count = expected.size() / es;
+  size_t wrong = 0;
+  for (size_t i = 0; i < count; ++i) {
+    if (std::memcmp(output + i * es, expected.data() + i * es, es) == 0) continue;
+    if (wrong++ == 0) {
+      findings.add(what + ": element " + std::to_string(i) + " is " +
+                   std::to_string(get(output + i * es, type)) + ", expected " +
+                   std::to_string(get(expected.data() + i * es, type)));
+    }
+  }
+  if (wrong > 1) {
+    findings.add(what + ": " + std::to_string(wrong) + " of " + std::to_string(count) +
+                 " elements wrong");
+  }
+}
+
+bool guards_intact(const std::vector<unsigned char>& guarded, size_t payload_bytes) {
+  for (size_t i = 0; i < kGuard; ++i) {
+    if (guarded[i] != kCanary || guarded[kGuard + payload_bytes + i] != kCanary) return false;
+  }
+  return true;
+}
+
+// Element values: input_value with kMin gives distinct-ish numbers exact in every type.
+int64_t data_value(DataType type, int rank, size_t index) {
+  return input_value(type, ReduceOp::kMin, rank, index);
+}
+
+class ChainBroadcastTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(ChainBroadcastTest, EveryRootTypeCountAndChunkSizeInAndOutOfPlace) {
+  const int ranks = GetParam();
+  Findings findings;
+  size_t cases = 0;
+  InProcessTransport::run(ranks, [&](PointToPoint& p2p) {
+    const int r = p2p.rank();
+    for (DataType type : kTypes) {
+      const size_t es = bytes_per(type);
+      // 0: the default chunk (one chunk here); 1 byte: one element per chunk;
+      // 3 elements and 1000 bytes: uneven last chunks. Tiny chunks only for
+      // small counts (thousands of in-process messages are slow).
+      for (size_t chunk_bytes : {size_t{0}, size_t{1}, 3 * es, size_t{1000}}) {
+        for (size_t count : counts_for(ranks)) {
+          if (chunk_bytes > 0 && chunk_bytes < 1000 && count > 100) continue;  // short run
+          for (int root = 0; root < ranks; ++root) {
+            for (bool in_place : {false, true}) {
+              if (r == 0) ++cases;
+              const std::string what =
+                  "chain_broadcast type=" + std::string(name(type)) +
+                  " count=" + std::to_string(count) +
+                  " chunk_bytes=" + std::to_string(chunk_bytes) + " root=" + std::to_string(root) +
+                  (in_place ? " in-place" : " out-of-place") + " ranks=" + std::to_string(ranks) +
+                  " rank=" + std::to_string(r);
+              std::vector<unsigned char> expected(count * es);
+              for (size_t i = 0; i < count; ++i) put(expected, type, i, data_value(type, root, i));
+              // Non-roots start from other data, which must be overwritten.
+              std::vector<unsigned char> start(count * es);
+              for (size_t i = 0; i < count; ++i)
+                put(start, type, i, data_value(type, r + 1, i + 5));
+              if (r == root) start = expected;
+
+              if (in_place) {
+                std::vector<unsigned char> buffer(count * es + 1);
+                if (count > 0) std::memcpy(buffer.data(), start.data(), count * es);
+                chain_broadcast(p2p, buffer.data(), buffer.data(), count, type, root, chunk_bytes);
+                compare_output(buffer.data(), expected, type, what, findings);
+              } else {
+                std::vector<unsigned char> input = start;
+                input.push_back(0);  // non-null data() for count 0
+                std::vector<unsigned char> guarded(kGuard + count * es + kGuard, kCanary);
+                // send is read on the root only: the others pass null.
+                chain_broadcast(p2p, r == root ? input.data() : nullptr, guarded.data() + kGuard,
+                                count, type, root, chunk_bytes);
+                if (!guards_intact(guarded, count * es)) {
+                  findings.add(what + ": wrote outside its output buffer");
+                }
+                if (r == root && count > 0 &&
+                    std::memcmp(input.data(), start.data(), count * es) != 0) {
+                  findings.add(what + ": modified its out-of-place input");
+                }
+                compare_output(guarded.data() + kGuard, expected, type, what, findings);
+              }
+            }
+          }
+        }
+      }
+    }
+  });
+  for (const std::string& text : findings.texts()) ADD_FAILURE() << text;
+  EXPECT_EQ(findings.total(), 0u) << "cases run: " << cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllRankCounts, ChainBroadcastTest, ::testing::Range(1, 9),
+                         [](const ::testing::TestParamInfo<int>& info) {
+                           return std::to_string(info.param) + "ranks";
+                         });
+
+class PairwiseAllToAllTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(PairwiseAllToAllTest, EveryTypeAndCountInAndOutOfPlace) {
+  const int ranks = GetParam();
+  const size_t n = static_cast<size_t>(ranks);
+  Findings findings;
+  size_t cases = 0;
+  InProcessTransport::run(ranks, [&](PointToPoint& p2p) {
+    const int r = p2p.rank();
+    const size_t ur = static_cast<size_t>(r);
+    for (DataType type : kTypes) {
+      const size_t es = bytes_per(type);
+      for (size_t count : counts_for(ranks)) {
+        for (bool in_place : {false, true}) {
+          if (r == 0) ++cases;
+          const std::string what = "pairwise_all_to_all type=" + std::string(name(type)) +
+                                   " count=" + std::to_string(count) +
+                                   (in_place ? " in-place" : " out-of-place") +
+                                   " ranks=" + std::to_string(ranks) + " rank=" + std::to_string(r);
+          // Element i of block p on rank q is data_value(q, p*count + i); block p of
+          // the output on rank r is block r of rank p's input.
+          const size_t total = n * count;
+          std::vector<unsigned char> input(total * es), expected(total * es);
+          for (size_t i = 0; i < total; ++i) {
+            put(input, type, i, data_value(type, r, i));
+            const size_t peer = count == 0 ? 0 : i / count;
+            put(expected, type, i,
+                data_value(type, static_cast<int>(peer),
+                           ur * count + i % std::max<size_t>(count, 1)));
+          }
+          if (in_place) {
+            std::vector<unsigned char> buffer = input;
+            buffer.push_back(0);
+            pairwise_all_to_all(p2p, buffer.data(), buffer.data(), count, type);
+            compare_output(buffer.data(), expected, type, what, findings);
+          } else {
+            const std::vector<unsigned char> original = input;
+            input.push_back(0);
+            std::vector<unsigned char> guarded(kGuard + total * es + kGuard, kCanary);
+            pairwise_all_to_all(p2p, input.data(), guarded.data() + kGuard, count, type);
+            if (!guards_intact(guarded, total * es)) {
+              findings.add(what + ": wrote outside its output buffer");
+            }
+            if (total > 0 && std::memcmp(input.data(), original.data(), total * es) != 0) {
+              findings.add(what + ": modified its out-of-place input");
+            }
+            compare_output(guarded.data() + kGuard, expected, type, what, findings);
+          }
+        }
+      }
+    }
+  });
+  for (const std::string& text : findings.texts()) ADD_FAILURE() << text;
+  EXPECT_EQ(findings.total(), 0u) << "cases run: " << cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllRankCounts, PairwiseAllToAllTest, ::testing::Range(1, 9),
+                         [](const ::testing::TestParamInfo<int>& info) {
+                           return std::to_string(info.param) + "ranks";
+                         });
+
+TEST(ReferenceAlgorithms, ChainBroadcastRejectsARootOutsideTheRanks) {
+  for (int root : {-1, 3}) {
+    EXPECT_THROW(InProcessTransport::run(
+                     3,
+                     [root](PointToPoint& p2p) {
+                       int value = 0;
+                       chain_broadcast(p2p, &value, &value, 1, DataType::kInt32, root);
+                     },
+                     short_timeout()),
+                 UsageError);
+  }
+}
+
+TEST(ReferenceAlgorithms, ChainBroadcastLargeVectorWithBufferedSends) {
+  // Several default-size chunks, and eager sends: the pipeline must not depend on
+  // rendezvous pacing either.
+  InProcessOptions eager;
+  eager.synchronous_send = false;
+  const size_t count = 3 * kChainBroadcastChunkBytes / sizeof(int32_t) + 17;
+  InProcessTransport::run(
+      5,
+      [count](PointToPoint& p2p) {
+        std::vector<int32_t> data(count, -1);
+        if (p2p.rank() == 2) {
+          for (size_t i = 0; i < count; ++i) data[i] = static_cast<int32_t>(i * 3 + 1);
+        }
+        chain_broadcast(p2p, data.data(), data.data(), count, DataType::kInt32, 2);
+        for (size_t i = 0; i < count; ++i) {
+          if (data[i] != static_cast<int32_t>(i * 3 + 1)) {
+            throw std::runtime_error("rank " + std::to_string(p2p.rank()) + " element " +
+                                     std::to_string(i) + " wrong");
+          }
+        }
+      },
+      eager);
+}
+
+}  // namespace
+}  // namespace ccscope

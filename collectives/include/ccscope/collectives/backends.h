@@ -10,6 +10,10 @@
 namespace ccscope {
 
 std::unique_ptr<Communicator> make_mpi_communicator(const World& world);
+// The reference algorithms (ring all-reduce/all-gather/reduce-scatter, chain
+// broadcast, pairwise all-to-all) over MPI point-to-point on host memory, to set
+// beside MPI's own algorithm choice. Collective: every rank must call it.
+std::unique_ptr<Communicator> make_ring_communicator(const World& world);
 
 struct NcclOptions {
   // Give every rank its own NCCL_HOSTID so that NCCL connects even ranks of one

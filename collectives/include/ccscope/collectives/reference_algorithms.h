@@ -31,6 +31,23 @@ void ring_reduce_scatter(PointToPoint& p2p, const void* send, void* recv, size_t
 void recursive_doubling_all_reduce(PointToPoint& p2p, const void* send, void* recv, size_t count,
                                    DataType type, ReduceOp op);
 
+// Pipelined chain from `root`: root -> root+1 -> ... -> root+size-1 (mod size),
+// the vector cut into chunks of `chunk_bytes` (rounded down to whole elements, at
+// least one; 0: kChainBroadcastChunkBytes). In every step a rank forwards the
+// previous chunk to the right while it receives the next one from the left, so a
+// large vector takes about (size-2+chunks) chunk times. In place when
+// send == recv; out of place the root copies send into its own recv as well.
+// send is read on the root only (it may be null elsewhere).
+inline constexpr size_t kChainBroadcastChunkBytes = 256 * 1024;
+void chain_broadcast(PointToPoint& p2p, const void* send, void* recv, size_t count, DataType type,
+                     int root, size_t chunk_bytes = 0);
+// Pairwise exchange: size-1 steps; in step k block (rank+k)%size of send goes to
+// that rank while block (rank-k)%size of recv comes from that rank. The own block
+// is copied locally. send == recv (in place) works through a temporary copy of
+// the input; other overlaps are not allowed.
+void pairwise_all_to_all(PointToPoint& p2p, const void* send, void* recv, size_t count_per_peer,
+                         DataType type);
+
 // Local kernels the algorithms use (also for backends that reduce on the host):
 // out[i] = a[i] op b[i] for count elements; out may be the same pointer as a or b.
 // kAvg combines like kSum; finish it with divide_elements.
