@@ -1,0 +1,78 @@
+# ci/tests/vcluster/lib.sh — shared by the virtual-cluster tests (sourced, not run).
+# Each test: its own cluster name, teardown in a trap, exit 77 (CTest SKIP) when
+# it cannot run here (not root, no usable `ip netns`, no ccscope binary).
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+VCLUSTER=${VCLUSTER:-$HERE/../../vcluster}
+CCSCOPE=${CCSCOPE_BINARY:-}
+TEST=$(basename "$0" .sh)
+VC_NAME="t-${TEST#test_}-$$"
+WORK=$(mktemp -d "/tmp/vcluster-$TEST.XXXXXX")
+export VCLUSTER_QUIET=1
+
+skip() { echo "SKIP: $*"; exit 77; }
+fail() { echo "FAIL: $*" >&2; exit 1; }
+note() { echo "$TEST: $*"; }
+
+require_vcluster() {
+  [[ $(id -u) == 0 ]] || skip "needs root (network namespaces)"
+  command -v ip >/dev/null && command -v tc >/dev/null || skip "needs iproute2 (ip, tc)"
+  ip netns add "ccvc-probe-$$" 2>/dev/null || skip "ip netns is not usable here"
+  ip netns del "ccvc-probe-$$"
+  command -v mpiexec >/dev/null || skip "needs MPICH's mpiexec"
+}
+require_ccscope() {
+  [[ -n $CCSCOPE && -x $CCSCOPE ]] || skip "no ccscope binary (CCSCOPE_BINARY='$CCSCOPE')"
+}
+
+vc() { "$VCLUSTER" --name "$VC_NAME" "$@"; }
+
+EXTRA_NAMES=()   # further clusters a test made, also removed on exit
+cleanup() {
+  local rc=$? n
+  for n in "$VC_NAME" "${EXTRA_NAMES[@]}"; do "$VCLUSTER" --name "$n" down >/dev/null 2>&1 || true; done
+  rm -rf "$WORK"
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# csv_col FILE COLUMN [FILTER_COLUMN FILTER_VALUE]: values of COLUMN (by header name), one per row
+csv_col() {
+  awk -F, -v col="$2" -v fc="${3:-}" -v fv="${4:-}" '
+    NR == 1 { for (i = 1; i <= NF; i++) h[$i] = i
+              if (!(col in h)) { print "no column " col > "/dev/stderr"; exit 3 }
+              if (fc != "" && !(fc in h)) { print "no column " fc > "/dev/stderr"; exit 3 }
+              next }
+    fc == "" || $h[fc] == fv { print $h[col] }' "$1"
+}
+
+# bench COLLECTIVE CSV [ccscope bench options...]: run ccscope bench through the cluster
+bench() {
+  local coll=$1 csv=$2
+  shift 2
+  vc run --timeout 120 -- "$CCSCOPE" bench "$coll" --backend mpi --csv "$csv" "$@"
+}
+
+# check_correct CSV: every row has wrong == 0 and checked > 0
+check_correct() {
+  local rows bad
+  rows=$(csv_col "$1" wrong | wc -l)
+  [[ $rows -ge 1 ]] || fail "$1 has no rows"
+  bad=$(csv_col "$1" wrong | awk '$1 != 0' | wc -l)
+  [[ $bad == 0 ]] || fail "$1: $bad rows with wrong != 0"
+}
+
+# ns_of NAME: the namespaces of cluster NAME that exist
+ns_of() {
+  ip netns list | awk -v p="ccvc-$1-" '
+    index($1, p) == 1 { r = substr($1, length(p) + 1); if (r == "head" || r ~ /^n[0-9]+$/) print $1 }'
+}
+
+# our_leftovers: namespaces / run folder of this test's cluster that still exist
+our_leftovers() {
+  ns_of "$VC_NAME" | sed 's/^/netns /'
+  [[ ! -e ${VCLUSTER_STATE_ROOT:-/run/ccscope-vcluster}/$VC_NAME ]] || echo "run folder of $VC_NAME"
+}
