@@ -35,6 +35,7 @@ std::unique_ptr<Communicator> make_communicator(const BenchOptions& options, con
   std::string backend = options.backend;
   if (backend.empty()) backend = nccl_backend_usable() ? "nccl" : "mpi";
   if (backend == "nccl") return make_nccl_communicator(world, NcclOptions{options.isolate_ranks});
+  if (backend == "ring") return make_ring_communicator(world);
   return make_mpi_communicator(world);
 }
 

@@ -42,7 +42,9 @@ void build_app(CLI::App& app, RawArguments& raw) {
   app.add_option("-a,--average", raw.average,
                  "reported time across ranks: 0 rank 0, 1 average, 2 minimum, 3 maximum "
                  "(default 3, the slowest rank; nccl-tests defaults to 1)");
-  app.add_option("--backend", raw.backend, "mpi or nccl (default: nccl when a GPU and NCCL are present, else mpi)");
+  app.add_option("--backend", raw.backend,
+                 "mpi, nccl, or ring (ccscope's reference ring algorithms over MPI point-to-point); "
+                 "default: nccl when a GPU and NCCL are present, else mpi");
   app.add_flag("--isolate-ranks", raw.isolate_ranks,
                "give every rank its own NCCL_HOSTID: ranks of one node talk through NCCL's network transport");
   app.add_option("--timeout", raw.timeout,
@@ -137,8 +139,8 @@ ParsedBenchArguments parse_bench_arguments(const std::vector<std::string>& args)
   if (raw.average < 0 || raw.average > 3)
     bad("-a/--average must be 0 (rank 0), 1 (average), 2 (minimum) or 3 (maximum); got " + std::to_string(raw.average));
   options.time_across_ranks = static_cast<TimeAcrossRanks>(raw.average);
-  if (!raw.backend.empty() && raw.backend != "mpi" && raw.backend != "nccl")
-    bad("unknown --backend '" + raw.backend + "': choose mpi or nccl");
+  if (!raw.backend.empty() && raw.backend != "mpi" && raw.backend != "nccl" && raw.backend != "ring")
+    bad("unknown --backend '" + raw.backend + "': choose mpi, nccl or ring");
   options.backend = raw.backend;
   options.isolate_ranks = raw.isolate_ranks;
   if (!(raw.timeout > 0) || raw.timeout > 1e6) bad("--timeout must be a positive number of seconds (got " + std::to_string(raw.timeout) + ")");

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <ctime>
 #include <functional>
+#include <thread>
 #include <vector>
 
 #include "patterns.h"
@@ -209,23 +210,36 @@ SweepOutcome run_sweep(const BenchOptions& options, const World& world, Communic
         run_collective(comm, options, layout, send_ptr, recv_ptr);
       };
 
+      // Runs `iterations` back to back with a stamp after each, then waits for
+      // them; each completed stamp counts as progress for the watchdog, so a
+      // long queue of asynchronous (NCCL) operations is not taken for a hang.
+      const auto run_stamped = [&](size_t iterations) {
+        auto clock = comm.make_clock(iterations + 1);
+        clock->stamp(0);
+        for (size_t i = 0; i < iterations; ++i) {
+          run_once();
+          clock->stamp(i + 1);
+        }
+        for (size_t done = 1; done <= iterations;) {
+          if (clock->completed(done)) {
+            ++done;
+            watchdog.operation_started();
+          } else {
+            std::this_thread::sleep_for(std::chrono::microseconds(20));
+          }
+        }
+        comm.wait(wait_bound);
+        return clock;
+      };
+
       prepare();
       watchdog.begin_phase(what + ", warm-up");
-      for (int i = 0; i < options.warmup_iterations; ++i) run_once();
-      watchdog.operation_started();
-      comm.wait(wait_bound);
+      run_stamped(static_cast<size_t>(options.warmup_iterations));
       world.barrier();
 
       watchdog.begin_phase(what + ", timed");
       const size_t iterations = static_cast<size_t>(options.iterations);
-      auto clock = comm.make_clock(iterations + 1);
-      clock->stamp(0);
-      for (size_t i = 0; i < iterations; ++i) {
-        run_once();
-        clock->stamp(i + 1);
-      }
-      watchdog.operation_started();
-      comm.wait(wait_bound);
+      auto clock = run_stamped(iterations);
       std::vector<double> iteration_seconds(iterations);
       for (size_t i = 0; i < iterations; ++i) iteration_seconds[i] = clock->seconds_between(i, i + 1);
       const double rank_mean = clock->seconds_between(0, iterations) / static_cast<double>(iterations);

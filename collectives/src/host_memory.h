@@ -41,9 +41,7 @@ class HostStampClock : public StampClock {
     return std::chrono::duration<double>(stamps_.at(second) - stamps_.at(first)).count();
   }
   // Blocking backends: every stamp is taken after its operations completed.
-  // (Overrides StampClock::completed; no `override` keyword so that this header
-  // also compiles against a StampClock without that member.)
-  bool completed(size_t) { return true; }
+  bool completed(size_t) override { return true; }
 
  private:
   std::vector<std::chrono::steady_clock::time_point> stamps_;

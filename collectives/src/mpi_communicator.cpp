@@ -11,6 +11,7 @@
 
 #include "ccscope/collectives/backends.h"
 #include "ccscope/collectives/error.h"
+#include "host_memory.h"
 #include "mpi_error.h"
 
 namespace ccscope {
@@ -58,37 +59,8 @@ int to_int_count(size_t count) {
   return static_cast<int>(count);
 }
 
-class HostBuffer : public Buffer {
- public:
-  explicit HostBuffer(size_t bytes) : bytes_(bytes) {
-    // Page alignment, as pinned/registered memory would have.
-    const size_t rounded = ((bytes == 0 ? 1 : bytes) + 4095) / 4096 * 4096;
-    data_ = std::aligned_alloc(4096, rounded);
-    if (data_ == nullptr) throw BackendError("cannot allocate " + std::to_string(bytes) + " bytes of host memory");
-    std::memset(data_, 0, rounded);
-  }
-  ~HostBuffer() override { std::free(data_); }
-  HostBuffer(const HostBuffer&) = delete;
-  HostBuffer& operator=(const HostBuffer&) = delete;
-  void* data() override { return data_; }
-  size_t bytes() const override { return bytes_; }
-
- private:
-  void* data_ = nullptr;
-  size_t bytes_ = 0;
-};
-
-class HostStampClock : public StampClock {
- public:
-  explicit HostStampClock(size_t stamps) : stamps_(stamps) {}
-  void stamp(size_t index) override { stamps_.at(index) = std::chrono::steady_clock::now(); }
-  double seconds_between(size_t first, size_t second) override {
-    return std::chrono::duration<double>(stamps_.at(second) - stamps_.at(first)).count();
-  }
-
- private:
-  std::vector<std::chrono::steady_clock::time_point> stamps_;
-};
+using detail::HostBuffer;
+using detail::HostStampClock;
 
 class MpiCommunicator : public Communicator {
  public:
@@ -107,6 +79,8 @@ class MpiCommunicator : public Communicator {
   ~MpiCommunicator() override {
     for (MPI_Op* op : {&op_sum_16_, &op_prod_16_, &op_min_16_, &op_max_16_})
       if (*op != MPI_OP_NULL) MPI_Op_free(op);
+    for (MPI_Datatype* type : {&g_float16, &g_bfloat16})
+      if (*type != MPI_DATATYPE_NULL) MPI_Type_free(type);  // resets the handle to NULL
   }
   MpiCommunicator(const MpiCommunicator&) = delete;
   MpiCommunicator& operator=(const MpiCommunicator&) = delete;

@@ -260,6 +260,16 @@ class EventClock : public StampClock {
     return static_cast<double>(milliseconds) / 1e3;
   }
 
+  bool completed(size_t index) override {
+    check_index(index, "completed");
+    if (!recorded_[index]) return false;
+    (void)cudaSetDevice(device_);
+    const cudaError_t status = cudaEventQuery(events_[index].get());
+    if (status == cudaErrorNotReady) return false;
+    check_cuda(status, "cudaEventQuery", rank_);
+    return true;
+  }
+
  private:
   void check_index(size_t index, const char* what) const {
     if (index >= events_.size()) {

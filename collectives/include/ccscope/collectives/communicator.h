@@ -28,6 +28,9 @@ class StampClock {
   virtual ~StampClock() = default;
   virtual void stamp(size_t index) = 0;
   virtual double seconds_between(size_t first, size_t second) = 0;
+  // True once the operations before stamp `index` have completed (always true
+  // for blocking backends); lets a caller see progress while it waits.
+  virtual bool completed(size_t index) = 0;
 };
 
 // Collectives use NCCL's argument conventions (counts in elements):
