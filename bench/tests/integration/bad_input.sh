@@ -8,6 +8,7 @@
 source "$(dirname "$0")/lib.sh"
 init_args "$@"
 make_workdir
+use_private_binary
 
 # name | what the message must mention | arguments after "bench"
 CASES=(

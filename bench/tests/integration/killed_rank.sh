@@ -7,6 +7,7 @@
 source "$(dirname "$0")/lib.sh"
 init_args "$@"
 make_workdir
+use_private_binary
 MARKER="$WORK/run.csv"   # in every rank's command line: finds this test's processes only
 JOB=
 on_exit 'kill_leftovers "$MARKER" "$JOB"'

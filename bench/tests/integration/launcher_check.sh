@@ -8,6 +8,7 @@
 source "$(dirname "$0")/lib.sh"
 init_args "$@"
 make_workdir
+use_private_binary
 
 status=0
 OMPI_COMM_WORLD_SIZE=4 timeout -k 5 60 "$CCSCOPE" bench allreduce -b 8 -e 8 -n 1 -w 0 --no-progress \

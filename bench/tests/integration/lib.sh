@@ -76,6 +76,28 @@ make_workdir() {
   trap 'exit 143' TERM
 }
 
+# use_private_binary : copies $CCSCOPE into $WORK and points CCSCOPE at the copy,
+# so that a rebuild of the build tree while the test runs (a relink replaces the
+# file) cannot break the test half-way. Waits (up to 120 s) for a binary that is
+# not being written: same size and time stamp before and after the copy, and the
+# copy answers --help.
+use_private_binary() {
+  local source=$CCSCOPE copy="$WORK/bin/ccscope" before after deadline
+  mkdir -p "$WORK/bin"
+  deadline=$(($(date +%s) + 120))
+  while :; do
+    before=$(stat -c '%s %Y' "$source" 2>/dev/null)
+    if cp "$source" "$copy" 2>/dev/null && chmod +x "$copy" &&
+       "$copy" bench --help >/dev/null 2>&1 </dev/null; then
+      after=$(stat -c '%s %Y' "$source" 2>/dev/null)
+      [ -n "$before" ] && [ "$before" = "$after" ] && break
+    fi
+    [ "$(date +%s)" -ge "$deadline" ] && die "could not take a stable copy of '$source' within 120 s (is it being rebuilt?)"
+    sleep 1
+  done
+  CCSCOPE=$copy
+}
+
 # ---------------------------------------------------------------------------
 # CSV (RFC 4180: quoted fields may hold commas, quotes and newlines)
 

@@ -13,6 +13,7 @@ NRANKS=${3:?number of ranks}
 COLL=${4:?collective}
 TEST_NAME="matrix.n${NRANKS}.${COLL}"
 make_workdir
+use_private_binary
 
 TYPES=(float half bfloat16 int32)
 case $COLL in

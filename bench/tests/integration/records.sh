@@ -8,6 +8,7 @@
 source "$(dirname "$0")/lib.sh"
 init_args "$@"
 make_workdir
+use_private_binary
 JOB=
 on_exit 'kill_leftovers "$WORK/killed" "$JOB"'
 

@@ -7,6 +7,7 @@
 source "$(dirname "$0")/lib.sh"
 init_args "$@"
 make_workdir
+use_private_binary
 MARKER="$WORK/run.csv"
 JOB=
 VICTIM=
