@@ -9,14 +9,15 @@
 namespace {
 
 void print_usage(std::FILE* out) {
-  std::fprintf(out,
-               "ccscope %s: collective-communication benchmarks and diagnostics\n\n"
-               "usage: ccscope <verb> [options]      (launch with mpiexec/srun for several ranks)\n\n"
-               "verbs:\n"
-               "  bench   sweep message sizes for a collective over MPI or NCCL, check results,\n"
-               "          report algbw/busbw as nccl-tests does (ccscope bench --help)\n\n"
-               "options: --help, --version\n",
-               ccscope::kVersion);
+  std::fprintf(
+      out,
+      "ccscope %s: collective-communication benchmarks and diagnostics\n\n"
+      "usage: ccscope <verb> [options]      (launch with mpiexec/srun for several ranks)\n\n"
+      "verbs:\n"
+      "  bench   sweep message sizes for a collective over MPI or NCCL, check results,\n"
+      "          report algbw/busbw as nccl-tests does (ccscope bench --help)\n\n"
+      "options: --help, --version\n",
+      ccscope::kVersion);
 }
 
 }  // namespace
@@ -35,6 +36,7 @@ int main(int argc, char** argv) {
   }
   if (words[1] == "bench")
     return ccscope::bench::bench_main({words.begin() + 2, words.end()}, words);
-  std::fprintf(stderr, "ccscope: error: unknown verb '%s': run ccscope --help for the list\n", words[1].c_str());
+  std::fprintf(stderr, "ccscope: error: unknown verb '%s': run ccscope --help for the list\n",
+               words[1].c_str());
   return 2;
 }

@@ -27,10 +27,12 @@ int main(int argc, char** argv) {
     float* send = calloc(count + 1, sizeof(float));
     float* recv = calloc(count + 1, sizeof(float));
     for (size_t i = 0; i < count; ++i) send[i] = (float)((rank + i) % 29);
-    for (int i = 0; i < warmup; ++i) MPI_Allreduce(send, recv, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    for (int i = 0; i < warmup; ++i)
+      MPI_Allreduce(send, recv, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     MPI_Barrier(MPI_COMM_WORLD);
     const double start = MPI_Wtime();
-    for (int i = 0; i < iters; ++i) MPI_Allreduce(send, recv, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    for (int i = 0; i < iters; ++i)
+      MPI_Allreduce(send, recv, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     double mean = (MPI_Wtime() - start) / iters;
     double slowest = 0;
     MPI_Reduce(&mean, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);

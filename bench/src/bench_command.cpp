@@ -61,11 +61,12 @@ int bench_main(const std::vector<std::string>& args, const std::vector<std::stri
   const int launched = launcher_rank_count();
   if (launched > 1 && world.size() == 1) {
     if (launcher_says_rank_zero())
-      std::fprintf(stderr,
-                   "ccscope bench: error: the launcher started %d ranks but MPI sees only this one: "
-                   "ccscope was built with a different MPI (%s) than the launcher; use that MPI's "
-                   "mpiexec or rebuild ccscope against the launcher's MPI\n",
-                   launched, MpiSession::library_version().c_str());
+      std::fprintf(
+          stderr,
+          "ccscope bench: error: the launcher started %d ranks but MPI sees only this one: "
+          "ccscope was built with a different MPI (%s) than the launcher; use that MPI's "
+          "mpiexec or rebuild ccscope against the launcher's MPI\n",
+          launched, MpiSession::library_version().c_str());
     return kExitUsage;
   }
   try {
@@ -75,7 +76,8 @@ int bench_main(const std::vector<std::string>& args, const std::vector<std::stri
     return kExitUsage;
   }
   if (leader)
-    for (const auto& note : options.notes) std::fprintf(stderr, "ccscope bench: note: %s\n", note.c_str());
+    for (const auto& note : options.notes)
+      std::fprintf(stderr, "ccscope bench: note: %s\n", note.c_str());
 
   std::unique_ptr<Communicator> comm;
   try {
@@ -86,8 +88,8 @@ int bench_main(const std::vector<std::string>& args, const std::vector<std::stri
     return kExitUsage;
   } catch (const std::exception& error) {
     std::fprintf(stderr, "ccscope bench: rank %d (%s): cannot start the %s backend: %s\n",
-                 world.rank(), world.hostname().c_str(), options.backend.empty() ? "default" : options.backend.c_str(),
-                 error.what());
+                 world.rank(), world.hostname().c_str(),
+                 options.backend.empty() ? "default" : options.backend.c_str(), error.what());
     world.abort(kExitFailed);
   }
 
@@ -98,25 +100,30 @@ int bench_main(const std::vector<std::string>& args, const std::vector<std::stri
     try {
       reporters.append(reports::make_console_reporter(std::cout));
       if (!options.csv_path.empty()) reporters.append(reports::make_csv_reporter(options.csv_path));
-      if (!options.json_path.empty()) reporters.append(reports::make_json_reporter(options.json_path));
+      if (!options.json_path.empty())
+        reporters.append(reports::make_json_reporter(options.json_path));
     } catch (const std::exception& error) {
       open_error = error.what();
     }
   }
   if (world.all_reduce_sum(static_cast<int64_t>(open_error.empty() ? 0 : 1)) != 0) {
-    if (leader) std::fprintf(stderr, "ccscope bench: error: %s; choose a writable path\n", open_error.c_str());
+    if (leader)
+      std::fprintf(stderr, "ccscope bench: error: %s; choose a writable path\n",
+                   open_error.c_str());
     return kExitUsage;
   }
 
   try {
-    HangWatchdog watchdog(world, std::chrono::milliseconds(static_cast<long long>(options.timeout_seconds * 1000)));
+    HangWatchdog watchdog(
+        world, std::chrono::milliseconds(static_cast<long long>(options.timeout_seconds * 1000)));
     reports::RunMetadata metadata = collect_run_metadata(world, *comm, command_line);
     if (leader) reporters.begin(metadata);
     SweepOutcome outcome;
     for (Collective collective : options.collectives) {
       BenchOptions one = options;
       one.collective = collective;
-      const SweepOutcome part = run_sweep(one, world, *comm, watchdog, leader ? &reporters : nullptr);
+      const SweepOutcome part =
+          run_sweep(one, world, *comm, watchdog, leader ? &reporters : nullptr);
       outcome.wrong_elements += part.wrong_elements;
       outcome.records += part.records;
     }
@@ -125,13 +132,15 @@ int bench_main(const std::vector<std::string>& args, const std::vector<std::stri
     comm.reset();  // backend teardown before MPI_Finalize
     return outcome.wrong_elements > 0 ? kExitFailed : kExitOk;
   } catch (const TimeoutError& error) {
-    std::fprintf(stderr, "ccscope bench: rank %d (%s): %s\n", world.rank(), world.hostname().c_str(), error.what());
+    std::fprintf(stderr, "ccscope bench: rank %d (%s): %s\n", world.rank(),
+                 world.hostname().c_str(), error.what());
     world.abort(kTimeoutExitCode);
   } catch (const UsageError& error) {
     std::fprintf(stderr, "ccscope bench: rank %d: error: %s\n", world.rank(), error.what());
     world.abort(kExitUsage);
   } catch (const std::exception& error) {
-    std::fprintf(stderr, "ccscope bench: rank %d (%s): error: %s\n", world.rank(), world.hostname().c_str(), error.what());
+    std::fprintf(stderr, "ccscope bench: rank %d (%s): error: %s\n", world.rank(),
+                 world.hostname().c_str(), error.what());
     world.abort(kExitFailed);
   }
 }

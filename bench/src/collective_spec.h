@@ -23,10 +23,10 @@ bool supports_in_place(Collective collective);
 
 // Element counts for one requested size, as nccl-tests computes them.
 struct Layout {
-  size_t send_count = 0;   // elements in the send buffer
-  size_t recv_count = 0;   // elements in the receive buffer
-  size_t param_count = 0;  // the count passed to the collective (the "count" column)
-  size_t size_bytes = 0;   // the "size" column: max(send, recv) bytes
+  size_t send_count = 0;            // elements in the send buffer
+  size_t recv_count = 0;            // elements in the receive buffer
+  size_t param_count = 0;           // the count passed to the collective (the "count" column)
+  size_t size_bytes = 0;            // the "size" column: max(send, recv) bytes
   size_t send_in_place_offset = 0;  // elements: where send sits inside recv when in place
   size_t recv_in_place_offset = 0;  // elements: where recv sits inside send when in place
 };

@@ -31,22 +31,29 @@ void build_app(CLI::App& app, RawArguments& raw) {
                  "several separated by commas are run one after the other");
   app.add_option("-b,--minbytes", raw.min_bytes, "smallest size, e.g. 8, 1K, 64M (default 32M)");
   app.add_option("-e,--maxbytes", raw.max_bytes, "largest size (default 32M)");
-  app.add_option("-i,--stepbytes", raw.step_bytes, "increment between sizes when -f is 1 (default 1M)");
-  app.add_option("-f,--stepfactor", raw.step_factor, "multiply sizes by this factor (default 1: add -i)");
+  app.add_option("-i,--stepbytes", raw.step_bytes,
+                 "increment between sizes when -f is 1 (default 1M)");
+  app.add_option("-f,--stepfactor", raw.step_factor,
+                 "multiply sizes by this factor (default 1: add -i)");
   app.add_option("-n,--iters", raw.iterations, "timed iterations per size (default 20)");
-  app.add_option("-w,--warmup_iters", raw.warmup, "untimed warm-up iterations per size (default 5)");
-  app.add_option("-c,--check", raw.check, "check every element of every result: 1 or 0 (default 1)");
-  app.add_option("-d,--datatype", raw.datatype, "float (default), double, half, bfloat16, int32, int8, uint8");
+  app.add_option("-w,--warmup_iters", raw.warmup,
+                 "untimed warm-up iterations per size (default 5)");
+  app.add_option("-c,--check", raw.check,
+                 "check every element of every result: 1 or 0 (default 1)");
+  app.add_option("-d,--datatype", raw.datatype,
+                 "float (default), double, half, bfloat16, int32, int8, uint8");
   app.add_option("-o,--op", raw.op, "sum (default), prod, min, max, avg");
   app.add_option("-r,--root", raw.root, "root rank of broadcast (default 0)");
   app.add_option("-a,--average", raw.average,
                  "reported time across ranks: 0 rank 0, 1 average, 2 minimum, 3 maximum "
                  "(default 3, the slowest rank; nccl-tests defaults to 1)");
-  app.add_option("--backend", raw.backend,
-                 "mpi, nccl, or ring (ccscope's reference ring algorithms over MPI point-to-point); "
-                 "default: nccl when a GPU and NCCL are present, else mpi");
+  app.add_option(
+      "--backend", raw.backend,
+      "mpi, nccl, or ring (ccscope's reference ring algorithms over MPI point-to-point); "
+      "default: nccl when a GPU and NCCL are present, else mpi");
   app.add_flag("--isolate-ranks", raw.isolate_ranks,
-               "give every rank its own NCCL_HOSTID: ranks of one node talk through NCCL's network transport");
+               "give every rank its own NCCL_HOSTID: ranks of one node talk through NCCL's network "
+               "transport");
   app.add_option("--timeout", raw.timeout,
                  "seconds an operation may make no progress before the run stops and names the "
                  "ranks that did not finish (default 300)");
@@ -58,9 +65,12 @@ void build_app(CLI::App& app, RawArguments& raw) {
   app.footer(
       "Sizes (nccl-tests' conventions):\n"
       "  allreduce, broadcast, sendrecv: size = the bytes of one rank's buffer\n"
-      "  allgather:      size = the full OUTPUT (ranks x block), rounded down to 4 x ranks elements\n"
-      "  reducescatter:  size = the full INPUT (ranks x block), rounded down to 4 x ranks elements\n"
-      "  alltoall:       size = one rank's whole send buffer, rounded down to a multiple of ranks elements\n"
+      "  allgather:      size = the full OUTPUT (ranks x block), rounded down to 4 x ranks "
+      "elements\n"
+      "  reducescatter:  size = the full INPUT (ranks x block), rounded down to 4 x ranks "
+      "elements\n"
+      "  alltoall:       size = one rank's whole send buffer, rounded down to a multiple of ranks "
+      "elements\n"
       "Bandwidth: algbw = size / time; busbw = algbw x 2(n-1)/n (allreduce), (n-1)/n (allgather,\n"
       "  reducescatter, alltoall), 1 (broadcast, sendrecv). GB/s = 1e9 bytes/s.\n"
       "Time: mean over the -n iterations on each rank, then across ranks per -a.\n"
@@ -71,7 +81,9 @@ void build_app(CLI::App& app, RawArguments& raw) {
 
 size_t size_argument(const std::string& flag, const std::string& text) {
   auto value = parse_size(text);
-  if (!value) bad(flag + " '" + text + "' is not a size: use a positive number with an optional K, M, G suffix (e.g. 64M)");
+  if (!value)
+    bad(flag + " '" + text +
+        "' is not a size: use a positive number with an optional K, M, G suffix (e.g. 64M)");
   if (*value == 0) bad(flag + " must be greater than 0 bytes");
   return *value;
 }
@@ -102,13 +114,15 @@ ParsedBenchArguments parse_bench_arguments(const std::vector<std::string>& args)
   // Sizes may start with '-' only if negative: CLI11 would take them as flags,
   // so a negative size reaches us as a string here.
   BenchOptions options;
-  if (raw.collective.empty()) bad("missing collective: ccscope bench <" + collective_choices() + "> [options]");
+  if (raw.collective.empty())
+    bad("missing collective: ccscope bench <" + collective_choices() + "> [options]");
   options.collectives.clear();
   for (size_t start = 0; start <= raw.collective.size();) {
     const size_t comma = std::min(raw.collective.find(',', start), raw.collective.size());
     const std::string word = raw.collective.substr(start, comma - start);
     auto collective = parse_collective(word);
-    if (!collective) bad("unknown collective '" + word + "': choose one of " + collective_choices());
+    if (!collective)
+      bad("unknown collective '" + word + "': choose one of " + collective_choices());
     options.collectives.push_back(*collective);
     start = comma + 1;
   }
@@ -117,8 +131,10 @@ ParsedBenchArguments parse_bench_arguments(const std::vector<std::string>& args)
   options.max_bytes = size_argument("-e/--maxbytes", raw.max_bytes);
   options.step_bytes = size_argument("-i/--stepbytes", raw.step_bytes);
   if (options.min_bytes > options.max_bytes)
-    bad("-b/--minbytes (" + raw.min_bytes + ") is larger than -e/--maxbytes (" + raw.max_bytes + "): swap them");
-  if (raw.step_factor < 1) bad("-f/--stepfactor must be 1 or more (got " + std::to_string(raw.step_factor) + ")");
+    bad("-b/--minbytes (" + raw.min_bytes + ") is larger than -e/--maxbytes (" + raw.max_bytes +
+        "): swap them");
+  if (raw.step_factor < 1)
+    bad("-f/--stepfactor must be 1 or more (got " + std::to_string(raw.step_factor) + ")");
   options.step_factor = static_cast<size_t>(raw.step_factor);
   if (raw.iterations < 1 || raw.iterations > 100000000)
     bad("-n/--iters must be between 1 and 1e8 (got " + std::to_string(raw.iterations) + ")");
@@ -126,7 +142,8 @@ ParsedBenchArguments parse_bench_arguments(const std::vector<std::string>& args)
   if (raw.warmup < 0 || raw.warmup > 100000000)
     bad("-w/--warmup_iters must be between 0 and 1e8 (got " + std::to_string(raw.warmup) + ")");
   options.warmup_iterations = static_cast<int>(raw.warmup);
-  if (raw.check != 0 && raw.check != 1) bad("-c/--check must be 0 or 1 (got " + std::to_string(raw.check) + ")");
+  if (raw.check != 0 && raw.check != 1)
+    bad("-c/--check must be 0 or 1 (got " + std::to_string(raw.check) + ")");
   options.check = raw.check == 1;
   auto type = parse_data_type(raw.datatype);
   if (!type) bad("unknown data type '" + raw.datatype + "': choose one of " + data_type_choices());
@@ -134,16 +151,20 @@ ParsedBenchArguments parse_bench_arguments(const std::vector<std::string>& args)
   auto op = parse_reduce_op(raw.op);
   if (!op) bad("unknown reduction op '" + raw.op + "': choose one of " + reduce_op_choices());
   options.op = *op;
-  if (raw.root < 0) bad("-r/--root must be a rank number >= 0 (got " + std::to_string(raw.root) + ")");
+  if (raw.root < 0)
+    bad("-r/--root must be a rank number >= 0 (got " + std::to_string(raw.root) + ")");
   options.root = static_cast<int>(std::min<long long>(raw.root, 1 << 30));
   if (raw.average < 0 || raw.average > 3)
-    bad("-a/--average must be 0 (rank 0), 1 (average), 2 (minimum) or 3 (maximum); got " + std::to_string(raw.average));
+    bad("-a/--average must be 0 (rank 0), 1 (average), 2 (minimum) or 3 (maximum); got " +
+        std::to_string(raw.average));
   options.time_across_ranks = static_cast<TimeAcrossRanks>(raw.average);
-  if (!raw.backend.empty() && raw.backend != "mpi" && raw.backend != "nccl" && raw.backend != "ring")
+  if (!raw.backend.empty() && raw.backend != "mpi" && raw.backend != "nccl" &&
+      raw.backend != "ring")
     bad("unknown --backend '" + raw.backend + "': choose mpi, nccl or ring");
   options.backend = raw.backend;
   options.isolate_ranks = raw.isolate_ranks;
-  if (!(raw.timeout > 0) || raw.timeout > 1e6) bad("--timeout must be a positive number of seconds (got " + std::to_string(raw.timeout) + ")");
+  if (!(raw.timeout > 0) || raw.timeout > 1e6)
+    bad("--timeout must be a positive number of seconds (got " + std::to_string(raw.timeout) + ")");
   options.timeout_seconds = raw.timeout;
   options.csv_path = raw.csv;
   options.json_path = raw.json;
@@ -151,7 +172,8 @@ ParsedBenchArguments parse_bench_arguments(const std::vector<std::string>& args)
   options.corrupt_rank = static_cast<int>(std::clamp<long long>(raw.corrupt_rank, -1, 1 << 30));
   for (Collective c : options.collectives)
     if (!has_reduction(c) && options.op != ReduceOp::kSum)
-      options.notes.push_back(std::string(name(c)) + " does not reduce: -o " + raw.op + " is ignored");
+      options.notes.push_back(std::string(name(c)) + " does not reduce: -o " + raw.op +
+                              " is ignored");
   parsed.options = options;
   return parsed;
 }
@@ -168,10 +190,14 @@ void validate_for_ranks(const BenchOptions& options, int ranks) {
 
 std::string time_statistic_description(TimeAcrossRanks mode) {
   switch (mode) {
-    case TimeAcrossRanks::kRank0: return "rank 0's mean over iterations";
-    case TimeAcrossRanks::kAverage: return "average over ranks of mean over iterations";
-    case TimeAcrossRanks::kMinimum: return "min over ranks of mean over iterations";
-    case TimeAcrossRanks::kMaximum: return "max over ranks of mean over iterations";
+    case TimeAcrossRanks::kRank0:
+      return "rank 0's mean over iterations";
+    case TimeAcrossRanks::kAverage:
+      return "average over ranks of mean over iterations";
+    case TimeAcrossRanks::kMinimum:
+      return "min over ranks of mean over iterations";
+    case TimeAcrossRanks::kMaximum:
+      return "max over ranks of mean over iterations";
   }
   return "";
 }

@@ -35,7 +35,7 @@ struct BenchOptions {
   std::string csv_path;
   std::string json_path;
   bool progress = true;
-  int corrupt_rank = -1;  // test only: corrupt one output element on this rank
+  int corrupt_rank = -1;           // test only: corrupt one output element on this rank
   std::vector<std::string> notes;  // things the user should know (printed by rank 0)
 };
 

@@ -18,13 +18,20 @@ constexpr int kSumModulus = 29;
 // Largest integer every value up to which is exact in the type (for sums).
 double exact_integer_limit(DataType type) {
   switch (type) {
-    case DataType::kFloat16: return 2048;
-    case DataType::kBFloat16: return 256;
-    case DataType::kFloat32: return 16777216.0;
-    case DataType::kFloat64: return 9007199254740992.0;
-    case DataType::kInt32: return 2147483647.0;
-    case DataType::kInt8: return 127;
-    case DataType::kUInt8: return 255;
+    case DataType::kFloat16:
+      return 2048;
+    case DataType::kBFloat16:
+      return 256;
+    case DataType::kFloat32:
+      return 16777216.0;
+    case DataType::kFloat64:
+      return 9007199254740992.0;
+    case DataType::kInt32:
+      return 2147483647.0;
+    case DataType::kInt8:
+      return 127;
+    case DataType::kUInt8:
+      return 255;
   }
   return 127;
 }
@@ -32,10 +39,14 @@ double exact_integer_limit(DataType type) {
 // How many factors of two a product may have and stay exact and in range.
 int max_doublings(DataType type) {
   switch (type) {
-    case DataType::kFloat16: return 15;
-    case DataType::kInt8: return 6;
-    case DataType::kUInt8: return 7;
-    default: return 30;
+    case DataType::kFloat16:
+      return 15;
+    case DataType::kInt8:
+      return 6;
+    case DataType::kUInt8:
+      return 7;
+    default:
+      return 30;
   }
 }
 
@@ -93,10 +104,19 @@ DataPattern::DataPattern(Collective collective, DataType type, ReduceOp op, int 
         exact_sum += v;
         if (r == 0) continue;
         switch (op) {
-          case ReduceOp::kSum: case ReduceOp::kAvg: result += v; break;
-          case ReduceOp::kProd: result *= v; break;
-          case ReduceOp::kMin: result = std::min(result, v); break;
-          case ReduceOp::kMax: result = std::max(result, v); break;
+          case ReduceOp::kSum:
+          case ReduceOp::kAvg:
+            result += v;
+            break;
+          case ReduceOp::kProd:
+            result *= v;
+            break;
+          case ReduceOp::kMin:
+            result = std::min(result, v);
+            break;
+          case ReduceOp::kMax:
+            result = std::max(result, v);
+            break;
         }
       }
       if (op == ReduceOp::kAvg) {
@@ -110,9 +130,11 @@ DataPattern::DataPattern(Collective collective, DataType type, ReduceOp op, int 
     for (size_t k = 0; k < kMovementModulus; ++k) values_[k] = static_cast<double>(k);
   }
   typed_.resize(values_.size() * element_bytes_);
-  for (size_t slot = 0; slot < values_.size(); ++slot) store_element(typed_.data(), type_, slot, values_[slot]);
+  for (size_t slot = 0; slot < values_.size(); ++slot)
+    store_element(typed_.data(), type_, slot, values_[slot]);
   // The typed value is the reference: e.g. an avg of 1/3 rounds to the type.
-  for (size_t slot = 0; slot < values_.size(); ++slot) values_[slot] = load_element(typed_.data(), type_, slot);
+  for (size_t slot = 0; slot < values_.size(); ++slot)
+    values_[slot] = load_element(typed_.data(), type_, slot);
 }
 
 double DataPattern::reduce_pattern(int rank, size_t phase) const {
@@ -168,7 +190,9 @@ size_t DataPattern::expected_slot(int rank, size_t index) const {
   return 0;
 }
 
-double DataPattern::input_value(int rank, size_t index) const { return values_[input_slot(rank, index)]; }
+double DataPattern::input_value(int rank, size_t index) const {
+  return values_[input_slot(rank, index)];
+}
 double DataPattern::expected_value(int rank, size_t index) const {
   return values_[expected_slot(rank, index)];
 }
@@ -190,7 +214,8 @@ CheckResult DataPattern::check_output(int rank, size_t first, size_t count,
     bool ok = std::memcmp(bytes + i * width, typed_.data() + slot * width, width) == 0;
     if (!ok && relative_tolerance_ > 0) {
       const double got = load_element(received, type_, i);
-      ok = std::fabs(got - values_[slot]) <= relative_tolerance_ * std::max(1.0, std::fabs(values_[slot]));
+      ok = std::fabs(got - values_[slot]) <=
+           relative_tolerance_ * std::max(1.0, std::fabs(values_[slot]));
     }
     if (ok) continue;
     if (!result.has_first) {

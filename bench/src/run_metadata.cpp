@@ -11,8 +11,8 @@ extern char** environ;
 namespace ccscope::bench {
 
 std::vector<std::pair<std::string, std::string>> relevant_environment(char** environment) {
-  static constexpr const char* kPrefixes[] = {"NCCL_", "UCX_", "MPIR_", "OMPI_", "CCSCOPE_",
-                                              "CUDA_VISIBLE_DEVICES", "FI_", "I_MPI_"};
+  static constexpr const char* kPrefixes[] = {
+      "NCCL_", "UCX_", "MPIR_", "OMPI_", "CCSCOPE_", "CUDA_VISIBLE_DEVICES", "FI_", "I_MPI_"};
   std::vector<std::pair<std::string, std::string>> found;
   for (char** entry = environment; entry != nullptr && *entry != nullptr; ++entry) {
     const std::string text(*entry);
@@ -43,8 +43,11 @@ std::string shell_join(const std::vector<std::string>& words) {
   std::string out;
   for (const auto& word : words) {
     if (!out.empty()) out += ' ';
-    const bool plain = !word.empty() && word.find_first_not_of(
-        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+%@") == std::string::npos;
+    const bool plain =
+        !word.empty() &&
+        word.find_first_not_of(
+            "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+%@") ==
+            std::string::npos;
     if (plain) {
       out += word;
       continue;

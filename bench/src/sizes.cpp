@@ -21,12 +21,23 @@ std::optional<size_t> parse_size(std::string_view text) {
   size_t multiplier = 1;
   if (!suffix.empty()) {
     switch (std::toupper(static_cast<unsigned char>(suffix[0]))) {
-      case 'K': multiplier = size_t{1} << 10; break;
-      case 'M': multiplier = size_t{1} << 20; break;
-      case 'G': multiplier = size_t{1} << 30; break;
-      case 'T': multiplier = size_t{1} << 40; break;
-      case 'B': multiplier = 1; break;
-      default: return std::nullopt;
+      case 'K':
+        multiplier = size_t{1} << 10;
+        break;
+      case 'M':
+        multiplier = size_t{1} << 20;
+        break;
+      case 'G':
+        multiplier = size_t{1} << 30;
+        break;
+      case 'T':
+        multiplier = size_t{1} << 40;
+        break;
+      case 'B':
+        multiplier = 1;
+        break;
+      default:
+        return std::nullopt;
     }
     if (std::toupper(static_cast<unsigned char>(suffix[0])) != 'B') suffix.remove_prefix(1);
     if (!(suffix.empty() || suffix == "B" || suffix == "b" || suffix == "iB" || suffix == "ib"))

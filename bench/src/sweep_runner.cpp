@@ -27,7 +27,8 @@ constexpr size_t kStagingBytes = size_t{16} << 20;
 // chunks (direct for host buffers).
 class RegionAccess {
  public:
-  RegionAccess(Communicator& comm, size_t element_bytes) : comm_(comm), element_bytes_(element_bytes) {}
+  RegionAccess(Communicator& comm, size_t element_bytes)
+      : comm_(comm), element_bytes_(element_bytes) {}
 
   // Calls produce(first_element, count, host_chunk) and stores the chunk.
   void write(Buffer& buffer, size_t element_offset, size_t count,
@@ -38,7 +39,8 @@ class RegionAccess {
     }
     for_chunks(count, [&](size_t first, size_t n) {
       produce(first, n, staging());
-      comm_.copy_from_host(buffer, (element_offset + first) * element_bytes_, staging(), n * element_bytes_);
+      comm_.copy_from_host(buffer, (element_offset + first) * element_bytes_, staging(),
+                           n * element_bytes_);
     });
   }
   // Calls consume(first_element, count, host_chunk) on the region's contents.
@@ -49,7 +51,8 @@ class RegionAccess {
       return;
     }
     for_chunks(count, [&](size_t first, size_t n) {
-      comm_.copy_to_host(staging(), buffer, (element_offset + first) * element_bytes_, n * element_bytes_);
+      comm_.copy_to_host(staging(), buffer, (element_offset + first) * element_bytes_,
+                         n * element_bytes_);
       consume(first, n, staging());
     });
   }
@@ -61,7 +64,8 @@ class RegionAccess {
   }
   void for_chunks(size_t count, const std::function<void(size_t, size_t)>& body) {
     const size_t per_chunk = std::max<size_t>(1, kStagingBytes / element_bytes_);
-    for (size_t first = 0; first < count; first += per_chunk) body(first, std::min(per_chunk, count - first));
+    for (size_t first = 0; first < count; first += per_chunk)
+      body(first, std::min(per_chunk, count - first));
   }
 
   Communicator& comm_;
@@ -77,7 +81,8 @@ struct Placement {
   size_t output_offset;
 };
 
-Placement place(Collective collective, bool in_place, const Layout& layout, Buffer& send, Buffer& recv) {
+Placement place(Collective collective, bool in_place, const Layout& layout, Buffer& send,
+                Buffer& recv) {
   if (!in_place) return {&send, 0, &recv, 0};
   switch (collective) {
     case Collective::kAllGather:
@@ -127,7 +132,8 @@ bool is_power_of_two(int n) { return n > 0 && (n & (n - 1)) == 0; }
 // NCCL computes a floating-point average as a pre-multiplied sum (x * 1/n):
 // exact only when n is a power of two. Elsewhere the check allows n ulps.
 double check_tolerance(const BenchOptions& options, const Communicator& comm) {
-  if (options.op != ReduceOp::kAvg || !is_floating(options.type) || !has_reduction(options.collective))
+  if (options.op != ReduceOp::kAvg || !is_floating(options.type) ||
+      !has_reduction(options.collective))
     return 0;
   if (comm.backend_name() != "nccl" || is_power_of_two(comm.size())) return 0;
   const double epsilon = options.type == DataType::kFloat16    ? 1.0 / 1024
@@ -158,8 +164,10 @@ SweepOutcome run_sweep(const BenchOptions& options, const World& world, Communic
   const size_t element_bytes = element_size(options.type);
   const int ranks = comm.size();
   const int rank = comm.rank();
-  const auto sizes = size_sequence(options.min_bytes, options.max_bytes, options.step_factor, options.step_bytes);
-  const auto wait_bound = std::chrono::milliseconds(static_cast<long long>(options.timeout_seconds * 1000) + 5000);
+  const auto sizes =
+      size_sequence(options.min_bytes, options.max_bytes, options.step_factor, options.step_bytes);
+  const auto wait_bound =
+      std::chrono::milliseconds(static_cast<long long>(options.timeout_seconds * 1000) + 5000);
 
   // Buffers for the largest size, reused by every size (as nccl-tests does).
   size_t send_bytes = 0, recv_bytes = 0;
@@ -172,7 +180,8 @@ SweepOutcome run_sweep(const BenchOptions& options, const World& world, Communic
   }
   if (rounded && rank == 0)
     std::fprintf(stderr, "ccscope: note: %s sizes were rounded down as nccl-tests does (%s)\n",
-                 std::string(name(options.collective)).c_str(), size_convention(options.collective).c_str());
+                 std::string(name(options.collective)).c_str(),
+                 size_convention(options.collective).c_str());
   auto send = comm.allocate(send_bytes);
   auto recv = comm.allocate(recv_bytes);
   RegionAccess access(comm, element_bytes);
@@ -188,22 +197,28 @@ SweepOutcome run_sweep(const BenchOptions& options, const World& world, Communic
     for (bool in_place : {false, true}) {
       if (in_place && !supports_in_place(options.collective)) continue;
       ++step;
-      const std::string what = std::string(name(options.collective)) + " " + format_size(layout.size_bytes) +
+      const std::string what = std::string(name(options.collective)) + " " +
+                               format_size(layout.size_bytes) +
                                (in_place ? " in-place" : " out-of-place");
       progress.show(what + " (" + std::to_string(step) + "/" + std::to_string(steps) + ")");
       const Placement at = place(options.collective, in_place, layout, *send, *recv);
-      const void* send_ptr = static_cast<char*>(at.input_buffer->data()) + at.input_offset * element_bytes;
-      void* recv_ptr = static_cast<char*>(at.output_buffer->data()) + at.output_offset * element_bytes;
+      const void* send_ptr =
+          static_cast<char*>(at.input_buffer->data()) + at.input_offset * element_bytes;
+      void* recv_ptr =
+          static_cast<char*>(at.output_buffer->data()) + at.output_offset * element_bytes;
       const auto prepare = [&] {
         if (!in_place) {  // stale results of earlier runs must not pass the check
-          access.write(*at.output_buffer, at.output_offset, layout.recv_count,
-                       [&](size_t, size_t n, void* out) { std::memset(out, 0xff, n * element_bytes); });
+          access.write(
+              *at.output_buffer, at.output_offset, layout.recv_count,
+              [&](size_t, size_t n, void* out) { std::memset(out, 0xff, n * element_bytes); });
         } else if (options.collective == Collective::kAllGather) {
-          access.write(*recv, 0, layout.recv_count,
-                       [&](size_t, size_t n, void* out) { std::memset(out, 0xff, n * element_bytes); });
+          access.write(*recv, 0, layout.recv_count, [&](size_t, size_t n, void* out) {
+            std::memset(out, 0xff, n * element_bytes);
+          });
         }
-        access.write(*at.input_buffer, at.input_offset, layout.send_count,
-                     [&](size_t first, size_t n, void* out) { pattern.fill_input(rank, first, n, out); });
+        access.write(
+            *at.input_buffer, at.input_offset, layout.send_count,
+            [&](size_t first, size_t n, void* out) { pattern.fill_input(rank, first, n, out); });
       };
       const auto run_once = [&] {
         watchdog.operation_started();
@@ -241,8 +256,10 @@ SweepOutcome run_sweep(const BenchOptions& options, const World& world, Communic
       const size_t iterations = static_cast<size_t>(options.iterations);
       auto clock = run_stamped(iterations);
       std::vector<double> iteration_seconds(iterations);
-      for (size_t i = 0; i < iterations; ++i) iteration_seconds[i] = clock->seconds_between(i, i + 1);
-      const double rank_mean = clock->seconds_between(0, iterations) / static_cast<double>(iterations);
+      for (size_t i = 0; i < iterations; ++i)
+        iteration_seconds[i] = clock->seconds_between(i, i + 1);
+      const double rank_mean =
+          clock->seconds_between(0, iterations) / static_cast<double>(iterations);
 
       CheckResult check;
       if (options.check) {
@@ -255,16 +272,21 @@ SweepOutcome run_sweep(const BenchOptions& options, const World& world, Communic
           const size_t victim = layout.recv_count / 2;
           std::vector<unsigned char> element(element_bytes);
           access.read(*at.output_buffer, at.output_offset + victim, 1,
-                      [&](size_t, size_t, const void* in) { std::memcpy(element.data(), in, element_bytes); });
-          store_element(element.data(), options.type, 0, load_element(element.data(), options.type, 0) + 1);
-          access.write(*at.output_buffer, at.output_offset + victim, 1,
-                       [&](size_t, size_t, void* out) { std::memcpy(out, element.data(), element_bytes); });
+                      [&](size_t, size_t, const void* in) {
+                        std::memcpy(element.data(), in, element_bytes);
+                      });
+          store_element(element.data(), options.type, 0,
+                        load_element(element.data(), options.type, 0) + 1);
+          access.write(
+              *at.output_buffer, at.output_offset + victim, 1,
+              [&](size_t, size_t, void* out) { std::memcpy(out, element.data(), element_bytes); });
         }
-        access.read(*at.output_buffer, at.output_offset, layout.recv_count, [&](size_t first, size_t n, const void* in) {
-          CheckResult part = pattern.check_output(rank, first, n, in);
-          if (part.has_first && !check.has_first) check = part, check.wrong = 0;
-          check.wrong += part.wrong;
-        });
+        access.read(*at.output_buffer, at.output_offset, layout.recv_count,
+                    [&](size_t first, size_t n, const void* in) {
+                      CheckResult part = pattern.check_output(rank, first, n, in);
+                      if (part.has_first && !check.has_first) check = part, check.wrong = 0;
+                      check.wrong += part.wrong;
+                    });
       }
       watchdog.end_phase();
 
@@ -274,18 +296,21 @@ SweepOutcome run_sweep(const BenchOptions& options, const World& world, Communic
       world.all_reduce_max({&rank_max, 1});
       world.all_reduce_sum({&rank_sum, 1});
       world.all_reduce_max(iteration_seconds);
-      const int64_t wrong = options.check ? world.all_reduce_sum(static_cast<int64_t>(check.wrong)) : 0;
+      const int64_t wrong =
+          options.check ? world.all_reduce_sum(static_cast<int64_t>(check.wrong)) : 0;
       if (wrong > 0) {
         // Every rank offers its first bad element; rank 0 names the lowest bad rank.
-        const std::string first = check.has_first
-            ? "rank " + std::to_string(rank) + " element " + std::to_string(check.first_index) +
-                  ": expected " + fmt_value(check.expected) + ", received " + fmt_value(check.received)
-            : std::string();
+        const std::string first = check.has_first ? "rank " + std::to_string(rank) + " element " +
+                                                        std::to_string(check.first_index) +
+                                                        ": expected " + fmt_value(check.expected) +
+                                                        ", received " + fmt_value(check.received)
+                                                  : std::string();
         const auto firsts = world.all_gather(first);
         if (rank == 0) {
           for (const auto& line : firsts) {
             if (line.empty()) continue;
-            std::fprintf(stderr, "ccscope: WRONG RESULT in %s: %s (%lld wrong element(s) over all ranks)\n",
+            std::fprintf(stderr,
+                         "ccscope: WRONG RESULT in %s: %s (%lld wrong element(s) over all ranks)\n",
                          what.c_str(), line.c_str(), static_cast<long long>(wrong));
             break;
           }
@@ -313,10 +338,18 @@ SweepOutcome run_sweep(const BenchOptions& options, const World& world, Communic
         record.rank_time_avg_s = rank_sum / ranks;
         record.rank_time_max_s = rank_max;
         switch (options.time_across_ranks) {
-          case TimeAcrossRanks::kRank0: record.time_s = rank_mean; break;
-          case TimeAcrossRanks::kAverage: record.time_s = record.rank_time_avg_s; break;
-          case TimeAcrossRanks::kMinimum: record.time_s = rank_min; break;
-          case TimeAcrossRanks::kMaximum: record.time_s = rank_max; break;
+          case TimeAcrossRanks::kRank0:
+            record.time_s = rank_mean;
+            break;
+          case TimeAcrossRanks::kAverage:
+            record.time_s = record.rank_time_avg_s;
+            break;
+          case TimeAcrossRanks::kMinimum:
+            record.time_s = rank_min;
+            break;
+          case TimeAcrossRanks::kMaximum:
+            record.time_s = rank_max;
+            break;
         }
         record.time_statistic = time_statistic_description(options.time_across_ranks);
         record.algbw_GBps = algorithm_bandwidth_GBps(layout.size_bytes, record.time_s);

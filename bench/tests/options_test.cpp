@@ -39,9 +39,11 @@ TEST(Options, NcclTestsDefaults) {
 }
 
 TEST(Options, ShortAndLongFlags) {
-  const BenchOptions o = parse({"allgather", "-b", "8", "-e", "128M", "-f", "2", "-n", "7", "-w", "0", "-c",
-                                "0", "-d", "bfloat16", "-o", "max", "-a", "1", "--backend", "mpi",
-                                "--timeout", "12.5", "--csv", "x.csv", "--json", "x.json", "--isolate-ranks"});
+  const BenchOptions o =
+      parse({"allgather", "-b",   "8",     "-e",    "128M",   "-f",        "2",
+             "-n",        "7",    "-w",    "0",     "-c",     "0",         "-d",
+             "bfloat16",  "-o",   "max",   "-a",    "1",      "--backend", "mpi",
+             "--timeout", "12.5", "--csv", "x.csv", "--json", "x.json",    "--isolate-ranks"});
   EXPECT_EQ(o.collective, Collective::kAllGather);
   EXPECT_EQ(o.min_bytes, 8u);
   EXPECT_EQ(o.max_bytes, 128u << 20);
@@ -56,8 +58,9 @@ TEST(Options, ShortAndLongFlags) {
   EXPECT_DOUBLE_EQ(o.timeout_seconds, 12.5);
   EXPECT_EQ(o.csv_path, "x.csv");
   EXPECT_TRUE(o.isolate_ranks);
-  const BenchOptions l = parse({"broadcast", "--minbytes", "1K", "--maxbytes", "1M", "--stepfactor", "4",
-                                "--iters", "3", "--warmup_iters", "1", "--datatype", "int8", "--root", "2"});
+  const BenchOptions l =
+      parse({"broadcast", "--minbytes", "1K", "--maxbytes", "1M", "--stepfactor", "4", "--iters",
+             "3", "--warmup_iters", "1", "--datatype", "int8", "--root", "2"});
   EXPECT_EQ(l.min_bytes, 1024u);
   EXPECT_EQ(l.root, 2);
   EXPECT_EQ(l.type, DataType::kInt8);
@@ -68,7 +71,8 @@ TEST(Options, SeveralCollectives) {
   EXPECT_EQ(o.collectives, (std::vector<Collective>{Collective::kAllReduce, Collective::kAllGather,
                                                     Collective::kReduceScatter}));
   EXPECT_NE(usage_error({"allreduce,,allgather"}).find("unknown collective ''"), std::string::npos);
-  EXPECT_NE(usage_error({"allreduce,gossip"}).find("unknown collective 'gossip'"), std::string::npos);
+  EXPECT_NE(usage_error({"allreduce,gossip"}).find("unknown collective 'gossip'"),
+            std::string::npos);
 }
 
 TEST(Options, HelpIsNotAnError) {

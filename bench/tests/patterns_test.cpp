@@ -12,14 +12,17 @@
 namespace ccscope::bench {
 namespace {
 
-const DataType kTypes[] = {DataType::kFloat32, DataType::kFloat64, DataType::kFloat16, DataType::kBFloat16,
-                           DataType::kInt32,   DataType::kInt8,    DataType::kUInt8};
-const ReduceOp kOps[] = {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kAvg};
+const DataType kTypes[] = {DataType::kFloat32,  DataType::kFloat64, DataType::kFloat16,
+                           DataType::kBFloat16, DataType::kInt32,   DataType::kInt8,
+                           DataType::kUInt8};
+const ReduceOp kOps[] = {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMin, ReduceOp::kMax,
+                         ReduceOp::kAvg};
 
 // Reduces in a given rank order in the element type, rounding after every step
 // as a real implementation would.
 std::vector<unsigned char> reduce_in_type(const DataPattern& p, DataType t, ReduceOp op, int ranks,
-                                          size_t count, size_t first, const std::vector<int>& order) {
+                                          size_t count, size_t first,
+                                          const std::vector<int>& order) {
   const size_t w = element_size(t);
   std::vector<unsigned char> acc(count * w), in(count * w);
   p.fill_input(order[0], first, count, acc.data());
@@ -29,10 +32,19 @@ std::vector<unsigned char> reduce_in_type(const DataPattern& p, DataType t, Redu
       const double a = load_element(acc.data(), t, i), b = load_element(in.data(), t, i);
       double r = 0;
       switch (op) {
-        case ReduceOp::kSum: case ReduceOp::kAvg: r = a + b; break;
-        case ReduceOp::kProd: r = a * b; break;
-        case ReduceOp::kMin: r = std::min(a, b); break;
-        case ReduceOp::kMax: r = std::max(a, b); break;
+        case ReduceOp::kSum:
+        case ReduceOp::kAvg:
+          r = a + b;
+          break;
+        case ReduceOp::kProd:
+          r = a * b;
+          break;
+        case ReduceOp::kMin:
+          r = std::min(a, b);
+          break;
+        case ReduceOp::kMax:
+          r = std::max(a, b);
+          break;
       }
       store_element(acc.data(), t, i, r);
     }
@@ -40,7 +52,9 @@ std::vector<unsigned char> reduce_in_type(const DataPattern& p, DataType t, Redu
   if (op == ReduceOp::kAvg)
     for (size_t i = 0; i < count; ++i) {
       const double s = load_element(acc.data(), t, i);
-      store_element(acc.data(), t, i, is_floating(t) ? s / ranks : static_cast<double>(static_cast<long long>(s) / ranks));
+      store_element(
+          acc.data(), t, i,
+          is_floating(t) ? s / ranks : static_cast<double>(static_cast<long long>(s) / ranks));
     }
   return acc;
 }
@@ -57,9 +71,9 @@ TEST(Patterns, AllReduceExactInEveryTypeOpAndOrder) {
         for (const auto& order : {forward, backward}) {
           const auto result = reduce_in_type(p, t, op, ranks, count, 0, order);
           const CheckResult check = p.check_output(ranks - 1, 0, count, result.data());
-          ASSERT_EQ(check.wrong, 0u) << "ranks " << ranks << " " << name(t) << " " << name(op)
-                                     << " first bad " << check.first_index << " expected " << check.expected
-                                     << " got " << check.received;
+          ASSERT_EQ(check.wrong, 0u)
+              << "ranks " << ranks << " " << name(t) << " " << name(op) << " first bad "
+              << check.first_index << " expected " << check.expected << " got " << check.received;
         }
       }
     }
@@ -79,7 +93,8 @@ TEST(Patterns, ReduceScatterBlocks) {
     DataPattern p(Collective::kReduceScatter, t, ReduceOp::kSum, ranks, 0, block);
     for (int r = 0; r < ranks; ++r) {
       const auto full = reduce_in_type(p, t, ReduceOp::kSum, ranks, block * ranks, 0, {0, 1, 2});
-      const CheckResult c = p.check_output(r, 0, block, full.data() + static_cast<size_t>(r) * block * element_size(t));
+      const CheckResult c = p.check_output(
+          r, 0, block, full.data() + static_cast<size_t>(r) * block * element_size(t));
       EXPECT_EQ(c.wrong, 0u) << name(t) << " rank " << r;
     }
   }
@@ -92,10 +107,12 @@ TEST(Patterns, AllGatherConcatenatesBlocks) {
     DataPattern p(Collective::kAllGather, t, ReduceOp::kSum, ranks, 0, block);
     const size_t w = element_size(t);
     std::vector<unsigned char> out(block * ranks * w);
-    for (int r = 0; r < ranks; ++r) p.fill_input(r, 0, block, out.data() + static_cast<size_t>(r) * block * w);
+    for (int r = 0; r < ranks; ++r)
+      p.fill_input(r, 0, block, out.data() + static_cast<size_t>(r) * block * w);
     EXPECT_EQ(p.check_output(2, 0, block * ranks, out.data()).wrong, 0u) << name(t);
     std::vector<unsigned char> swapped(out);
-    std::memcpy(swapped.data(), out.data() + block * w, block * w);  // block 1 where block 0 belongs
+    std::memcpy(swapped.data(), out.data() + block * w,
+                block * w);  // block 1 where block 0 belongs
     EXPECT_GT(p.check_output(2, 0, block * ranks, swapped.data()).wrong, 0u) << name(t);
   }
 }
@@ -105,12 +122,14 @@ TEST(Patterns, AllToAllTransposesBlocks) {
   const size_t per = 5;
   DataPattern p(Collective::kAllToAll, DataType::kInt32, ReduceOp::kSum, ranks, 0, per);
   std::vector<std::vector<int32_t>> send(ranks, std::vector<int32_t>(per * ranks));
-  for (int r = 0; r < ranks; ++r) p.fill_input(r, 0, per * ranks, send[static_cast<size_t>(r)].data());
+  for (int r = 0; r < ranks; ++r)
+    p.fill_input(r, 0, per * ranks, send[static_cast<size_t>(r)].data());
   for (int r = 0; r < ranks; ++r) {
     std::vector<int32_t> recv(per * ranks);
     for (int src = 0; src < ranks; ++src)
       for (size_t k = 0; k < per; ++k)
-        recv[static_cast<size_t>(src) * per + k] = send[static_cast<size_t>(src)][static_cast<size_t>(r) * per + k];
+        recv[static_cast<size_t>(src) * per + k] =
+            send[static_cast<size_t>(src)][static_cast<size_t>(r) * per + k];
     EXPECT_EQ(p.check_output(r, 0, per * ranks, recv.data()).wrong, 0u);
   }
 }
@@ -133,7 +152,8 @@ TEST(Patterns, SendRecvAndBroadcast) {
 TEST(Patterns, CountsEveryWrongElementAndReportsTheFirst) {
   DataPattern p(Collective::kAllReduce, DataType::kFloat32, ReduceOp::kSum, 2, 0, 100);
   auto result = reduce_in_type(p, DataType::kFloat32, ReduceOp::kSum, 2, 100, 0, {0, 1});
-  store_element(result.data(), DataType::kFloat32, 17, load_element(result.data(), DataType::kFloat32, 17) + 1);
+  store_element(result.data(), DataType::kFloat32, 17,
+                load_element(result.data(), DataType::kFloat32, 17) + 1);
   store_element(result.data(), DataType::kFloat32, 60, -1);
   const CheckResult c = p.check_output(0, 0, 100, result.data());
   EXPECT_EQ(c.wrong, 2u);

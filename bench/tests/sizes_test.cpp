@@ -17,7 +17,8 @@ TEST(Sizes, ParsesBinarySuffixes) {
 }
 
 TEST(Sizes, RejectsGarbage) {
-  for (const char* bad : {"", "-8", "M", "1X", "1MM", "1.5M", "99999999999999999999999", "16777216T"})
+  for (const char* bad :
+       {"", "-8", "M", "1X", "1MM", "1.5M", "99999999999999999999999", "16777216T"})
     EXPECT_FALSE(parse_size(bad)) << bad;
 }
 

@@ -101,8 +101,7 @@ class MpiCommunicator : public Communicator {
     std::memcpy(dst, static_cast<const char*>(const_cast<Buffer&>(src).data()) + src_offset, bytes);
   }
 
-  void all_reduce(const void* send, void* recv, size_t count, DataType type,
-                  ReduceOp op) override {
+  void all_reduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op) override {
     const void* source = send == recv ? MPI_IN_PLACE : send;
     check_mpi(MPI_Allreduce(source, recv, to_int_count(count), mpi_type(type), mpi_op(type, op),
                             MPI_COMM_WORLD),
@@ -112,17 +111,19 @@ class MpiCommunicator : public Communicator {
 
   void all_gather(const void* send, void* recv, size_t send_count, DataType type) override {
     const size_t block = send_count * element_size(type);
-    const bool in_place = send == static_cast<const char*>(recv) + static_cast<size_t>(rank_) * block;
-    check_mpi(MPI_Allgather(in_place ? MPI_IN_PLACE : send, to_int_count(send_count),
-                            mpi_type(type), recv, to_int_count(send_count), mpi_type(type),
-                            MPI_COMM_WORLD),
-              "MPI_Allgather");
+    const bool in_place =
+        send == static_cast<const char*>(recv) + static_cast<size_t>(rank_) * block;
+    check_mpi(
+        MPI_Allgather(in_place ? MPI_IN_PLACE : send, to_int_count(send_count), mpi_type(type),
+                      recv, to_int_count(send_count), mpi_type(type), MPI_COMM_WORLD),
+        "MPI_Allgather");
   }
 
   void reduce_scatter(const void* send, void* recv, size_t recv_count, DataType type,
                       ReduceOp op) override {
     const size_t block = recv_count * element_size(type);
-    char* own_block = const_cast<char*>(static_cast<const char*>(send)) + static_cast<size_t>(rank_) * block;
+    char* own_block =
+        const_cast<char*>(static_cast<const char*>(send)) + static_cast<size_t>(rank_) * block;
     if (recv == own_block) {
       // MPI's in-place form leaves the result at the start of the buffer;
       // NCCL's convention (and ccscope's) wants it in the rank's own block.
@@ -171,13 +172,20 @@ class MpiCommunicator : public Communicator {
  private:
   MPI_Datatype mpi_type(DataType type) const {
     switch (type) {
-      case DataType::kFloat32: return MPI_FLOAT;
-      case DataType::kFloat64: return MPI_DOUBLE;
-      case DataType::kFloat16: return g_float16;
-      case DataType::kBFloat16: return g_bfloat16;
-      case DataType::kInt32: return MPI_INT32_T;
-      case DataType::kInt8: return MPI_INT8_T;
-      case DataType::kUInt8: return MPI_UINT8_T;
+      case DataType::kFloat32:
+        return MPI_FLOAT;
+      case DataType::kFloat64:
+        return MPI_DOUBLE;
+      case DataType::kFloat16:
+        return g_float16;
+      case DataType::kBFloat16:
+        return g_bfloat16;
+      case DataType::kInt32:
+        return MPI_INT32_T;
+      case DataType::kInt8:
+        return MPI_INT8_T;
+      case DataType::kUInt8:
+        return MPI_UINT8_T;
     }
     throw UsageError("unsupported data type");
   }
@@ -188,9 +196,12 @@ class MpiCommunicator : public Communicator {
       case ReduceOp::kSum:
       case ReduceOp::kAvg:  // sum, then divide_by_size
         return sixteen ? op_sum_16_ : MPI_SUM;
-      case ReduceOp::kProd: return sixteen ? op_prod_16_ : MPI_PROD;
-      case ReduceOp::kMin: return sixteen ? op_min_16_ : MPI_MIN;
-      case ReduceOp::kMax: return sixteen ? op_max_16_ : MPI_MAX;
+      case ReduceOp::kProd:
+        return sixteen ? op_prod_16_ : MPI_PROD;
+      case ReduceOp::kMin:
+        return sixteen ? op_min_16_ : MPI_MIN;
+      case ReduceOp::kMax:
+        return sixteen ? op_max_16_ : MPI_MAX;
     }
     throw UsageError("unsupported reduction");
   }
@@ -198,15 +209,27 @@ class MpiCommunicator : public Communicator {
   // avg = sum / ranks, divided in the element type (integers truncate, as NCCL).
   void divide_by_size(void* data, size_t count, DataType type) const {
     switch (type) {
-      case DataType::kFloat32: divide<float>(data, count); return;
-      case DataType::kFloat64: divide<double>(data, count); return;
-      case DataType::kInt32: divide<int32_t>(data, count); return;
-      case DataType::kInt8: divide<int8_t>(data, count); return;
-      case DataType::kUInt8: divide<uint8_t>(data, count); return;
+      case DataType::kFloat32:
+        divide<float>(data, count);
+        return;
+      case DataType::kFloat64:
+        divide<double>(data, count);
+        return;
+      case DataType::kInt32:
+        divide<int32_t>(data, count);
+        return;
+      case DataType::kInt8:
+        divide<int8_t>(data, count);
+        return;
+      case DataType::kUInt8:
+        divide<uint8_t>(data, count);
+        return;
       case DataType::kFloat16:
       case DataType::kBFloat16:
         for (size_t i = 0; i < count; ++i)
-          store_element(data, type, i, static_cast<float>(load_element(data, type, i)) / static_cast<float>(size_));
+          store_element(
+              data, type, i,
+              static_cast<float>(load_element(data, type, i)) / static_cast<float>(size_));
         return;
     }
   }

@@ -14,14 +14,14 @@ struct TypeName {
   std::string_view name;  // the first spelling of a type is its printed name
 };
 constexpr std::array kTypeNames{
-    TypeName{DataType::kFloat32, "float"},    TypeName{DataType::kFloat32, "float32"},
-    TypeName{DataType::kFloat32, "fp32"},     TypeName{DataType::kFloat32, "f32"},
-    TypeName{DataType::kFloat64, "double"},   TypeName{DataType::kFloat64, "float64"},
-    TypeName{DataType::kFloat64, "fp64"},     TypeName{DataType::kFloat16, "half"},
-    TypeName{DataType::kFloat16, "float16"},  TypeName{DataType::kFloat16, "fp16"},
+    TypeName{DataType::kFloat32, "float"},     TypeName{DataType::kFloat32, "float32"},
+    TypeName{DataType::kFloat32, "fp32"},      TypeName{DataType::kFloat32, "f32"},
+    TypeName{DataType::kFloat64, "double"},    TypeName{DataType::kFloat64, "float64"},
+    TypeName{DataType::kFloat64, "fp64"},      TypeName{DataType::kFloat16, "half"},
+    TypeName{DataType::kFloat16, "float16"},   TypeName{DataType::kFloat16, "fp16"},
     TypeName{DataType::kBFloat16, "bfloat16"}, TypeName{DataType::kBFloat16, "bf16"},
-    TypeName{DataType::kInt32, "int32"},      TypeName{DataType::kInt32, "int"},
-    TypeName{DataType::kInt8, "int8"},        TypeName{DataType::kInt8, "char"},
+    TypeName{DataType::kInt32, "int32"},       TypeName{DataType::kInt32, "int"},
+    TypeName{DataType::kInt8, "int8"},         TypeName{DataType::kInt8, "char"},
     TypeName{DataType::kUInt8, "uint8"},
 };
 

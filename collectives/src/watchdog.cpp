@@ -55,7 +55,8 @@ std::vector<std::string> local_addresses() {
       if (it->ifa_addr == nullptr || it->ifa_addr->sa_family != AF_INET) continue;
       if (!(it->ifa_flags & IFF_UP)) continue;
       char text[INET_ADDRSTRLEN] = {};
-      inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(it->ifa_addr)->sin_addr, text, sizeof text);
+      inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(it->ifa_addr)->sin_addr, text,
+                sizeof text);
       ((it->ifa_flags & IFF_LOOPBACK) ? loopback : external).push_back(text);
     }
     freeifaddrs(list);
@@ -67,7 +68,8 @@ std::vector<std::string> local_addresses() {
 // Waits for `events` on fd until the deadline; false on timeout.
 bool wait_for(int fd, short events, Clock::time_point deadline) {
   for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     if (left.count() <= 0) return false;
     pollfd entry{fd, events, 0};
     const int ready = ::poll(&entry, 1, static_cast<int>(left.count()));
@@ -154,11 +156,12 @@ std::string describe_stall(const std::vector<RankProgress>& ranks,
                            const std::vector<std::string>& hosts, double timeout_seconds) {
   auto host = [&](int rank) {
     return rank >= 0 && static_cast<size_t>(rank) < hosts.size() ? hosts[static_cast<size_t>(rank)]
-                                                                  : std::string("?");
+                                                                 : std::string("?");
   };
   unsigned long long furthest = 0;
   for (const auto& r : ranks)
-    if (r.answer == RankProgress::Answer::kAnswered && r.operation > furthest) furthest = r.operation;
+    if (r.answer == RankProgress::Answer::kAnswered && r.operation > furthest)
+      furthest = r.operation;
   std::vector<int> silent, gone, behind, waiting;
   std::ostringstream lines;
   for (const auto& r : ranks) {
@@ -179,8 +182,8 @@ std::string describe_stall(const std::vector<RankProgress>& ranks,
         if (r.operation < furthest) {
           behind.push_back(r.rank);
           lines << "ccscope: rank " << r.rank << " (" << host(r.rank) << ") is behind: operation #"
-                << r.operation << " of " << (r.phase.empty() ? "-" : r.phase) << ", no progress for "
-                << static_cast<long long>(r.stalled_seconds) << " s\n";
+                << r.operation << " of " << (r.phase.empty() ? "-" : r.phase)
+                << ", no progress for " << static_cast<long long>(r.stalled_seconds) << " s\n";
         } else {
           waiting.push_back(r.rank);
         }
@@ -202,8 +205,8 @@ std::string describe_stall(const std::vector<RankProgress>& ranks,
   }
   out << "\n" << lines.str();
   for (const auto& r : ranks) {
-    if (r.answer == RankProgress::Answer::kAnswered && r.operation == furthest && !waiting.empty() &&
-        r.rank == waiting.front()) {
+    if (r.answer == RankProgress::Answer::kAnswered && r.operation == furthest &&
+        !waiting.empty() && r.rank == waiting.front()) {
       out << "ccscope: waiting ranks are in operation #" << r.operation << " of "
           << (r.phase.empty() ? "-" : r.phase) << "\n";
     }
@@ -360,7 +363,9 @@ class HangWatchdog::Impl {
 HangWatchdog::HangWatchdog(const World& world, std::chrono::milliseconds timeout)
     : impl_(std::make_unique<Impl>(world, timeout, operation_)) {}
 HangWatchdog::~HangWatchdog() = default;
-void HangWatchdog::begin_phase(std::string description) { impl_->begin_phase(std::move(description)); }
+void HangWatchdog::begin_phase(std::string description) {
+  impl_->begin_phase(std::move(description));
+}
 void HangWatchdog::end_phase() { impl_->end_phase(); }
 
 }  // namespace ccscope

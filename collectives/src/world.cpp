@@ -37,8 +37,7 @@ std::string MpiSession::library_version() {
   if (MPI_Get_library_version(text, &length) != MPI_SUCCESS) return "unknown";
   std::string version(text, static_cast<size_t>(length));
   if (auto newline = version.find('\n'); newline != std::string::npos) version.resize(newline);
-  while (!version.empty() && (version.back() == ' ' || version.back() == '\t'))
-    version.pop_back();
+  while (!version.empty() && (version.back() == ' ' || version.back() == '\t')) version.pop_back();
   return version;
 }
 
@@ -118,7 +117,8 @@ std::vector<std::string> World::all_gather(const std::string& text) const {
             "MPI_Allgatherv");
   std::vector<std::string> result;
   for (size_t r = 0; r < lengths.size(); ++r)
-    result.push_back(joined.substr(static_cast<size_t>(offsets[r]), static_cast<size_t>(lengths[r])));
+    result.push_back(
+        joined.substr(static_cast<size_t>(offsets[r]), static_cast<size_t>(lengths[r])));
   return result;
 }
 
@@ -169,7 +169,8 @@ int launcher_rank_count(const char* (*getenv_fn)(const char*)) {
     if (value == nullptr || *value == '\0') continue;
     char* end = nullptr;
     const long count = std::strtol(value, &end, 10);
-    if (end != value && *end == '\0' && count > 0 && count < INT_MAX) return static_cast<int>(count);
+    if (end != value && *end == '\0' && count > 0 && count < INT_MAX)
+      return static_cast<int>(count);
   }
   return 0;
 }

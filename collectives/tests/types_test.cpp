@@ -19,21 +19,23 @@ TEST(Types, ElementSizes) {
 }
 
 TEST(Types, NamesRoundTripAndAliases) {
-  for (DataType t : {DataType::kFloat32, DataType::kFloat64, DataType::kFloat16, DataType::kBFloat16,
-                     DataType::kInt32, DataType::kInt8, DataType::kUInt8})
+  for (DataType t : {DataType::kFloat32, DataType::kFloat64, DataType::kFloat16,
+                     DataType::kBFloat16, DataType::kInt32, DataType::kInt8, DataType::kUInt8})
     EXPECT_EQ(parse_data_type(name(t)), t);
   EXPECT_EQ(name(DataType::kFloat32), "float");  // as nccl-tests prints it
   EXPECT_EQ(name(DataType::kFloat16), "half");
   EXPECT_EQ(parse_data_type("bf16"), DataType::kBFloat16);
   EXPECT_EQ(parse_data_type("fp16"), DataType::kFloat16);
   EXPECT_FALSE(parse_data_type("float128"));
-  for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kAvg})
+  for (ReduceOp op :
+       {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kAvg})
     EXPECT_EQ(parse_reduce_op(name(op)), op);
   EXPECT_FALSE(parse_reduce_op("xor"));
 }
 
 TEST(Types, HalfConversionsExactForIntegersAndRoundToNearestEven) {
-  for (int v = -2048; v <= 2048; ++v) EXPECT_EQ(half_to_float(float_to_half(static_cast<float>(v))), v);
+  for (int v = -2048; v <= 2048; ++v)
+    EXPECT_EQ(half_to_float(float_to_half(static_cast<float>(v))), v);
   EXPECT_EQ(float_to_half(1.0f), 0x3c00);
   EXPECT_EQ(float_to_half(65504.0f), 0x7bff);
   EXPECT_EQ(float_to_half(1e6f), 0x7c00);  // overflow to infinity
@@ -47,7 +49,8 @@ TEST(Types, HalfConversionsExactForIntegersAndRoundToNearestEven) {
 }
 
 TEST(Types, BFloat16ConversionsExactForIntegersAndRound) {
-  for (int v = -256; v <= 256; ++v) EXPECT_EQ(bfloat16_to_float(float_to_bfloat16(static_cast<float>(v))), v);
+  for (int v = -256; v <= 256; ++v)
+    EXPECT_EQ(bfloat16_to_float(float_to_bfloat16(static_cast<float>(v))), v);
   EXPECT_EQ(float_to_bfloat16(1.0f), 0x3f80);
   EXPECT_EQ(bfloat16_to_float(float_to_bfloat16(257.0f)), 256.0f);  // tie to even
   EXPECT_EQ(bfloat16_to_float(float_to_bfloat16(259.0f)), 260.0f);
@@ -55,8 +58,8 @@ TEST(Types, BFloat16ConversionsExactForIntegersAndRound) {
 
 TEST(Types, LoadStoreEveryType) {
   unsigned char storage[16] = {};
-  for (DataType t : {DataType::kFloat32, DataType::kFloat64, DataType::kFloat16, DataType::kBFloat16,
-                     DataType::kInt32, DataType::kInt8, DataType::kUInt8}) {
+  for (DataType t : {DataType::kFloat32, DataType::kFloat64, DataType::kFloat16,
+                     DataType::kBFloat16, DataType::kInt32, DataType::kInt8, DataType::kUInt8}) {
     store_element(storage, t, 1, 100);
     EXPECT_EQ(load_element(storage, t, 1), 100) << name(t);
   }

@@ -1,11 +1,12 @@
 #include "ccscope/collectives/world.h"
-#include "ccscope/collectives/watchdog.h"
 
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <map>
 #include <string>
+
+#include "ccscope/collectives/watchdog.h"
 
 namespace ccscope {
 namespace {
@@ -62,9 +63,10 @@ TEST(Watchdog, NamesTheRankThatDoesNotAnswer) {
   RankProgress stopped;
   stopped.rank = 2;
   stopped.answer = RankProgress::Answer::kNoAnswer;
-  const std::string report = describe_stall(
-      {answered(0, 57, "allreduce"), answered(1, 57, "allreduce"), stopped, answered(3, 57, "allreduce")},
-      {"n0", "n0", "n1", "n1"}, 10);
+  const std::string report =
+      describe_stall({answered(0, 57, "allreduce"), answered(1, 57, "allreduce"), stopped,
+                      answered(3, 57, "allreduce")},
+                     {"n0", "n0", "n1", "n1"}, 10);
   EXPECT_NE(report.find("did not finish: 2."), std::string::npos) << report;
   EXPECT_NE(report.find("rank 2 (n1) does not answer"), std::string::npos) << report;
   EXPECT_NE(report.find("0,1,3 are waiting"), std::string::npos) << report;
@@ -82,7 +84,8 @@ TEST(Watchdog, NamesGoneAndBehindRanks) {
 }
 
 TEST(Watchdog, AllWaitingPointsAtTheNetwork) {
-  const std::string report = describe_stall({answered(0, 3, "x"), answered(1, 3, "x")}, {"a", "b"}, 5);
+  const std::string report =
+      describe_stall({answered(0, 3, "x"), answered(1, 3, "x")}, {"a", "b"}, 5);
   EXPECT_NE(report.find("no rank is behind"), std::string::npos) << report;
 }
 

@@ -64,12 +64,10 @@ class Communicator {
   virtual void all_gather(const void* send, void* recv, size_t send_count, DataType type) = 0;
   virtual void reduce_scatter(const void* send, void* recv, size_t recv_count, DataType type,
                               ReduceOp op) = 0;
-  virtual void broadcast(const void* send, void* recv, size_t count, DataType type,
-                         int root) = 0;
-  virtual void all_to_all(const void* send, void* recv, size_t count_per_peer,
-                          DataType type) = 0;
-  virtual void send_recv(const void* send, int send_peer, void* recv, int recv_peer,
-                         size_t count, DataType type) = 0;
+  virtual void broadcast(const void* send, void* recv, size_t count, DataType type, int root) = 0;
+  virtual void all_to_all(const void* send, void* recv, size_t count_per_peer, DataType type) = 0;
+  virtual void send_recv(const void* send, int send_peer, void* recv, int recv_peer, size_t count,
+                         DataType type) = 0;
 
   // Blocks until every issued operation completed; throws TimeoutError after
   // `timeout` and BackendError on an asynchronous backend failure.

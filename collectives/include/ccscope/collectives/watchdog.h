@@ -22,11 +22,11 @@ struct RankProgress {
   enum class Answer { kAnswered, kNoAnswer, kGone };
   int rank = 0;
   Answer answer = Answer::kNoAnswer;
-  bool busy = false;          // inside a watched phase
+  bool busy = false;                 // inside a watched phase
   unsigned long long operation = 0;  // operations started so far
-  double stalled_seconds = 0;  // time since the last operation started
-  std::string phase;           // what the rank is doing
-  std::string detail;          // why there was no answer (errno text)
+  double stalled_seconds = 0;        // time since the last operation started
+  std::string phase;                 // what the rank is doing
+  std::string detail;                // why there was no answer (errno text)
 };
 
 // Picks the ranks to blame and formats the report (pure, unit tested).

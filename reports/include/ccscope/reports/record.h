@@ -14,10 +14,10 @@ inline constexpr const char* kBenchSchema = "ccscope.bench/1";
 struct RunMetadata {
   std::string ccscope_version;
   std::string git_commit;
-  std::string backend;        // "mpi" or "nccl"
-  std::string mpi_library;    // MPI_Get_library_version, first line
-  std::string nccl_version;   // "" when not used / not built
-  std::string cuda_version;   // "" when not used / not built
+  std::string backend;                 // "mpi" or "nccl"
+  std::string mpi_library;             // MPI_Get_library_version, first line
+  std::string nccl_version;            // "" when not used / not built
+  std::string cuda_version;            // "" when not used / not built
   std::vector<std::string> hosts;      // hostname of each rank, by rank
   std::vector<std::string> gpu_names;  // device of each rank ("cpu" for MPI)
   int ranks = 0;
@@ -44,11 +44,11 @@ struct BenchRecord {
   int ranks_per_node = 0;
   int iterations = 0;
   int warmup_iterations = 0;
-  double time_s = 0;              // the reported time, per time_statistic
-  std::string time_statistic;     // e.g. "max over ranks of mean over iterations"
-  double algbw_GBps = 0;          // size_bytes / time_s / 1e9
-  double busbw_GBps = 0;          // algbw x nccl-tests' factor
-  double rank_time_min_s = 0;     // min/avg/max over ranks of each rank's mean
+  double time_s = 0;           // the reported time, per time_statistic
+  std::string time_statistic;  // e.g. "max over ranks of mean over iterations"
+  double algbw_GBps = 0;       // size_bytes / time_s / 1e9
+  double busbw_GBps = 0;       // algbw x nccl-tests' factor
+  double rank_time_min_s = 0;  // min/avg/max over ranks of each rank's mean
   double rank_time_avg_s = 0;
   double rank_time_max_s = 0;
   double iteration_time_p50_s = 0;  // over iterations of the slowest rank's time
