@@ -6,11 +6,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
-#include <type_traits>
 #include <vector>
 
 #include "ccscope/collectives/backends.h"
 #include "ccscope/collectives/error.h"
+#include "ccscope/collectives/reference_algorithms.h"
 #include "host_memory.h"
 #include "mpi_error.h"
 
@@ -24,32 +24,23 @@ using detail::check_mpi;
 MPI_Datatype g_float16 = MPI_DATATYPE_NULL;
 MPI_Datatype g_bfloat16 = MPI_DATATYPE_NULL;
 
-template <typename Combine>
-void reduce_16bit(void* in, void* inout, int* length, MPI_Datatype* type, Combine combine) {
-  const bool half = *type == g_float16;
-  auto* a = static_cast<const uint16_t*>(in);
-  auto* b = static_cast<uint16_t*>(inout);
-  for (int i = 0; i < *length; ++i) {
-    // A float holds every 16-bit value exactly and rounding its result once is
-    // the correctly rounded 16-bit operation for +,*,min,max.
-    const float x = half ? half_to_float(a[i]) : bfloat16_to_float(a[i]);
-    const float y = half ? half_to_float(b[i]) : bfloat16_to_float(b[i]);
-    const float r = combine(x, y);
-    b[i] = half ? float_to_half(r) : float_to_bfloat16(r);
-  }
+// The MPI user function: inout[i] = in[i] op inout[i], through the reference
+// algorithms' local kernel (computes in float, rounds once per step).
+void reduce_16bit(void* in, void* inout, int* length, MPI_Datatype* type, ReduceOp op) {
+  const DataType element = *type == g_float16 ? DataType::kFloat16 : DataType::kBFloat16;
+  reduce_elements(inout, in, inout, static_cast<size_t>(*length), element, op);
 }
-
 void sum_16bit(void* in, void* inout, int* n, MPI_Datatype* t) {
-  reduce_16bit(in, inout, n, t, [](float x, float y) { return y + x; });
+  reduce_16bit(in, inout, n, t, ReduceOp::kSum);
 }
 void prod_16bit(void* in, void* inout, int* n, MPI_Datatype* t) {
-  reduce_16bit(in, inout, n, t, [](float x, float y) { return y * x; });
+  reduce_16bit(in, inout, n, t, ReduceOp::kProd);
 }
 void min_16bit(void* in, void* inout, int* n, MPI_Datatype* t) {
-  reduce_16bit(in, inout, n, t, [](float x, float y) { return x < y ? x : y; });
+  reduce_16bit(in, inout, n, t, ReduceOp::kMin);
 }
 void max_16bit(void* in, void* inout, int* n, MPI_Datatype* t) {
-  reduce_16bit(in, inout, n, t, [](float x, float y) { return x > y ? x : y; });
+  reduce_16bit(in, inout, n, t, ReduceOp::kMax);
 }
 
 int to_int_count(size_t count) {
@@ -208,40 +199,7 @@ class MpiCommunicator : public Communicator {
 
   // avg = sum / ranks, divided in the element type (integers truncate, as NCCL).
   void divide_by_size(void* data, size_t count, DataType type) const {
-    switch (type) {
-      case DataType::kFloat32:
-        divide<float>(data, count);
-        return;
-      case DataType::kFloat64:
-        divide<double>(data, count);
-        return;
-      case DataType::kInt32:
-        divide<int32_t>(data, count);
-        return;
-      case DataType::kInt8:
-        divide<int8_t>(data, count);
-        return;
-      case DataType::kUInt8:
-        divide<uint8_t>(data, count);
-        return;
-      case DataType::kFloat16:
-      case DataType::kBFloat16:
-        for (size_t i = 0; i < count; ++i)
-          store_element(
-              data, type, i,
-              static_cast<float>(load_element(data, type, i)) / static_cast<float>(size_));
-        return;
-    }
-  }
-  template <typename T>
-  void divide(void* data, size_t count) const {
-    T* values = static_cast<T*>(data);
-    for (size_t i = 0; i < count; ++i) {
-      if constexpr (std::is_integral_v<T>)
-        values[i] = static_cast<T>(static_cast<int64_t>(values[i]) / size_);
-      else
-        values[i] = values[i] / static_cast<T>(size_);
-    }
+    divide_elements(data, count, type, size_);
   }
 
   int rank_;
