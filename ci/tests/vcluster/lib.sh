@@ -50,10 +50,22 @@ csv_col() {
 }
 
 # bench COLLECTIVE CSV [ccscope bench options...]: run ccscope bench through the cluster
+# MPICH 4.0.2 over UCX's tcp transport now and then hangs in MPI_Finalize (one rank
+# in UCX progress flushing an endpoint, its peer already in the PMI barrier; about
+# 1 run in 30 here, also without shaping). A run that hits the job time limit is
+# therefore retried once, saying so; a second hang fails the test.
+BENCH_TIME_LIMIT=${BENCH_TIME_LIMIT:-30}
 bench() {
-  local coll=$1 csv=$2
+  local coll=$1 csv=$2 rc attempt
   shift 2
-  vc run --timeout 120 -- "$CCSCOPE" bench "$coll" --backend mpi --csv "$csv" "$@"
+  for attempt in 1 2; do
+    rc=0
+    rm -f "$csv"
+    vc run --timeout "$BENCH_TIME_LIMIT" -- "$CCSCOPE" bench "$coll" --backend mpi --no-progress \
+      --csv "$csv" "$@" || rc=$?
+    [[ $rc == 124 && $attempt == 1 ]] || return "$rc"
+    echo "WARNING: $coll run hit the ${BENCH_TIME_LIMIT}s limit (MPI_Finalize hang?); retrying once" >&2
+  done
 }
 
 # check_correct CSV: every row has wrong == 0 and checked > 0
