@@ -52,7 +52,7 @@ csv_col() {
 # bench COLLECTIVE CSV [ccscope bench options...]: run ccscope bench through the cluster
 # MPICH 4.0.2 over UCX's tcp transport now and then hangs in MPI_Finalize (one rank
 # in UCX progress flushing an endpoint, its peer already in the PMI barrier; about
-# 1 run in 30 here, also without shaping). A run that hits the job time limit is
+# 1 run in 30 here with one rank per node, also without shaping). A run that hits the job time limit is
 # therefore retried once, saying so; a second hang fails the test.
 BENCH_TIME_LIMIT=${BENCH_TIME_LIMIT:-30}
 bench() {
