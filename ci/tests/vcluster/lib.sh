@@ -1,4 +1,5 @@
 # ci/tests/vcluster/lib.sh — shared by the virtual-cluster tests (sourced, not run).
+# shellcheck shell=bash
 # Each test: its own cluster name, teardown in a trap, exit 77 (CTest SKIP) when
 # it cannot run here (not root, no usable `ip netns`, no ccscope binary).
 set -euo pipefail
