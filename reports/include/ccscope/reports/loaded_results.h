@@ -1,0 +1,54 @@
+#pragma once
+// Results read back from files: ccscope's own CSV/JSON, nccl-tests' text and
+// -J JSON output, OSU collective output. Every source becomes the same shape;
+// a figure the source did not contain is std::nullopt (absent), never invented.
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "ccscope/reports/record.h"
+
+namespace ccscope::reports {
+
+// Bad input file: the message names the file and line ("run.csv:17: ...").
+// Front ends print it as one line and exit 2.
+class InputError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct LoadedRecord {
+  std::string source;  // "file:line" (or "file" for JSON) where the record came from
+  std::string collective;  // ccscope names: allreduce, allgather, ... (nccl-tests' mapped)
+  std::string backend;     // "mpi", "nccl", "ring"; "nccl" for nccl-tests, "mpi" for OSU
+  std::string dtype;       // nccl-tests names (float, half, ...); "" when absent
+  std::string op;          // sum, prod, ..., "none"; "" when absent
+  std::optional<int> root;
+  std::optional<bool> in_place;
+  size_t size_bytes = 0;
+  std::optional<size_t> count;
+  std::optional<int> ranks;
+  std::optional<int> nodes;
+  std::optional<int> ranks_per_node;
+  std::optional<double> time_s;
+  std::optional<double> algbw_GBps;
+  std::optional<double> busbw_GBps;
+  std::optional<double> time_min_s;  // OSU min / ccscope rank_time_min_s
+  std::optional<double> time_max_s;
+  std::optional<double> iteration_time_p50_s;
+  std::optional<double> iteration_time_p99_s;
+  std::optional<int64_t> wrong;
+  std::optional<int> repeat;  // sample index when a run holds repeated sweeps
+};
+
+struct LoadedRun {
+  std::string path;
+  std::string format;  // "ccscope-csv", "ccscope-json", "nccl-tests-text", "nccl-tests-json", "osu"
+  RunMetadata metadata;  // what the source said; empty strings/zeros when absent
+  std::vector<LoadedRecord> records;
+};
+
+}  // namespace ccscope::reports
