@@ -119,13 +119,15 @@ int bench_main(const std::vector<std::string>& args, const std::vector<std::stri
     reports::RunMetadata metadata = collect_run_metadata(world, *comm, command_line);
     if (leader) reporters.begin(metadata);
     SweepOutcome outcome;
-    for (Collective collective : options.collectives) {
-      BenchOptions one = options;
-      one.collective = collective;
-      const SweepOutcome part =
-          run_sweep(one, world, *comm, watchdog, leader ? &reporters : nullptr);
-      outcome.wrong_elements += part.wrong_elements;
-      outcome.records += part.records;
+    for (int repeat = 0; repeat < options.repeats; ++repeat) {
+      for (Collective collective : options.collectives) {
+        BenchOptions one = options;
+        one.collective = collective;
+        const SweepOutcome part =
+            run_sweep(one, world, *comm, watchdog, leader ? &reporters : nullptr, repeat);
+        outcome.wrong_elements += part.wrong_elements;
+        outcome.records += part.records;
+      }
     }
     metadata.end_time_utc = utc_now_iso8601();
     if (leader) reporters.end(metadata);

@@ -19,6 +19,7 @@ struct RawArguments {
   double timeout = 300;
   std::string csv, json;
   long long corrupt_rank = -1;
+  long long repeats = 1;
 };
 
 void build_app(CLI::App& app, RawArguments& raw) {
@@ -59,6 +60,9 @@ void build_app(CLI::App& app, RawArguments& raw) {
                  "ranks that did not finish (default 300)");
   app.add_option("--csv", raw.csv, "write one CSV row per (size, in-place) as it completes");
   app.add_option("--json", raw.json, "write a JSON document, rewritten after every size");
+  app.add_option("--repeat", raw.repeats,
+                 "run the whole sweep K times (default 1); records carry the repeat index, so "
+                 "`ccscope compare` has repeated samples to judge noise");
   app.add_flag("--no-progress", raw.no_progress, "no progress line on stderr");
   app.add_option("--test-corrupt-rank", raw.corrupt_rank,
                  "TESTING ONLY: corrupt one output element on this rank to prove the check fails");
@@ -166,6 +170,9 @@ ParsedBenchArguments parse_bench_arguments(const std::vector<std::string>& args)
   if (!(raw.timeout > 0) || raw.timeout > 1e6)
     bad("--timeout must be a positive number of seconds (got " + std::to_string(raw.timeout) + ")");
   options.timeout_seconds = raw.timeout;
+  if (raw.repeats < 1 || raw.repeats > 10000)
+    bad("--repeat must be between 1 and 10000 (got " + std::to_string(raw.repeats) + ")");
+  options.repeats = static_cast<int>(raw.repeats);
   options.csv_path = raw.csv;
   options.json_path = raw.json;
   options.progress = !raw.no_progress;

@@ -35,6 +35,7 @@ struct BenchOptions {
   std::string csv_path;
   std::string json_path;
   bool progress = true;
+  int repeats = 1;                 // whole sweeps, for repeated samples (records carry `repeat`)
   int corrupt_rank = -1;           // test only: corrupt one output element on this rank
   std::vector<std::string> notes;  // things the user should know (printed by rank 0)
 };

@@ -160,7 +160,7 @@ class ProgressLine {
 }  // namespace
 
 SweepOutcome run_sweep(const BenchOptions& options, const World& world, Communicator& comm,
-                       HangWatchdog& watchdog, reports::Reporter* reporter) {
+                       HangWatchdog& watchdog, reports::Reporter* reporter, int repeat) {
   const size_t element_bytes = element_size(options.type);
   const int ranks = comm.size();
   const int rank = comm.rank();
@@ -359,6 +359,7 @@ SweepOutcome run_sweep(const BenchOptions& options, const World& world, Communic
         record.checked = options.check;
         record.wrong = wrong;
         record.record_time_utc = utc_now_iso8601();
+        record.repeat = repeat;
         reporter->add(record);
       }
     }

@@ -18,7 +18,8 @@ struct SweepOutcome {
 };
 
 // `reporter` may be null on ranks other than 0.
+// `repeat` is the index of this sweep among --repeat K, stored in the records.
 SweepOutcome run_sweep(const BenchOptions& options, const World& world, Communicator& comm,
-                       HangWatchdog& watchdog, reports::Reporter* reporter);
+                       HangWatchdog& watchdog, reports::Reporter* reporter, int repeat = 0);
 
 }  // namespace ccscope::bench

@@ -105,6 +105,7 @@ TEST(Options, EveryBadInputIsOneClearLine) {
       {{"broadcast", "-r", "-1"}, "-r/--root"},
       {{"allreduce", "--backend", "gloo"}, "--backend 'gloo'"},
       {{"allreduce", "--timeout", "0"}, "--timeout"},
+      {{"allreduce", "--repeat", "0"}, "--repeat"},
       {{"allreduce", "--frobnicate"}, "frobnicate"},
   };
   for (const auto& c : cases) {

@@ -341,8 +341,16 @@ class HangWatchdog::Impl {
       std::fflush(stderr);
     }
     std::fflush(stdout);
-    // The main thread is blocked inside MPI/NCCL: leave without unwinding it.
-    ::_exit(kTimeoutExitCode);
+    // End the whole job through MPI: a plain exit of this process can leave the
+    // launcher (Hydra across nodes) waiting on the stopped rank forever. The
+    // main thread is blocked inside MPI/NCCL, so MPI_Abort from this thread is
+    // outside FUNNELED's promise: if it has not ended the process in 10 s,
+    // leave without it.
+    std::thread([] {
+      std::this_thread::sleep_for(std::chrono::seconds(10));
+      ::_exit(kTimeoutExitCode);
+    }).detach();
+    world_.abort(kTimeoutExitCode);
   }
 
   const World& world_;

@@ -52,6 +52,7 @@ const std::vector<std::string>& csv_columns() {
       "command_line",
       "run_start_utc",
       "record_time_utc",
+      "repeat",
   };
   return columns;
 }
@@ -141,6 +142,7 @@ class CsvReporter : public Reporter {
         m.command_line,
         m.start_time_utc,
         r.record_time_utc,
+        std::to_string(r.repeat),
     };
     write_row(fields);
   }

@@ -70,6 +70,7 @@ json record_json(const BenchRecord& r) {
       {"checked", r.checked},
       {"wrong", r.wrong},
       {"record_time_utc", r.record_time_utc},
+      {"repeat", r.repeat},
   };
 }
 

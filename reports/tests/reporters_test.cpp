@@ -181,7 +181,8 @@ TEST(CsvReporter, HeaderIsTheDocumentedColumnList) {
                                              "environment",
                                              "command_line",
                                              "run_start_utc",
-                                             "record_time_utc"};
+                                             "record_time_utc",
+                                             "repeat"};
   EXPECT_EQ(csv_columns(), expected);
 
   TempDir dir;
@@ -355,11 +356,12 @@ TEST(JsonReporter, ValidAfterEveryStepAndCompleteAtEnd) {
                           "iteration_time_p99_s",
                           "checked",
                           "wrong",
-                          "record_time_utc"}) {
+                          "record_time_utc",
+                          "repeat"}) {
     EXPECT_TRUE(rec.contains(key)) << key;
     EXPECT_NE(std::find(columns.begin(), columns.end(), key), columns.end()) << key;
   }
-  EXPECT_EQ(rec.size(), 25u);
+  EXPECT_EQ(rec.size(), 26u);
   EXPECT_EQ(rec.at("size_bytes"), 1024u);
   EXPECT_EQ(rec.at("in_place"), false);
   EXPECT_EQ(rec.at("root"), -1);

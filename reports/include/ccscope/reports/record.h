@@ -56,6 +56,7 @@ struct BenchRecord {
   bool checked = false;  // correctness check ran
   int64_t wrong = 0;     // wrong elements over all ranks (0 when unchecked)
   std::string record_time_utc;
+  int repeat = 0;  // which of the `bench --repeat K` sweeps (0-based): repeated samples
 };
 
 }  // namespace ccscope::reports
