@@ -52,3 +52,12 @@ struct LoadedRun {
 };
 
 }  // namespace ccscope::reports
+
+namespace ccscope::reports {
+
+// Reads one results file, detecting its format from its content. Throws
+// InputError naming the file and line for anything malformed, truncated, empty
+// or of an unknown format.
+LoadedRun read_results(const std::string& path);
+
+}  // namespace ccscope::reports
