@@ -1,0 +1,264 @@
+// read_results on every supported format, on broken inputs, and under fuzzing.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ccscope/reports/loaded_results.h"
+#include "compare_test_util.h"
+
+namespace ccscope::reports {
+namespace {
+
+using namespace testing;
+
+// The InputError message of reading `path`, or "" when it reads.
+std::string error_of(const std::string& path) {
+  try {
+    read_results(path);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(NcclTestsText, OneRankFixture) {
+  LoadedRun run = read_results(data_file("all_reduce_perf-h200-1rank.txt"));
+  EXPECT_EQ(run.format, "nccl-tests-text");
+  ASSERT_EQ(run.records.size(), 28u);  // 14 sizes x (out-of-place, in-place)
+  const LoadedRecord& first = run.records[0];
+  EXPECT_EQ(first.collective, "allreduce");
+  EXPECT_EQ(first.backend, "nccl");
+  EXPECT_EQ(first.dtype, "float");
+  EXPECT_EQ(first.op, "sum");
+  EXPECT_FALSE(first.root.has_value());
+  EXPECT_EQ(first.size_bytes, 8u);
+  EXPECT_EQ(first.count, 2u);
+  EXPECT_EQ(first.in_place, false);
+  EXPECT_DOUBLE_EQ(*first.time_s, 7.40e-6);
+  EXPECT_EQ(*first.ranks, 1);
+  EXPECT_EQ(*first.wrong, 0);
+  EXPECT_FALSE(first.time_min_s.has_value());
+  EXPECT_FALSE(first.repeat.has_value());
+  EXPECT_EQ(run.records[1].in_place, true);
+  EXPECT_DOUBLE_EQ(*run.records[1].time_s, 0.92e-6);
+  EXPECT_DOUBLE_EQ(*run.records[27].algbw_GBps, 1e6);  // printed "1e+06"
+  EXPECT_EQ(run.records[27].source.substr(run.records[27].source.rfind(':')), ":24");
+  EXPECT_EQ(run.metadata.nccl_version, "2.28.3");
+  EXPECT_EQ(run.metadata.gpu_names, std::vector<std::string>{"NVIDIA H200"});
+}
+
+TEST(NcclTestsText, TwoRanksOnOneNode) {
+  LoadedRun run = read_results(data_file("all_reduce_perf-h200-2rank-socket.txt"));
+  ASSERT_EQ(run.records.size(), 26u);
+  EXPECT_EQ(*run.records[0].ranks, 2);
+  EXPECT_EQ(*run.records[0].nodes, 1);
+  EXPECT_EQ(*run.records[0].ranks_per_node, 2);
+  EXPECT_DOUBLE_EQ(*run.records.back().busbw_GBps, 1.85);
+}
+
+TEST(NcclTestsText, NotAvailableFiguresAreAbsent) {
+  TempDir dir;
+  std::string text = slurp(data_file("all_reduce_perf-h200-1rank.txt"));
+  size_t row = text.find("           8             2");
+  std::string line = text.substr(row, text.find('\n', row) - row);
+  std::string na = line;
+  na.replace(na.rfind("       0"), 8, "     N/A");  // in-place #wrong
+  text.replace(row, line.size(), na);
+  spit(dir.file("na.txt"), text);
+  LoadedRun run = read_results(dir.file("na.txt"));
+  EXPECT_FALSE(run.records[1].wrong.has_value());
+  EXPECT_TRUE(run.records[0].wrong.has_value());
+}
+
+TEST(NcclTestsJson, FourRankFixture) {
+  LoadedRun run = read_results(data_file("all_reduce_perf-h200-4rank-socket.json"));
+  EXPECT_EQ(run.format, "nccl-tests-json");
+  ASSERT_EQ(run.records.size(), 10u);
+  EXPECT_EQ(run.records[0].collective, "allreduce");
+  EXPECT_EQ(run.records[0].size_bytes, 1048576u);
+  EXPECT_DOUBLE_EQ(*run.records[0].time_s, 27110.737425e-6);
+  EXPECT_DOUBLE_EQ(*run.records[0].busbw_GBps, 0.058016);
+  EXPECT_FALSE(run.records[0].root.has_value());
+  EXPECT_EQ(*run.records[0].ranks, 4);
+  EXPECT_EQ(*run.records[1].in_place, true);
+  EXPECT_EQ(run.metadata.nccl_version, "2.28.3");
+  EXPECT_EQ(run.metadata.ranks_per_node, 4);
+  EXPECT_NE(run.metadata.command_line.find("all_reduce_perf"), std::string::npos);
+}
+
+TEST(Osu, LatencyOnly) {
+  LoadedRun run = read_results(data_file("osu_allreduce.txt"));
+  EXPECT_EQ(run.format, "osu");
+  ASSERT_EQ(run.records.size(), 19u);
+  const LoadedRecord& r = run.records[0];
+  EXPECT_EQ(r.collective, "allreduce");
+  EXPECT_EQ(r.backend, "mpi");
+  EXPECT_EQ(r.dtype, "float");
+  EXPECT_EQ(r.op, "");
+  EXPECT_EQ(r.size_bytes, 4u);
+  EXPECT_DOUBLE_EQ(*r.time_s, 1.62e-6);
+  EXPECT_FALSE(r.ranks.has_value());
+  EXPECT_FALSE(r.in_place.has_value());
+  EXPECT_FALSE(r.busbw_GBps.has_value());
+  EXPECT_FALSE(r.time_min_s.has_value());
+}
+
+TEST(Osu, FullColumns) {
+  LoadedRun run = read_results(data_file("osu_allgather_full.txt"));
+  ASSERT_EQ(run.records.size(), 6u);
+  EXPECT_EQ(run.records[0].collective, "allgather");
+  EXPECT_EQ(run.records[0].dtype, "int8");
+  EXPECT_DOUBLE_EQ(*run.records[5].time_s, 2101.45e-6);
+  EXPECT_DOUBLE_EQ(*run.records[5].time_min_s, 2050.12e-6);
+  EXPECT_DOUBLE_EQ(*run.records[5].time_max_s, 2160.88e-6);
+}
+
+// Metadata with the characters RFC 4180 must quote, including line breaks.
+RunMetadata awkward_metadata() {
+  RunMetadata m = test_metadata(2);
+  m.environment = {{"CCSCOPE_NOTE", "two\nlines, a \"quote\"\r\nand \x1e byte"},
+                   {"NCCL_DEBUG", "INFO"}};
+  m.command_line = "ccscope bench allreduce --note \"a,b\"";
+  return m;
+}
+
+TEST(CcscopeCsv, ReadsItsOwnOutputIncludingQuotedLineBreaks) {
+  TempDir dir;
+  write_run(dir.file("run.csv"), sweep(2, 2, [](size_t, int) { return 1.0; }), awkward_metadata());
+  LoadedRun run = read_results(dir.file("run.csv"));
+  EXPECT_EQ(run.format, "ccscope-csv");
+  ASSERT_EQ(run.records.size(), 18u);  // 9 sizes x 2 repeats
+  const LoadedRecord& r = run.records[10];
+  EXPECT_EQ(r.collective, "allreduce");
+  EXPECT_EQ(r.size_bytes, 4096u);
+  EXPECT_EQ(*r.repeat, 1);
+  EXPECT_EQ(*r.in_place, false);
+  EXPECT_EQ(*r.ranks, 2);
+  EXPECT_FALSE(r.root.has_value());
+  EXPECT_DOUBLE_EQ(*r.time_s, 20e-6 + 4096 / 5e9);
+  EXPECT_EQ(run.metadata.environment, awkward_metadata().environment);
+  EXPECT_EQ(run.metadata.command_line, awkward_metadata().command_line);
+  EXPECT_EQ(run.metadata.hosts.size(), 2u);
+  // Each row spans three physical lines (two line breaks in the environment).
+  EXPECT_EQ(r.source, dir.file("run.csv") + ":" + std::to_string(2 + 10 * 3));
+}
+
+TEST(CcscopeJson, ReadsItsOwnOutput) {
+  TempDir dir;
+  write_run(dir.file("run.json"), sweep(4, 1, [](size_t, int) { return 1.0; }), awkward_metadata());
+  LoadedRun run = read_results(dir.file("run.json"));
+  EXPECT_EQ(run.format, "ccscope-json");
+  ASSERT_EQ(run.records.size(), 9u);
+  EXPECT_EQ(*run.records[0].ranks, 4);
+  EXPECT_EQ(run.metadata.command_line, awkward_metadata().command_line);
+  EXPECT_EQ(run.records[3].source, dir.file("run.json") + ": records[3]");
+}
+
+TEST(Errors, NameFileAndLine) {
+  TempDir dir;
+  write_run(dir.file("good.csv"), sweep(2, 1, [](size_t, int) { return 1.0; }), test_metadata());
+  const std::string csv = slurp(dir.file("good.csv"));
+
+  spit(dir.file("empty.csv"), "");
+  EXPECT_NE(error_of(dir.file("empty.csv")).find("empty.csv:1: empty file"), std::string::npos);
+
+  spit(dir.file("cut.csv"), csv.substr(0, csv.size() - 40));  // last row cut short
+  EXPECT_NE(error_of(dir.file("cut.csv")).find("cut.csv:10: fewer fields"), std::string::npos)
+      << error_of(dir.file("cut.csv"));
+
+  std::string typed = csv;
+  typed.replace(typed.find(",max over ranks"), 0, "x");  // time_s of row 1 -> "...x"
+  spit(dir.file("typed.csv"), typed);
+  EXPECT_NE(error_of(dir.file("typed.csv")).find("typed.csv:2: time_s"), std::string::npos)
+      << error_of(dir.file("typed.csv"));
+
+  spit(dir.file("open.csv"), csv + "ccscope.bench/1,\"allreduce\n");
+  EXPECT_NE(error_of(dir.file("open.csv")).find("open.csv:11: a quoted field is not closed"),
+            std::string::npos)
+      << error_of(dir.file("open.csv"));
+
+  std::string nccl = slurp(data_file("all_reduce_perf-h200-2rank-socket.txt"));
+  spit(dir.file("cut.txt"), nccl.substr(0, nccl.find("   134217728") + 40));
+  EXPECT_NE(error_of(dir.file("cut.txt")).find("cut.txt:24: expected 13 fields"), std::string::npos)
+      << error_of(dir.file("cut.txt"));
+
+  std::string bad_number = nccl;
+  bad_number.replace(bad_number.find("4528.97"), 7, "4528.9x");
+  spit(dir.file("bad.txt"), bad_number);
+  EXPECT_NE(error_of(dir.file("bad.txt")).find("bad.txt:12: time '4528.9x'"), std::string::npos)
+      << error_of(dir.file("bad.txt"));
+
+  std::string json = slurp(data_file("all_reduce_perf-h200-4rank-socket.json"));
+  spit(dir.file("cut.json"), json.substr(0, json.size() / 2));
+  EXPECT_NE(error_of(dir.file("cut.json")).find("cut.json:1: invalid JSON"), std::string::npos)
+      << error_of(dir.file("cut.json"));
+
+  std::string wrong_type = json;
+  wrong_type.replace(wrong_type.find("\"time\":27110.737425"), 19, "\"time\":\"slow\"");
+  spit(dir.file("type.json"), wrong_type);
+  EXPECT_NE(error_of(dir.file("type.json")).find("results[0].out_of_place.time: expected a number"),
+            std::string::npos)
+      << error_of(dir.file("type.json"));
+
+  spit(dir.file("osu.txt"),
+       "# OSU MPI Allreduce Latency Test v7.3\n# Size  Avg Latency(us)\n4 1.5\n8\n");
+  EXPECT_NE(error_of(dir.file("osu.txt")).find("osu.txt:4: expected 2 fields"), std::string::npos);
+
+  spit(dir.file("what.txt"), "hello\n");
+  EXPECT_NE(error_of(dir.file("what.txt")).find("what.txt:1: unknown format"), std::string::npos);
+  EXPECT_NE(error_of(dir.file("missing.csv")).find("cannot open"), std::string::npos);
+}
+
+// Random truncations and byte edits of valid inputs: read_results either
+// succeeds or throws InputError; never another exception, a crash or a hang.
+TEST(Fuzz, MutatedInputsThrowInputErrorOrRead) {
+  TempDir dir;
+  write_run(dir.file("run.csv"), sweep(2, 1, [](size_t, int) { return 1.0; }), awkward_metadata());
+  write_run(dir.file("run.json"), sweep(2, 1, [](size_t, int) { return 1.0; }), awkward_metadata());
+  std::vector<std::string> seeds = {slurp(dir.file("run.csv")), slurp(dir.file("run.json")),
+                                    slurp(data_file("all_reduce_perf-h200-2rank-socket.txt")),
+                                    slurp(data_file("all_reduce_perf-h200-4rank-socket.json")),
+                                    slurp(data_file("osu_allgather_full.txt"))};
+  const std::string alphabet = "\",\n\r{}[]:#-1e. N/A\x1e\0x";
+  std::mt19937 rng(20261130);
+  int read_ok = 0, rejected = 0;
+  for (int i = 0; i < 2000; ++i) {
+    std::string text = seeds[i % seeds.size()];
+    int edits = 1 + static_cast<int>(rng() % 4);
+    for (int e = 0; e < edits && !text.empty(); ++e) {
+      size_t pos = rng() % text.size();
+      switch (rng() % 4) {
+        case 0:
+          text.resize(pos);
+          break;  // truncate
+        case 1:
+          text[pos] = alphabet[rng() % alphabet.size()];
+          break;  // replace
+        case 2:
+          text.insert(pos, 1, alphabet[rng() % alphabet.size()]);
+          break;  // insert
+        case 3:
+          text.erase(pos, 1 + rng() % 16);
+          break;  // delete
+      }
+    }
+    const std::string path = dir.file("fuzz" + std::to_string(i % 7));
+    spit(path, text);
+    try {
+      read_results(path);
+      ++read_ok;
+    } catch (const InputError& e) {
+      ++rejected;
+      ASSERT_EQ(std::string(e.what()).rfind(path, 0), 0u) << e.what();  // names the file
+    } catch (const std::exception& e) {
+      FAIL() << "iteration " << i << ": not an InputError: " << e.what();
+    }
+  }
+  EXPECT_GT(read_ok, 0);
+  EXPECT_GT(rejected, 0);
+}
+
+}  // namespace
+}  // namespace ccscope::reports
