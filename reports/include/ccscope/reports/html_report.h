@@ -1,0 +1,21 @@
+#pragma once
+// `ccscope report`: one self-contained HTML page (inline CSS and SVG, no script,
+// nothing fetched over the network) from results read back from files.
+#include <string>
+#include <vector>
+
+#include "ccscope/reports/loaded_results.h"
+
+namespace ccscope::reports {
+
+struct ReportOptions {
+  std::string title = "ccscope report";
+};
+
+// Title, summary table, busbw vs message size charts (one per collective, runs
+// overlaid, in-place dashed), speed-up and efficiency vs rank count when runs of
+// one collective differ in rank count, and each run's metadata in a <details>.
+// Every string taken from the runs is escaped; the output parses as XML.
+std::string render_html_report(const std::vector<LoadedRun>& runs, const ReportOptions& options);
+
+}  // namespace ccscope::reports

@@ -1,0 +1,458 @@
+// The HTML report: one page, inline CSS and SVG only (no script, no fonts, no
+// URL), well-formed enough to parse as XML. Every string that came from a
+// results file is escaped by esc(): hostnames, environment values, command
+// lines and paths are untrusted.
+#include "ccscope/reports/html_report.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string_view>
+
+#include "report_model.h"
+
+namespace ccscope::reports {
+namespace {
+
+using namespace report_model;
+
+// Valid UTF-8 with & < > " ' escaped; bytes that are not valid UTF-8 and
+// control characters XML forbids become U+FFFD.
+std::string esc(std::string_view in) {
+  std::string out;
+  out.reserve(in.size());
+  const auto* s = reinterpret_cast<const unsigned char*>(in.data());
+  const size_t n = in.size();
+  for (size_t i = 0; i < n;) {
+    const unsigned char c = s[i];
+    if (c < 0x80) {
+      switch (c) {
+        case '&':
+          out += "&amp;";
+          break;
+        case '<':
+          out += "&lt;";
+          break;
+        case '>':
+          out += "&gt;";
+          break;
+        case '"':
+          out += "&quot;";
+          break;
+        case '\'':
+          out += "&#39;";
+          break;
+        default:
+          if (c < 0x20 && c != '\t' && c != '\n' && c != '\r')
+            out += "\xEF\xBF\xBD";
+          else
+            out += static_cast<char>(c);
+      }
+      ++i;
+      continue;
+    }
+    // Multi-byte sequence: lead byte, length, and the smallest code point it may encode.
+    size_t len = 0;
+    uint32_t cp = 0, min = 0;
+    if (c >= 0xC2 && c <= 0xDF)
+      len = 2, cp = c & 0x1F, min = 0x80;
+    else if (c >= 0xE0 && c <= 0xEF)
+      len = 3, cp = c & 0x0F, min = 0x800;
+    else if (c >= 0xF0 && c <= 0xF4)
+      len = 4, cp = c & 0x07, min = 0x10000;
+    bool ok = len > 0 && i + len <= n;
+    for (size_t k = 1; ok && k < len; ++k) {
+      ok = (s[i + k] & 0xC0) == 0x80;
+      cp = (cp << 6) | (s[i + k] & 0x3F);
+    }
+    ok = ok && cp >= min && cp <= 0x10FFFF && !(cp >= 0xD800 && cp <= 0xDFFF) && cp != 0xFFFE &&
+         cp != 0xFFFF;
+    if (ok) {
+      out.append(in.substr(i, len));
+      i += len;
+    } else {
+      out += "\xEF\xBF\xBD";
+      ++i;
+    }
+  }
+  return out;
+}
+
+std::string or_absent(const std::string& s) { return s.empty() ? "\xE2\x80\x94" : esc(s); }
+std::string or_absent(int v) { return v > 0 ? std::to_string(v) : "\xE2\x80\x94"; }
+
+// Tableau 10: distinguishable, also in grey-scale print; repeats after 10 runs.
+const char* color(size_t run) {
+  static const char* const kPalette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+                                         "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+  return kPalette[run % std::size(kPalette)];
+}
+
+// A round axis step (1, 2 or 5 x 10^k) giving about `ticks` ticks up to `max`.
+double nice_step(double max, int ticks) {
+  const double raw = max / ticks;
+  const double p = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double m : {1.0, 2.0, 5.0})
+    if (raw <= m * p) return m * p;
+  return 10 * p;
+}
+
+std::string tick_label(double value, double step) {
+  const int decimals = std::max(0, static_cast<int>(-std::floor(std::log10(step) + 1e-9)));
+  return fmt::format("{:.{}f}", value, decimals);
+}
+
+// An x-y chart in SVG; x is either log2 (sizes) or linear (rank counts).
+struct Frame {
+  static constexpr double kWidth = 760, kLeft = 72, kRight = 24, kTop = 34, kPlotHeight = 260;
+  double x0, x1, y_max;  // data range
+  bool log2_x;
+  double px(double x) const {
+    const double v = log2_x ? std::log2(x) : x;
+    return kLeft + (v - x0) / (x1 - x0) * (kWidth - kLeft - kRight);
+  }
+  double py(double y) const { return kTop + kPlotHeight - y / y_max * kPlotHeight; }
+};
+
+// Grid, axes, tick labels, axis titles.
+void draw_axes(std::string& o, const Frame& f,
+               const std::vector<std::pair<double, std::string>>& x_ticks, double y_step,
+               const std::string& x_title, const std::string& y_title) {
+  const double bottom = Frame::kTop + Frame::kPlotHeight, right = Frame::kWidth - Frame::kRight;
+  o += "<g class=\"grid\">\n";
+  for (double y = 0; y <= f.y_max * (1 + 1e-9); y += y_step)
+    o += fmt::format("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\"/>\n",
+                     Frame::kLeft, f.py(y), right, f.py(y));
+  for (const auto& [x, label] : x_ticks)
+    o += fmt::format("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\"/>\n", f.px(x),
+                     Frame::kTop, f.px(x), bottom);
+  o += "</g>\n<g class=\"axes\">\n";
+  o += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{2:.1f}\" y2=\"{1:.1f}\"/>\n",
+                   Frame::kLeft, bottom, right);
+  o += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\"/>\n",
+                   Frame::kLeft, Frame::kTop, bottom);
+  for (double y = 0; y <= f.y_max * (1 + 1e-9); y += y_step)
+    o += fmt::format("<text class=\"y-tick\" x=\"{:.1f}\" y=\"{:.1f}\">{}</text>\n",
+                     Frame::kLeft - 6, f.py(y) + 4, tick_label(y, y_step));
+  for (const auto& [x, label] : x_ticks)
+    o += fmt::format("<text class=\"x-tick\" x=\"{:.1f}\" y=\"{:.1f}\">{}</text>\n", f.px(x),
+                     bottom + 16, esc(label));
+  o += fmt::format("<text class=\"x-title\" x=\"{:.1f}\" y=\"{:.1f}\">{}</text>\n",
+                   (Frame::kLeft + right) / 2, bottom + 36, esc(x_title));
+  o += fmt::format(
+      "<text class=\"y-title\" x=\"0\" y=\"0\" transform=\"translate(16 {:.1f}) "
+      "rotate(-90)\">{}</text>\n",
+      Frame::kTop + Frame::kPlotHeight / 2, esc(y_title));
+  o += "</g>\n";
+}
+
+struct LegendEntry {
+  std::string label;
+  const char* color;
+  bool dashed;
+};
+
+void draw_legend(std::string& o, const std::vector<LegendEntry>& entries) {
+  const double top = Frame::kTop + Frame::kPlotHeight + 56;
+  o += "<g class=\"legend\">\n";
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const double y = top + 18.0 * i;
+    o += fmt::format(
+        "<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"{}\" "
+        "stroke-width=\"2\"{}/>\n",
+        Frame::kLeft, y, Frame::kLeft + 28, y, entries[i].color,
+        entries[i].dashed ? " stroke-dasharray=\"6 3\"" : "");
+    o += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\">{}</text>\n", Frame::kLeft + 36, y + 4,
+                     esc(entries[i].label));
+  }
+  o += "</g>\n";
+}
+
+double chart_height(size_t legend_entries) {
+  return Frame::kTop + Frame::kPlotHeight + 56 + 18.0 * legend_entries + 4;
+}
+
+std::string svg_open(const std::string& cls, double height, const std::string& title) {
+  return fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"{}\" width=\"{:.0f}\" height=\"{:.0f}\" "
+      "viewBox=\"0 0 {:.0f} {:.0f}\" role=\"img\">\n<title>{}</title>\n",
+      cls, Frame::kWidth, height, Frame::kWidth, height, esc(title));
+}
+
+std::string series_label(const std::vector<LoadedRun>& runs, const std::vector<std::string>& names,
+                         const Series& s) {
+  const LoadedRun& run = runs[s.run];
+  std::string label = names[s.run];
+  const int ranks = run_ranks(run), nodes = run_nodes(run);
+  std::string where;
+  if (ranks > 0) where += fmt::format("{} rank{}", ranks, ranks == 1 ? "" : "s");
+  if (nodes > 0)
+    where += fmt::format("{}{} node{}", where.empty() ? "" : ", ", nodes, nodes == 1 ? "" : "s");
+  const std::string hosts = host_set(run.metadata);
+  if (!hosts.empty()) where += (where.empty() ? "" : ": ") + hosts;
+  if (!where.empty()) label += " (" + where + ")";
+  if (s.in_place) label += std::string(", ") + in_place_name(s.in_place);
+  return label;
+}
+
+// busbw vs message size: log2 x axis with binary size labels, one series per
+// (run, variant): a polyline and one circle per size.
+void busbw_chart(std::string& o, const std::vector<LoadedRun>& runs,
+                 const std::vector<std::string>& names, const Panel& panel) {
+  size_t lo = SIZE_MAX, hi = 0;
+  double y_max = 0;
+  for (const Series& s : panel.series)
+    for (const Point& p : s.points) {
+      lo = std::min(lo, std::max<size_t>(p.size_bytes, 1));
+      hi = std::max(hi, p.size_bytes);
+      y_max = std::max(y_max, p.busbw_GBps);
+    }
+  o += fmt::format("<figure class=\"chart-box\" id=\"busbw-{}\">\n", esc(panel.collective));
+  if (hi == 0) {
+    o += fmt::format("<p>{}: no busbw figures in the results.</p>\n</figure>\n",
+                     esc(panel.collective));
+    return;
+  }
+  int e0 = static_cast<int>(std::floor(std::log2(static_cast<double>(lo))));
+  int e1 = static_cast<int>(std::ceil(std::log2(static_cast<double>(hi))));
+  if (e1 == e0) ++e1;
+  // Label every k-th power of two (k = 1, 2, 5 or 10: 1 KiB, 1 MiB, 1 GiB stay
+  // labelled) so that at most ~10 labels show, and both ends unless crowded.
+  int k = 1;
+  while ((e1 - e0) / k > 10) k = k == 1 ? 2 : k == 2 ? 5 : 10;
+  std::vector<std::pair<double, std::string>> ticks;
+  for (int e = e0; e <= e1; ++e)
+    if (e % k == 0 || (e == e0 && e % k <= k - 2) || (e == e1 && e % k >= 2))
+      ticks.push_back({std::ldexp(1.0, e), format_size(size_t{1} << e)});
+  const double y_step = nice_step(y_max > 0 ? y_max * 1.05 : 1, 5);
+  const Frame f{static_cast<double>(e0), static_cast<double>(e1),
+                std::ceil((y_max > 0 ? y_max * 1.05 : 1) / y_step) * y_step, true};
+
+  const std::string title = panel.collective + ": bus bandwidth vs message size";
+  o += svg_open("chart busbw", chart_height(panel.series.size()), title);
+  draw_axes(o, f, ticks, y_step, "message size (log2 scale)", "busbw (GB/s)");
+  std::vector<LegendEntry> legend;
+  for (const Series& s : panel.series) {
+    const bool dashed = s.in_place.value_or(false);
+    const char* c = color(s.run);
+    const std::string label = series_label(runs, names, s);
+    legend.push_back({label, c, dashed});
+    o += fmt::format("<g class=\"series run-{} {}\">\n<title>{}</title>\n", s.run,
+                     s.in_place ? in_place_name(s.in_place) : "variant-unknown", esc(label));
+    std::string pts;
+    for (const Point& p : s.points)
+      pts += fmt::format("{}{:.1f},{:.1f}", pts.empty() ? "" : " ",
+                         f.px(static_cast<double>(std::max<size_t>(p.size_bytes, 1))),
+                         f.py(p.busbw_GBps));
+    o += fmt::format(
+        "<polyline class=\"series-line\" fill=\"none\" stroke=\"{}\"{} points=\"{}\"/>\n", c,
+        dashed ? " stroke-dasharray=\"6 3\"" : "", pts);
+    for (const Point& p : s.points)
+      o += fmt::format(
+          "<circle class=\"point\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\" stroke=\"{}\" fill=\"{}\">"
+          "<title>{}: {} GB/s{}</title></circle>\n",
+          f.px(static_cast<double>(std::max<size_t>(p.size_bytes, 1))), f.py(p.busbw_GBps), c,
+          dashed ? "#ffffff" : c, esc(format_size(p.size_bytes)), format_GBps(p.busbw_GBps),
+          p.samples > 1 ? fmt::format(" (median of {})", p.samples) : "");
+    o += "</g>\n";
+  }
+  draw_legend(o, legend);
+  o += "</svg>\n";
+  o += fmt::format(
+      "<figcaption>{}: busbw (GB/s) per message size; solid = out-of-place, dashed with "
+      "hollow points = in-place.</figcaption>\n</figure>\n",
+      esc(panel.collective));
+}
+
+// Speed-up vs rank count (measured and ideal), with the efficiency table.
+void scaling_chart(std::string& o, const std::vector<std::string>& names, const Scaling& sc) {
+  const double r0 = sc.rows.front().ranks, r1 = sc.rows.back().ranks;
+  double y_max = r1 / r0;
+  for (const ScalingRow& row : sc.rows) y_max = std::max(y_max, row.speedup);
+  const double y_step = nice_step(y_max * 1.05, 5);
+  const Frame f{r0, r1, std::ceil(y_max * 1.05 / y_step) * y_step, false};
+  std::vector<std::pair<double, std::string>> ticks;
+  for (const ScalingRow& row : sc.rows)
+    ticks.push_back({double(row.ranks), std::to_string(row.ranks)});
+
+  const std::string variant = sc.in_place ? ", " + in_place_name(sc.in_place) : "";
+  o += fmt::format("<figure class=\"chart-box\" id=\"scaling-{}\">\n", esc(sc.collective));
+  o += svg_open(
+      "chart scaling", chart_height(2),
+      sc.collective + variant + ": speed-up vs rank count at " + format_size(sc.size_bytes));
+  draw_axes(o, f, ticks, y_step, "ranks", "speed-up");
+  const char* measured = color(0);
+  const char* ideal = "#555555";
+  o += fmt::format(
+      "<g class=\"ideal\"><polyline class=\"series-line\" fill=\"none\" stroke=\"{}\" "
+      "stroke-dasharray=\"6 3\" points=\"{:.1f},{:.1f} {:.1f},{:.1f}\"/></g>\n",
+      ideal, f.px(r0), f.py(1), f.px(r1), f.py(r1 / r0));
+  std::string pts;
+  for (const ScalingRow& row : sc.rows)
+    pts +=
+        fmt::format("{}{:.1f},{:.1f}", pts.empty() ? "" : " ", f.px(row.ranks), f.py(row.speedup));
+  o += fmt::format(
+      "<g class=\"series measured\">\n<polyline class=\"series-line\" fill=\"none\" "
+      "stroke=\"{}\" points=\"{}\"/>\n",
+      measured, pts);
+  for (const ScalingRow& row : sc.rows)
+    o += fmt::format(
+        "<circle class=\"point\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\" stroke=\"{}\" fill=\"{}\">"
+        "<title>{} ranks: speed-up {:.2f}, efficiency {:.0f}%</title></circle>\n",
+        f.px(row.ranks), f.py(row.speedup), measured, measured, row.ranks, row.speedup,
+        row.efficiency * 100);
+  o += "</g>\n";
+  draw_legend(o,
+              {{"measured speed-up", measured, false}, {"ideal (linear in ranks)", ideal, true}});
+  o += "</svg>\n<table class=\"data\">\n<thead><tr><th>ranks</th><th>run</th><th>busbw (GB/s)</th>"
+       "<th>speed-up</th><th>efficiency</th></tr></thead>\n<tbody>\n";
+  for (const ScalingRow& row : sc.rows)
+    o += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.2f}</td><td>{:.0f}%</td></tr>\n",
+                     row.ranks, esc(names[row.run]), format_GBps(row.busbw_GBps), row.speedup,
+                     row.efficiency * 100);
+  o += "</tbody>\n</table>\n</figure>\n";
+}
+
+void summary_table(std::string& o, const std::vector<LoadedRun>& runs,
+                   const std::vector<std::string>& names, const std::vector<Panel>& panels) {
+  o += "<table class=\"data summary\">\n<thead><tr><th>run</th><th>format</th><th>backend</th>"
+       "<th>ranks</th><th>nodes</th><th>hosts</th><th>collective</th><th>variant</th>"
+       "<th>sizes</th><th>peak busbw (GB/s)</th><th>at</th><th>avg busbw (GB/s)</th>"
+       "<th>#wrong</th></tr></thead>\n<tbody>\n";
+  for (const Panel& panel : panels)
+    for (const Series& s : panel.series) {
+      const LoadedRun& run = runs[s.run];
+      std::string sizes = "\xE2\x80\x94", peak = sizes, at = sizes, avg = sizes;
+      if (!s.points.empty()) {
+        sizes =
+            fmt::format("{} ({} .. {})", s.points.size(), format_size(s.points.front().size_bytes),
+                        format_size(s.points.back().size_bytes));
+        const auto best = std::max_element(s.points.begin(), s.points.end(), [](auto& a, auto& b) {
+          return a.busbw_GBps < b.busbw_GBps;
+        });
+        peak = format_GBps(best->busbw_GBps);
+        at = format_size(best->size_bytes);
+        double sum = 0;
+        for (const Point& p : s.points) sum += p.busbw_GBps;
+        avg = format_GBps(sum / s.points.size());
+      }
+      std::string backend = run.metadata.backend;
+      if (backend.empty() && !run.records.empty()) backend = run.records.front().backend;
+      o += fmt::format(
+          "<tr><td><span class=\"swatch\" style=\"background:{}\"></span>{}</td><td>{}</td>"
+          "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
+          "<td>{}</td><td>{}</td><td>{}</td></tr>\n",
+          color(s.run), esc(names[s.run]), or_absent(run.format), or_absent(backend),
+          or_absent(run_ranks(run)), or_absent(run_nodes(run)), or_absent(host_set(run.metadata)),
+          esc(panel.collective), or_absent(in_place_name(s.in_place)), esc(sizes), peak, esc(at),
+          avg, s.any_wrong_known ? std::to_string(s.wrong) : "\xE2\x80\x94");
+    }
+  o += "</tbody>\n</table>\n";
+}
+
+void metadata_details(std::string& o, const LoadedRun& run, const std::string& name) {
+  const RunMetadata& m = run.metadata;
+  o += fmt::format("<details class=\"metadata\">\n<summary>{} ({} records)</summary>\n", esc(name),
+                   run.records.size());
+  o += "<table class=\"kv\">\n<tbody>\n";
+  auto row = [&](const char* key, const std::string& value) {
+    o += fmt::format("<tr><th>{}</th><td>{}</td></tr>\n", key, value);
+  };
+  row("path", or_absent(run.path));
+  row("format", or_absent(run.format));
+  row("ccscope version", or_absent(m.ccscope_version));
+  row("git commit", or_absent(m.git_commit));
+  row("backend", or_absent(m.backend));
+  row("MPI library", or_absent(m.mpi_library));
+  row("NCCL version", or_absent(m.nccl_version));
+  row("CUDA version", or_absent(m.cuda_version));
+  row("ranks / nodes / ranks per node",
+      fmt::format("{} / {} / {}", or_absent(m.ranks), or_absent(m.nodes),
+                  or_absent(m.ranks_per_node)));
+  std::string hosts;
+  for (size_t r = 0; r < m.hosts.size(); ++r)
+    hosts += fmt::format("{}{}: {}{}", r ? "<br/>" : "", r, esc(m.hosts[r]),
+                         r < m.gpu_names.size() ? " (" + esc(m.gpu_names[r]) + ")" : "");
+  row("hosts (rank: host (device))", hosts.empty() ? "\xE2\x80\x94" : hosts);
+  row("command line",
+      m.command_line.empty() ? "\xE2\x80\x94" : "<code>" + esc(m.command_line) + "</code>");
+  row("start / end (UTC)", or_absent(m.start_time_utc) + " / " + or_absent(m.end_time_utc));
+  o += "</tbody>\n</table>\n";
+  if (m.environment.empty()) {
+    o += "<p>environment: none recorded</p>\n";
+  } else {
+    o += "<table class=\"kv "
+         "env\">\n<thead><tr><th>variable</th><th>value</th></tr></thead>\n<tbody>\n";
+    for (const auto& [key, value] : m.environment)
+      o += fmt::format("<tr><td><code>{}</code></td><td><code>{}</code></td></tr>\n", esc(key),
+                       esc(value));
+    o += "</tbody>\n</table>\n";
+  }
+  o += "</details>\n";
+}
+
+// No CSS character that would need escaping in XML (no '<', no '&').
+constexpr const char* kStyle = R"(
+body { font-family: sans-serif; margin: 24px; color: #222; max-width: 1160px; }
+h1 { font-size: 1.6em; } h2 { font-size: 1.25em; margin-top: 1.6em; border-bottom: 1px solid #ccc; }
+table.data, table.kv { border-collapse: collapse; font-size: 0.85em; margin: 8px 0; }
+table.data th, table.data td, table.kv th, table.kv td { border: 1px solid #ccc; padding: 2px 6px; }
+table.data td { text-align: right; } table.kv th { text-align: left; background: #f4f4f4; }
+table.data th { background: #f4f4f4; }
+.swatch { display: inline-block; width: 10px; height: 10px; margin-right: 4px; }
+figure.chart-box { margin: 12px 0 24px 0; }
+svg.chart { background: #fff; font-size: 12px; }
+svg.chart .grid line { stroke: #e6e6e6; } svg.chart .axes line { stroke: #333; }
+svg.chart .y-tick { text-anchor: end; } svg.chart .x-tick, svg.chart .x-title { text-anchor: middle; }
+svg.chart .y-title { text-anchor: middle; }
+svg.chart .series-line { stroke-width: 2; }
+details.metadata { margin: 6px 0; } details.metadata summary { cursor: pointer; font-weight: bold; }
+p.note { font-size: 0.9em; color: #444; }
+)";
+
+}  // namespace
+
+std::string render_html_report(const std::vector<LoadedRun>& runs, const ReportOptions& options) {
+  const std::vector<Panel> panels = build_panels(runs);
+  const std::vector<Scaling> scaling = build_scaling(runs, panels);
+  const std::vector<std::string> names = run_names(runs);
+
+  std::string o;
+  o += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n";
+  o += fmt::format("<title>{}</title>\n<style>{}</style>\n</head>\n<body>\n", esc(options.title),
+                   kStyle);
+  o += fmt::format("<h1>{}</h1>\n", esc(options.title));
+  o += fmt::format(
+      "<p class=\"note\">{} run(s), {} collective(s). busbw = algbw x nccl-tests' bus factor, in "
+      "GB/s (1e9 B/s); sizes follow nccl-tests' convention. Where a run holds repeated samples of "
+      "a size, the charts and tables show their median.</p>\n",
+      runs.size(), panels.size());
+
+  o += "<h2>Summary</h2>\n";
+  summary_table(o, runs, names, panels);
+
+  o += "<h2>Bus bandwidth vs message size</h2>\n";
+  for (const Panel& panel : panels) busbw_chart(o, runs, names, panel);
+
+  if (!scaling.empty()) {
+    o += "<h2>Speed-up and efficiency vs rank count</h2>\n<p class=\"note\">For each collective "
+         "measured at several rank counts: at the largest message size every compared run "
+         "measured, speed-up = (ranks x busbw) / (n0 x busbw at n0), the aggregate bus bandwidth "
+         "relative to the smallest rank count n0 (ideal: ranks / n0); efficiency = speed-up / "
+         "(ranks / n0) = busbw / busbw at n0 (ideal: 100%). Where several runs have the same "
+         "rank count, the first one given is used.</p>\n";
+    for (const Scaling& sc : scaling) scaling_chart(o, names, sc);
+  }
+
+  // Diag findings: LoadedRecord carries none yet. When records (or a findings
+  // file) carry PASS/WARN/FAIL findings, their table is rendered here, and only
+  // then.
+
+  o += "<h2>Run metadata</h2>\n";
+  for (size_t r = 0; r < runs.size(); ++r) metadata_details(o, runs[r], names[r]);
+  o += "</body>\n</html>\n";
+  return o;
+}
+
+}  // namespace ccscope::reports

@@ -1,0 +1,116 @@
+// The markdown report: a table of runs, then per collective and in-place
+// variant a table of busbw per size with ratios to the first run. Strings from
+// the results are escaped so that they render as text (GitHub renders HTML in
+// markdown: a hostname "<script>" must not become a tag).
+#include "ccscope/reports/markdown_report.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
+#include <string_view>
+
+#include "report_model.h"
+
+namespace ccscope::reports {
+namespace {
+
+using namespace report_model;
+
+// CommonMark allows a backslash before any ASCII punctuation; line breaks would
+// end a table row, so they become spaces.
+std::string md(std::string_view in) {
+  std::string out;
+  for (char c : in) {
+    if (c == '\n' || c == '\r' || c == '\t') {
+      out += ' ';
+    } else if (std::string_view("\\`*_[]<>|&~").find(c) != std::string_view::npos) {
+      out += '\\';
+      out += c;
+    } else {
+      out += c;
+    }
+  }
+  return out.empty() ? "-" : out;
+}
+
+std::string or_dash(int v) { return v > 0 ? std::to_string(v) : "-"; }
+
+}  // namespace
+
+std::string render_markdown_report(const std::vector<LoadedRun>& runs,
+                                   const ReportOptions& options) {
+  const std::vector<Panel> panels = build_panels(runs);
+  const std::vector<std::string> names = run_names(runs);
+  std::string o = fmt::format("# {}\n\n", md(options.title));
+
+  o += "| # | run | format | backend | ranks | nodes | hosts | ccscope | NCCL | CUDA |\n";
+  o += "|---|---|---|---|---:|---:|---|---|---|---|\n";
+  for (size_t r = 0; r < runs.size(); ++r) {
+    const RunMetadata& m = runs[r].metadata;
+    std::string backend = m.backend;
+    if (backend.empty() && !runs[r].records.empty()) backend = runs[r].records.front().backend;
+    o += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", r + 1, md(names[r]),
+                     md(runs[r].format), md(backend), or_dash(run_ranks(runs[r])),
+                     or_dash(run_nodes(runs[r])), md(host_set(m)), md(m.ccscope_version),
+                     md(m.nccl_version), md(m.cuda_version));
+  }
+  o += "\nbusbw in GB/s (median of repeated samples); ratio = busbw of run #k / busbw of run #1 at "
+       "the same size; - = not measured.\n";
+
+  for (const Panel& panel : panels) {
+    // One table per variant (out-of-place, in-place, unknown), in that order.
+    std::vector<std::optional<bool>> variants;
+    for (const Series& s : panel.series)
+      if (std::find(variants.begin(), variants.end(), s.in_place) == variants.end())
+        variants.push_back(s.in_place);
+    std::sort(variants.begin(), variants.end(),
+              [](auto& a, auto& b) { return (a ? int(*a) : 2) < (b ? int(*b) : 2); });
+    for (const auto& variant : variants) {
+      // run -> size -> busbw
+      std::map<size_t, std::map<size_t, double>> busbw;
+      std::set<size_t> sizes;
+      for (const Series& s : panel.series)
+        if (s.in_place == variant)
+          for (const Point& p : s.points) {
+            busbw[s.run][p.size_bytes] = p.busbw_GBps;
+            sizes.insert(p.size_bytes);
+          }
+      const std::string title =
+          variant ? panel.collective + ", " + in_place_name(variant) : panel.collective;
+      o += fmt::format("\n## {}\n\n| size |", md(title));
+      std::string rule = "|---:|";
+      for (size_t r = 0; r < runs.size(); ++r, rule += "---:|")
+        o += fmt::format(" #{} busbw |", r + 1);
+      for (size_t r = 1; r < runs.size(); ++r, rule += "---:|")
+        o += fmt::format(" #{} / #1 |", r + 1);
+      o += "\n" + rule + "\n";
+      for (size_t size : sizes) {
+        o += fmt::format("| {} |", format_size(size));
+        auto value = [&](size_t r) -> std::optional<double> {
+          auto run = busbw.find(r);
+          if (run == busbw.end()) return std::nullopt;
+          auto it = run->second.find(size);
+          if (it == run->second.end()) return std::nullopt;
+          return it->second;
+        };
+        for (size_t r = 0; r < runs.size(); ++r) {
+          auto v = value(r);
+          o += v ? fmt::format(" {} |", format_GBps(*v)) : std::string(" - |");
+        }
+        const auto first = value(0);
+        for (size_t r = 1; r < runs.size(); ++r) {
+          auto v = value(r);
+          o += v && first && *first > 0 ? fmt::format(" {:.3f} |", *v / *first)
+                                        : std::string(" - |");
+        }
+        o += "\n";
+      }
+    }
+  }
+  return o;
+}
+
+}  // namespace ccscope::reports

@@ -1,0 +1,161 @@
+// Grouping of loaded records into the panels and series both reports draw.
+#include "report_model.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <tuple>
+
+namespace ccscope::reports::report_model {
+namespace {
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+// Out-of-place first, then in-place, then unknown.
+int variant_order(const std::optional<bool>& in_place) {
+  return in_place ? (*in_place ? 1 : 0) : 2;
+}
+
+}  // namespace
+
+std::vector<Panel> build_panels(const std::vector<LoadedRun>& runs) {
+  std::vector<std::string> order;  // collectives by first appearance
+  // (collective, run, variant) -> size -> busbw samples
+  std::map<std::tuple<std::string, size_t, int>, std::map<size_t, std::vector<double>>> samples;
+  std::map<std::tuple<std::string, size_t, int>, Series> series;
+  for (size_t r = 0; r < runs.size(); ++r) {
+    for (const LoadedRecord& rec : runs[r].records) {
+      if (std::find(order.begin(), order.end(), rec.collective) == order.end())
+        order.push_back(rec.collective);
+      auto key = std::make_tuple(rec.collective, r, variant_order(rec.in_place));
+      Series& s = series[key];
+      s.run = r;
+      s.in_place = rec.in_place;
+      if (rec.wrong) {
+        s.wrong += *rec.wrong;
+        s.any_wrong_known = true;
+      }
+      if (rec.busbw_GBps && std::isfinite(*rec.busbw_GBps))
+        samples[key][rec.size_bytes].push_back(*rec.busbw_GBps);
+    }
+  }
+  std::vector<Panel> panels;
+  for (const std::string& collective : order) {
+    Panel panel{collective, {}};
+    for (auto& [key, s] : series) {
+      if (std::get<0>(key) != collective) continue;
+      for (auto& [size, values] : samples[key])
+        s.points.push_back({size, median(values), static_cast<int>(values.size())});
+      panel.series.push_back(s);
+    }
+    panels.push_back(std::move(panel));
+  }
+  return panels;
+}
+
+std::vector<Scaling> build_scaling(const std::vector<LoadedRun>& runs,
+                                   const std::vector<Panel>& panels) {
+  std::vector<Scaling> out;
+  for (const Panel& panel : panels) {
+    // One variant per collective: out-of-place when present (it comes first).
+    if (panel.series.empty()) continue;
+    const std::optional<bool> variant = panel.series.front().in_place;
+    std::map<int, const Series*> by_ranks;  // first run of each rank count
+    for (const Series& s : panel.series) {
+      const int ranks = run_ranks(runs[s.run]);
+      if (s.in_place == variant && ranks > 0 && !s.points.empty()) by_ranks.emplace(ranks, &s);
+    }
+    if (by_ranks.size() < 2) continue;
+    std::set<size_t> common;
+    for (const Point& p : by_ranks.begin()->second->points) common.insert(p.size_bytes);
+    for (const auto& [ranks, s] : by_ranks) {
+      std::set<size_t> here;
+      for (const Point& p : s->points)
+        if (common.count(p.size_bytes)) here.insert(p.size_bytes);
+      common = std::move(here);
+    }
+    if (common.empty()) continue;
+    Scaling scaling{panel.collective, variant, *common.rbegin(), {}};
+    for (const auto& [ranks, s] : by_ranks) {
+      const auto it = std::find_if(s->points.begin(), s->points.end(), [&](const Point& p) {
+        return p.size_bytes == scaling.size_bytes;
+      });
+      scaling.rows.push_back({s->run, ranks, it->busbw_GBps, 0, 0});
+    }
+    const ScalingRow& ref = scaling.rows.front();
+    for (ScalingRow& row : scaling.rows) {
+      row.efficiency = ref.busbw_GBps > 0 ? row.busbw_GBps / ref.busbw_GBps : 0;
+      row.speedup = row.efficiency * row.ranks / ref.ranks;
+    }
+    out.push_back(std::move(scaling));
+  }
+  return out;
+}
+
+int run_ranks(const LoadedRun& run) {
+  if (run.metadata.ranks > 0) return run.metadata.ranks;
+  for (const LoadedRecord& rec : run.records)
+    if (rec.ranks) return *rec.ranks;
+  return 0;
+}
+
+int run_nodes(const LoadedRun& run) {
+  if (run.metadata.nodes > 0) return run.metadata.nodes;
+  for (const LoadedRecord& rec : run.records)
+    if (rec.nodes) return *rec.nodes;
+  return 0;
+}
+
+std::vector<std::string> run_names(const std::vector<LoadedRun>& runs) {
+  std::vector<std::string> names;
+  std::map<std::string, int> count;
+  for (const LoadedRun& run : runs) {
+    std::string name = std::filesystem::path(run.path).filename().string();
+    names.push_back(name.empty() ? run.path : name);
+    ++count[names.back()];
+  }
+  for (size_t i = 0; i < names.size(); ++i)
+    if (count[names[i]] > 1) names[i] = fmt::format("#{} {}", i + 1, names[i]);
+  return names;
+}
+
+std::string host_set(const RunMetadata& metadata) {
+  constexpr size_t kShown = 3;
+  std::vector<std::string> hosts;
+  for (const std::string& h : metadata.hosts)
+    if (std::find(hosts.begin(), hosts.end(), h) == hosts.end()) hosts.push_back(h);
+  std::string out;
+  for (size_t i = 0; i < hosts.size() && i < kShown; ++i) out += (i ? ", " : "") + hosts[i];
+  if (hosts.size() > kShown) out += fmt::format(" and {} more", hosts.size() - kShown);
+  return out;
+}
+
+std::string in_place_name(const std::optional<bool>& in_place) {
+  return in_place ? (*in_place ? "in-place" : "out-of-place") : "";
+}
+
+std::string format_size(size_t bytes) {
+  static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  double value = static_cast<double>(bytes);
+  size_t unit = 0;
+  while (value >= 1024 && unit + 1 < std::size(kUnits)) {
+    value /= 1024;
+    ++unit;
+  }
+  std::string number = fmt::format("{:.2f}", value);
+  while (number.back() == '0') number.pop_back();
+  if (number.back() == '.') number.pop_back();
+  return number + " " + kUnits[unit];
+}
+
+std::string format_GBps(double value) { return fmt::format("{:.2f}", value); }
+
+}  // namespace ccscope::reports::report_model

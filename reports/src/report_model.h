@@ -1,0 +1,69 @@
+#pragma once
+// What the HTML and markdown reports show, computed once from the loaded runs:
+// one panel per collective, one series per (run, in-place variant), one point
+// per message size. Private to reports/src.
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ccscope/reports/loaded_results.h"
+
+namespace ccscope::reports::report_model {
+
+struct Point {
+  size_t size_bytes = 0;
+  double busbw_GBps = 0;  // median over the samples (repeats) of this size
+  int samples = 0;
+};
+
+struct Series {
+  size_t run = 0;                // index into the runs
+  std::optional<bool> in_place;  // absent when the source did not say
+  std::vector<Point> points;     // by increasing size; only sizes with a busbw
+  int64_t wrong = 0;             // summed over the records
+  bool any_wrong_known = false;
+};
+
+struct Panel {
+  std::string collective;
+  std::vector<Series> series;  // by run, then out-of-place before in-place
+};
+
+// Speed-up of one collective across rank counts, at the largest size that every
+// compared run measured.
+struct ScalingRow {
+  size_t run = 0;
+  int ranks = 0;
+  double busbw_GBps = 0;
+  double speedup = 0;     // (ranks x busbw) / (ranks0 x busbw0)
+  double efficiency = 0;  // speedup / (ranks / ranks0) = busbw / busbw0
+};
+struct Scaling {
+  std::string collective;
+  std::optional<bool> in_place;
+  size_t size_bytes = 0;
+  std::vector<ScalingRow> rows;  // by increasing rank count; rows[0] is the reference
+};
+
+std::vector<Panel> build_panels(const std::vector<LoadedRun>& runs);
+// Collectives whose runs cover at least two rank counts (the first run of each
+// rank count is used).
+std::vector<Scaling> build_scaling(const std::vector<LoadedRun>& runs,
+                                   const std::vector<Panel>& panels);
+
+// Rank count of a run: its metadata, else its first record that says; 0 unknown.
+int run_ranks(const LoadedRun& run);
+int run_nodes(const LoadedRun& run);
+// "run.csv" (the file name; "#2 run.csv" style when names repeat).
+std::vector<std::string> run_names(const std::vector<LoadedRun>& runs);
+// "node1, node2, node3 and 5 more": distinct hosts in rank order.
+std::string host_set(const RunMetadata& metadata);
+std::string in_place_name(const std::optional<bool>& in_place);
+
+// 8 B, 1 KiB, 1.5 MiB, 1 GiB.
+std::string format_size(size_t bytes);
+// busbw as nccl-tests prints it: two decimals.
+std::string format_GBps(double value);
+
+}  // namespace ccscope::reports::report_model
