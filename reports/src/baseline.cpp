@@ -1,0 +1,175 @@
+// Named baselines on disk; see baseline.h.
+#include "ccscope/reports/baseline.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+
+namespace ccscope::reports {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+constexpr const char* kSidecar = "baseline.json";
+
+json to_json(const Fingerprint& f) {
+  return json{{"gpu_model", f.gpu_model},
+              {"driver", f.driver},
+              {"nccl_version", f.nccl_version},
+              {"backend", f.backend},
+              {"ranks", f.ranks},
+              {"nodes", f.nodes},
+              {"ranks_per_node", f.ranks_per_node}};
+}
+
+std::string utc_now() {
+  std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+void check_name(const std::string& name) {
+  bool ok = !name.empty() && name[0] != '.' && std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+  });
+  if (!ok)
+    throw InputError("baseline name '" + name + "': use letters, digits, '-', '_' and '.' only");
+}
+
+}  // namespace
+
+Fingerprint fingerprint_of(const LoadedRun& run) {
+  const RunMetadata& m = run.metadata;
+  Fingerprint f;
+  std::set<std::string> gpus(m.gpu_names.begin(), m.gpu_names.end());
+  for (const auto& g : gpus) f.gpu_model += (f.gpu_model.empty() ? "" : ";") + g;
+  f.nccl_version = m.nccl_version;
+  f.backend = !m.backend.empty() ? m.backend : run.records.empty() ? "" : run.records[0].backend;
+  f.ranks = m.ranks;
+  f.nodes = m.nodes;
+  f.ranks_per_node = m.ranks_per_node;
+  if (!run.records.empty()) {  // OSU and old files: what the records say
+    const LoadedRecord& r = run.records[0];
+    if (!f.ranks && r.ranks) f.ranks = *r.ranks;
+    if (!f.nodes && r.nodes) f.nodes = *r.nodes;
+    if (!f.ranks_per_node && r.ranks_per_node) f.ranks_per_node = *r.ranks_per_node;
+  }
+  return f;
+}
+
+std::string fingerprint_difference(const Fingerprint& a, const Fingerprint& b) {
+  std::string out;
+  auto text = [&](const char* what, const std::string& x, const std::string& y) {
+    if (!x.empty() && !y.empty() && x != y)
+      out += (out.empty() ? "" : "; ") + std::string(what) + " '" + x + "' vs '" + y + "'";
+  };
+  auto number = [&](const char* what, int x, int y) {
+    if (x && y && x != y)
+      out += (out.empty() ? "" : "; ") + std::string(what) + " " + std::to_string(x) + " vs " +
+             std::to_string(y);
+  };
+  text("gpu_model", a.gpu_model, b.gpu_model);
+  text("driver", a.driver, b.driver);
+  text("nccl_version", a.nccl_version, b.nccl_version);
+  text("backend", a.backend, b.backend);
+  number("ranks", a.ranks, b.ranks);
+  number("nodes", a.nodes, b.nodes);
+  number("ranks_per_node", a.ranks_per_node, b.ranks_per_node);
+  return out;
+}
+
+std::string baseline_dir(const std::string& option) {
+  if (!option.empty()) return option;
+  const char* env = std::getenv("CCSCOPE_BASELINE_DIR");
+  return env && *env ? env : "baselines";
+}
+
+Baseline save_baseline(const std::string& dir, const std::string& name,
+                       const std::vector<std::string>& files) {
+  check_name(name);
+  if (files.empty()) throw InputError("baseline save: no results files given");
+  Baseline b;
+  b.name = name;
+  std::set<std::string> names;
+  for (size_t i = 0; i < files.size(); ++i) {
+    LoadedRun run = read_results(files[i]);  // refuse to store what cannot be read back
+    if (i == 0) b.fingerprint = fingerprint_of(run);
+    std::string diff = fingerprint_difference(b.fingerprint, fingerprint_of(run));
+    if (!diff.empty())
+      throw InputError(files[i] + ": differs from " + files[0] + " (" + diff +
+                       "); save them as separate baselines");
+    std::string base = fs::path(files[i]).filename().string();
+    if (!names.insert(base).second) base = std::to_string(i) + "-" + base;
+    b.files.push_back(base);
+  }
+  const fs::path target = fs::path(dir) / name;
+  if (fs::exists(target))
+    throw InputError("baseline '" + name + "' exists in " + dir +
+                     "; choose another name or remove " + target.string());
+  std::error_code ec;
+  fs::create_directories(target, ec);
+  if (ec) throw InputError("cannot create " + target.string() + ": " + ec.message());
+  for (size_t i = 0; i < files.size(); ++i) {
+    fs::copy_file(files[i], target / b.files[i], ec);
+    if (ec)
+      throw InputError("cannot copy " + files[i] + " to " + target.string() + ": " + ec.message());
+  }
+  b.saved_utc = utc_now();
+  json doc{{"schema", "ccscope.baseline/1"},
+           {"name", name},
+           {"saved_utc", b.saved_utc},
+           {"files", b.files},
+           {"fingerprint", to_json(b.fingerprint)}};
+  std::ofstream(target / kSidecar) << doc.dump(2) << "\n";
+  for (auto& f : b.files) f = (target / f).string();
+  return b;
+}
+
+Baseline load_baseline(const std::string& dir, const std::string& name) {
+  check_name(name);
+  const fs::path target = fs::path(dir) / name;
+  const std::string sidecar = (target / kSidecar).string();
+  std::ifstream in(sidecar);
+  if (!in)
+    throw InputError("no baseline '" + name + "' in " + dir + " (" + sidecar +
+                     " missing); see ccscope baseline list");
+  try {
+    json doc = json::parse(in);
+    Baseline b;
+    b.name = name;
+    b.saved_utc = doc.value("saved_utc", "");
+    for (const auto& f : doc.at("files"))
+      b.files.push_back((target / f.get<std::string>()).string());
+    const json& f = doc.at("fingerprint");
+    b.fingerprint.gpu_model = f.value("gpu_model", "");
+    b.fingerprint.driver = f.value("driver", "");
+    b.fingerprint.nccl_version = f.value("nccl_version", "");
+    b.fingerprint.backend = f.value("backend", "");
+    b.fingerprint.ranks = f.value("ranks", 0);
+    b.fingerprint.nodes = f.value("nodes", 0);
+    b.fingerprint.ranks_per_node = f.value("ranks_per_node", 0);
+    return b;
+  } catch (const json::exception& e) {
+    throw InputError(sidecar + ": " + e.what() + "; restore it or save the baseline again");
+  }
+}
+
+std::vector<Baseline> list_baselines(const std::string& dir) {
+  std::vector<Baseline> out;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec))
+    if (fs::exists(entry.path() / kSidecar))
+      out.push_back(load_baseline(dir, entry.path().filename().string()));
+  std::sort(out.begin(), out.end(),
+            [](const Baseline& a, const Baseline& b) { return a.name < b.name; });
+  return out;
+}
+
+}  // namespace ccscope::reports
