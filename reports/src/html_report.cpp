@@ -267,6 +267,13 @@ void busbw_chart(std::string& o, const std::vector<LoadedRun>& runs,
 
 // Speed-up vs rank count (measured and ideal), with the efficiency table.
 void scaling_chart(std::string& o, const std::vector<std::string>& names, const Scaling& sc) {
+  if (sc.rows.empty()) {
+    o += fmt::format(
+        "<p class=\"note\">{}: not computed, the runs at different rank counts have "
+        "no message size in common.</p>\n",
+        esc(sc.collective));
+    return;
+  }
   const double r0 = sc.rows.front().ranks, r1 = sc.rows.back().ranks;
   double y_max = r1 / r0;
   for (const ScalingRow& row : sc.rows) y_max = std::max(y_max, row.speedup);

@@ -19,14 +19,16 @@ namespace {
 
 using namespace report_model;
 
-// CommonMark allows a backslash before any ASCII punctuation; line breaks would
-// end a table row, so they become spaces.
+// CommonMark allows a backslash before any ASCII punctuation: escaped are the
+// characters that could open HTML, a link or code, or split a table cell
+// (emphasis characters stay, so file names read well in a terminal); line
+// breaks would end a table row, so they become spaces.
 std::string md(std::string_view in) {
   std::string out;
   for (char c : in) {
     if (c == '\n' || c == '\r' || c == '\t') {
       out += ' ';
-    } else if (std::string_view("\\`*_[]<>|&~").find(c) != std::string_view::npos) {
+    } else if (std::string_view("\\`[]<>|&").find(c) != std::string_view::npos) {
       out += '\\';
       out += c;
     } else {

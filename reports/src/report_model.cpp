@@ -71,7 +71,8 @@ std::vector<Scaling> build_scaling(const std::vector<LoadedRun>& runs,
     std::map<int, const Series*> by_ranks;  // first run of each rank count
     for (const Series& s : panel.series) {
       const int ranks = run_ranks(runs[s.run]);
-      if (s.in_place == variant && ranks > 0 && !s.points.empty()) by_ranks.emplace(ranks, &s);
+      // busbw of one rank is 0 by nccl-tests' definition: no reference for a ratio.
+      if (s.in_place == variant && ranks > 1 && !s.points.empty()) by_ranks.emplace(ranks, &s);
     }
     if (by_ranks.size() < 2) continue;
     std::set<size_t> common;
@@ -82,8 +83,11 @@ std::vector<Scaling> build_scaling(const std::vector<LoadedRun>& runs,
         if (common.count(p.size_bytes)) here.insert(p.size_bytes);
       common = std::move(here);
     }
-    if (common.empty()) continue;
-    Scaling scaling{panel.collective, variant, *common.rbegin(), {}};
+    Scaling scaling{panel.collective, variant, common.empty() ? 0 : *common.rbegin(), {}};
+    if (common.empty()) {  // reported as such, with no rows
+      out.push_back(std::move(scaling));
+      continue;
+    }
     for (const auto& [ranks, s] : by_ranks) {
       const auto it = std::find_if(s->points.begin(), s->points.end(), [&](const Point& p) {
         return p.size_bytes == scaling.size_bytes;

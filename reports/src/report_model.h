@@ -43,12 +43,14 @@ struct Scaling {
   std::string collective;
   std::optional<bool> in_place;
   size_t size_bytes = 0;
-  std::vector<ScalingRow> rows;  // by increasing rank count; rows[0] is the reference
+  // By increasing rank count; rows[0] is the reference. Empty when the runs
+  // share no message size (size_bytes is then 0).
+  std::vector<ScalingRow> rows;
 };
 
 std::vector<Panel> build_panels(const std::vector<LoadedRun>& runs);
-// Collectives whose runs cover at least two rank counts (the first run of each
-// rank count is used).
+// Collectives whose runs cover at least two rank counts above 1 (the first run
+// of each rank count is used).
 std::vector<Scaling> build_scaling(const std::vector<LoadedRun>& runs,
                                    const std::vector<Panel>& panels);
 

@@ -20,7 +20,7 @@ dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 "$tests_bin" --write-sample "$dir/report.html"
 # --no-sandbox: CI runs as root; the page has no script and loads nothing.
-timeout 120 "$browser" --headless --no-sandbox --disable-gpu --hide-scrollbars \
+timeout 120 "$browser" --headless --no-sandbox --disable-gpu --disable-dev-shm-usage --hide-scrollbars \
   --user-data-dir="$dir/profile" --window-size=1200,2000 \
   --screenshot="$dir/shot.png" "file://$dir/report.html" >"$dir/chromium.log" 2>&1 || {
   echo "FAIL: chromium exited with status $?:"

@@ -325,6 +325,13 @@ TEST(HtmlReport, SpeedupChartWhenRankCountsDiffer) {
   std::snprintf(expected, sizeof expected, "%.2f%.0f%%", eff16 * 2, eff16 * 100);
   EXPECT_NE(row16.find(expected), std::string::npos) << row16 << " vs " << expected;
 
+  // Rank counts without a common size: said, not drawn.
+  LoadedRun other = synthetic_run("other.csv", 4, 1, 10, {"allreduce"}, 3);
+  for (auto& rec : other.records) rec.size_bytes *= 3;
+  const std::string disjoint = render_html_report({runs[0], other}, {});
+  EXPECT_EQ(parse_xml(disjoint)->all("svg", "scaling").size(), 0u);
+  EXPECT_NE(disjoint.find("no message size in common"), std::string::npos);
+
   // One rank count only: no scaling section.
   const std::string one = render_html_report({runs[1], runs[3]}, {});
   EXPECT_EQ(parse_xml(one)->all("svg", "scaling").size(), 0u);
