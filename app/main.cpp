@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "ccscope/bench/bench_command.h"
+#include "ccscope/reports/report_command.h"
 #include "ccscope/version.h"
 
 namespace {
@@ -15,7 +16,9 @@ void print_usage(std::FILE* out) {
       "usage: ccscope <verb> [options]      (launch with mpiexec/srun for several ranks)\n\n"
       "verbs:\n"
       "  bench   sweep message sizes for a collective over MPI or NCCL, check results,\n"
-      "          report algbw/busbw as nccl-tests does (ccscope bench --help)\n\n"
+      "          report algbw/busbw as nccl-tests does (ccscope bench --help)\n"
+      "  report  one self-contained HTML page (inline SVG charts) or a markdown summary\n"
+      "          from result files: ccscope CSV/JSON, nccl-tests text/JSON, OSU\n\n"
       "options: --help, --version\n",
       ccscope::kVersion);
 }
@@ -34,8 +37,9 @@ int main(int argc, char** argv) {
     print_usage(stdout);
     return words.size() < 2 ? 2 : 0;
   }
-  if (words[1] == "bench")
-    return ccscope::bench::bench_main({words.begin() + 2, words.end()}, words);
+  const std::vector<std::string> verb_args(words.begin() + 2, words.end());
+  if (words[1] == "bench") return ccscope::bench::bench_main(verb_args, words);
+  if (words[1] == "report") return ccscope::reports::report_main(verb_args);
   std::fprintf(stderr, "ccscope: error: unknown verb '%s': run ccscope --help for the list\n",
                words[1].c_str());
   return 2;
