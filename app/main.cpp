@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "ccscope/bench/bench_command.h"
+#include "ccscope/reports/compare_command.h"
 #include "ccscope/reports/report_command.h"
 #include "ccscope/version.h"
 
@@ -18,7 +19,10 @@ void print_usage(std::FILE* out) {
       "  bench   sweep message sizes for a collective over MPI or NCCL, check results,\n"
       "          report algbw/busbw as nccl-tests does (ccscope bench --help)\n"
       "  report  one self-contained HTML page (inline SVG charts) or a markdown summary\n"
-      "          from result files: ccscope CSV/JSON, nccl-tests text/JSON, OSU\n\n"
+      "          from result files: ccscope CSV/JSON, nccl-tests text/JSON, OSU\n"
+      "  compare BASELINE CURRENT: per-size busbw ratios and a regression verdict\n"
+      "          (exit 0 no regression, 1 regression, 125 cannot judge: git bisect run)\n"
+      "  baseline save NAME FILES... | list: keep fingerprinted baselines for compare\n\n"
       "options: --help, --version\n",
       ccscope::kVersion);
 }
@@ -40,6 +44,8 @@ int main(int argc, char** argv) {
   const std::vector<std::string> verb_args(words.begin() + 2, words.end());
   if (words[1] == "bench") return ccscope::bench::bench_main(verb_args, words);
   if (words[1] == "report") return ccscope::reports::report_main(verb_args);
+  if (words[1] == "compare") return ccscope::reports::compare_main(verb_args);
+  if (words[1] == "baseline") return ccscope::reports::baseline_main(verb_args);
   std::fprintf(stderr, "ccscope: error: unknown verb '%s': run ccscope --help for the list\n",
                words[1].c_str());
   return 2;
