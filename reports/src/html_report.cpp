@@ -10,6 +10,7 @@
 #include <cmath>
 #include <string_view>
 
+#include "ccscope/reports/comparison_stats.h"
 #include "report_model.h"
 
 namespace ccscope::reports {
@@ -358,6 +359,43 @@ void summary_table(std::string& o, const std::vector<LoadedRun>& runs,
   o += "</tbody>\n</table>\n";
 }
 
+// time = alpha + size x beta per (run, collective, variant), fitted by
+// comparison_stats' fit_alpha_beta on every record with a time (repeats included).
+void fitted_model_table(std::string& o, const std::vector<LoadedRun>& runs,
+                        const std::vector<std::string>& names, const std::vector<Panel>& panels) {
+  std::string rows;
+  for (const Panel& panel : panels)
+    for (const Series& s : panel.series) {
+      std::vector<double> sizes, times;
+      for (const LoadedRecord& r : runs[s.run].records)
+        if (r.collective == panel.collective && r.in_place == s.in_place && r.time_s &&
+            r.size_bytes > 0) {
+          sizes.push_back(static_cast<double>(r.size_bytes));
+          times.push_back(*r.time_s);
+        }
+      const auto fit = fit_alpha_beta(sizes, times);
+      if (!fit) continue;
+      rows += fmt::format(
+          "<tr><td><span class=\"swatch\" style=\"background:{}\"></span>{}</td><td>{}</td>"
+          "<td>{}</td><td>{:.2f}</td><td>{}</td><td>{:.1f}</td></tr>\n",
+          color(s.run), esc(names[s.run]), esc(panel.collective),
+          or_absent(in_place_name(s.in_place)), fit->alpha_s * 1e6,
+          fit->beta_s_per_B > 0 ? format_GBps(1e-9 / fit->beta_s_per_B) : "\xE2\x80\x94",
+          fit->max_abs_residual * 100);
+    }
+  if (rows.empty()) return;
+  o += "<h2>Fitted latency-bandwidth model</h2>\n<p class=\"note\">time = alpha + size x beta, "
+       "fitted per run and collective: beta by least squares over the bandwidth-bound sizes "
+       "(busbw at least half its peak), then alpha over the smaller sizes. 1/beta is the "
+       "asymptotic algorithm bandwidth (size / time); the residual is the largest relative "
+       "difference between a measured time and the model. <code>ccscope compare</code> uses the "
+       "same fit to say whether a regression is in alpha (latency) or beta (bandwidth).</p>\n";
+  o += "<table class=\"data fit\">\n<thead><tr><th>run</th><th>collective</th><th>variant</th>"
+       "<th>alpha (us)</th><th>1/beta (GB/s)</th><th>max residual (%)</th></tr></thead>\n<tbody>\n";
+  o += rows;
+  o += "</tbody>\n</table>\n";
+}
+
 void metadata_details(std::string& o, const LoadedRun& run, const std::string& name) {
   const RunMetadata& m = run.metadata;
   o += fmt::format("<details class=\"metadata\">\n<summary>{} ({} records)</summary>\n", esc(name),
@@ -451,6 +489,8 @@ std::string render_html_report(const std::vector<LoadedRun>& runs, const ReportO
          "rank count, the first one given is used.</p>\n";
     for (const Scaling& sc : scaling) scaling_chart(o, names, sc);
   }
+
+  fitted_model_table(o, runs, names, panels);
 
   // Diag findings: LoadedRecord carries none yet. When records (or a findings
   // file) carry PASS/WARN/FAIL findings, their table is rendered here, and only

@@ -465,3 +465,23 @@ int main(int argc, char** argv) {
   testing::InitGoogleTest(&argc, argv);
   return RUN_ALL_TESTS();
 }
+
+namespace ccscope::reports {
+namespace {
+
+TEST(HtmlReport, FittedModelRecoversAlphaAndBeta) {
+  // The synthetic runs take exactly 10 us + size / (180 GB/s) in run 1.
+  const std::string html = render_html_report(sample_runs(), {});
+  const auto root = parse_xml(html);
+  const auto fit = root->all("table", "fit");
+  ASSERT_EQ(fit.size(), 1u);
+  const auto rows = fit[0]->all("tbody")[0]->all("tr");
+  ASSERT_EQ(rows.size(), 4u * 3 * 2);  // run x collective x variant
+  const auto cells = rows[0]->all("td");
+  ASSERT_EQ(cells.size(), 6u);
+  EXPECT_EQ(cells[3]->all_text(), "10.00");
+  EXPECT_EQ(cells[4]->all_text().rfind("180", 0), 0u) << cells[4]->all_text();
+}
+
+}  // namespace
+}  // namespace ccscope::reports
