@@ -79,9 +79,25 @@ int bench_main(const std::vector<std::string>& args, const std::vector<std::stri
     for (const auto& note : options.notes)
       std::fprintf(stderr, "ccscope bench: note: %s\n", note.c_str());
 
+  // The watchdog starts first so that --timeout also bounds the backend's
+  // start-up (ncclCommInitRank blocks until every rank joins).
+  std::unique_ptr<HangWatchdog> watchdog;
+  try {
+    watchdog = std::make_unique<HangWatchdog>(
+        world, std::chrono::milliseconds(static_cast<long long>(options.timeout_seconds * 1000)));
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "ccscope bench: rank %d (%s): cannot start the watchdog: %s\n",
+                 world.rank(), world.hostname().c_str(), error.what());
+    world.abort(kExitFailed);
+  }
   std::unique_ptr<Communicator> comm;
   try {
+    watchdog->begin_phase("start-up of the " +
+                          (options.backend.empty() ? std::string("default") : options.backend) +
+                          " backend");
+    watchdog->operation_started();
     comm = make_communicator(options, world);
+    watchdog->end_phase();
   } catch (const UsageError& error) {
     // Every rank fails the same way; one line is enough.
     if (leader) std::fprintf(stderr, "ccscope bench: error: %s\n", error.what());
@@ -114,8 +130,6 @@ int bench_main(const std::vector<std::string>& args, const std::vector<std::stri
   }
 
   try {
-    HangWatchdog watchdog(
-        world, std::chrono::milliseconds(static_cast<long long>(options.timeout_seconds * 1000)));
     reports::RunMetadata metadata = collect_run_metadata(world, *comm, command_line);
     if (leader) reporters.begin(metadata);
     SweepOutcome outcome;
@@ -124,7 +138,7 @@ int bench_main(const std::vector<std::string>& args, const std::vector<std::stri
         BenchOptions one = options;
         one.collective = collective;
         const SweepOutcome part =
-            run_sweep(one, world, *comm, watchdog, leader ? &reporters : nullptr, repeat);
+            run_sweep(one, world, *comm, *watchdog, leader ? &reporters : nullptr, repeat);
         outcome.wrong_elements += part.wrong_elements;
         outcome.records += part.records;
       }
