@@ -30,26 +30,9 @@ const std::vector<DataType> kTypes = {DataType::kFloat32,  DataType::kFloat64, D
 const std::vector<ReduceOp> kOps = {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMin, ReduceOp::kMax,
                                     ReduceOp::kAvg};
 
-size_t bytes_per(DataType type) {
-  switch (type) {
-    case DataType::kFloat64:
-      return 8;
-    case DataType::kFloat32:
-    case DataType::kInt32:
-      return 4;
-    case DataType::kFloat16:
-    case DataType::kBFloat16:
-      return 2;
-    case DataType::kInt8:
-    case DataType::kUInt8:
-      return 1;
-  }
-  return 0;
-}
-
 // Writes an integer value (small enough to be exact in every type) as `type`.
 void put(std::vector<unsigned char>& buffer, DataType type, size_t index, int64_t value) {
-  unsigned char* p = buffer.data() + index * bytes_per(type);
+  unsigned char* p = buffer.data() + index * element_size(type);
   auto write = [p](auto v) { std::memcpy(p, &v, sizeof(v)); };
   switch (type) {
     case DataType::kFloat32:
@@ -73,7 +56,7 @@ void put(std::vector<unsigned char>& buffer, DataType type, size_t index, int64_
 // arithmetic (float for the 16-bit formats, truncation for integers).
 void put_average(std::vector<unsigned char>& buffer, DataType type, size_t index, int64_t sum,
                  int n) {
-  unsigned char* p = buffer.data() + index * bytes_per(type);
+  unsigned char* p = buffer.data() + index * element_size(type);
   auto write = [p](auto v) { std::memcpy(p, &v, sizeof(v)); };
   float f = static_cast<float>(sum) / static_cast<float>(n);
   switch (type) {
@@ -238,7 +221,7 @@ std::string describe(const Case& c, int rank, int n) {
 void run_case(PointToPoint& p2p, const Case& c, Findings& findings) {
   const int n = p2p.size();
   const int r = p2p.rank();
-  const size_t es = bytes_per(c.type);
+  const size_t es = element_size(c.type);
   const bool all_reduce = c.algorithm == Algorithm::kRingAllReduce ||
                           c.algorithm == Algorithm::kRecursiveDoublingAllReduce;
   const size_t un = static_cast<size_t>(n);
@@ -569,7 +552,7 @@ namespace {
 // are wrong) under `what`.
 void compare_output(const unsigned char* output, const std::vector<unsigned char>& expected,
                     DataType type, const std::string& what, Findings& findings) {
-  const size_t es = bytes_per(type);
+  const size_t es = element_size(type);
   const size_t count = expected.size() / es;
   size_t wrong = 0;
   for (size_t i = 0; i < count; ++i) {
@@ -607,7 +590,7 @@ TEST_P(ChainBroadcastTest, EveryRootTypeCountAndChunkSizeInAndOutOfPlace) {
   InProcessTransport::run(ranks, [&](PointToPoint& p2p) {
     const int r = p2p.rank();
     for (DataType type : kTypes) {
-      const size_t es = bytes_per(type);
+      const size_t es = element_size(type);
       // 0: the default chunk (one chunk here); 1 byte: one element per chunk;
       // 3 elements and 1000 bytes: uneven last chunks. Tiny chunks only for
       // small counts (thousands of in-process messages are slow).
@@ -678,7 +661,7 @@ TEST_P(PairwiseAllToAllTest, EveryTypeAndCountInAndOutOfPlace) {
     const int r = p2p.rank();
     const size_t ur = static_cast<size_t>(r);
     for (DataType type : kTypes) {
-      const size_t es = bytes_per(type);
+      const size_t es = element_size(type);
       for (size_t count : counts_for(ranks)) {
         for (bool in_place : {false, true}) {
           if (r == 0) ++cases;
