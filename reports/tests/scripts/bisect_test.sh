@@ -5,8 +5,11 @@
 # both ranks are pinned to one core (taskset -c 0), so the busy-polling ranks
 # share it and the collective really is slower. compare's exit code (0 good,
 # 1 bad, 125 skip) is the verdict git bisect uses; 6 repeats per run give
-# compare a Mann-Whitney test, and --threshold 50 ignores a busy machine's noise
-# (the pinned run is 10-100x slower). Exit 77 = skipped.
+# compare a Mann-Whitney test, and --threshold 90 (slower = busbw below 0.1 x
+# the baseline's) ignores a busy machine's noise: measured side by side here, the
+# pinned run's busbw is 0.004-0.05 x the baseline's, while an unpinned run on a
+# loaded 2-core CI machine fell to 0.17 x. CTest runs this test alone (RUN_SERIAL)
+# so that other tests do not load the cores. Exit 77 = skipped.
 set -euo pipefail
 ccscope=${1:?usage: bisect_test.sh PATH/TO/ccscope}
 ccscope=$(realpath "$ccscope")
@@ -37,7 +40,7 @@ $(declare -f bench)
 ccscope='$ccscope'
 if [ "\$(cat slowdown)" = 1 ]; then bench current.csv taskset -c 0 || exit 125
 else bench current.csv || exit 125; fi
-'$ccscope' compare '$work/baseline.csv' current.csv --threshold 50
+'$ccscope' compare '$work/baseline.csv' current.csv --threshold 90
 CHECK
 chmod +x check.sh
 
