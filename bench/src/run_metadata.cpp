@@ -70,6 +70,16 @@ reports::RunMetadata collect_run_metadata(const World& world, const Communicator
     metadata.nccl_version = nccl_version_string();
     metadata.cuda_version = cuda_runtime_version_string();
   }
+  // Every rank asks its own node's driver: a node with a different driver is a
+  // classic bring-up mistake, so differing versions are all kept.
+  const std::string driver =
+      comm.backend_name() == "nccl" ? gpu_driver_version_string() : std::string();
+  for (const std::string& version : world.all_gather(driver)) {
+    if (version.empty() ||
+        (";" + metadata.driver_version + ";").find(";" + version + ";") != std::string::npos)
+      continue;
+    metadata.driver_version += (metadata.driver_version.empty() ? "" : ";") + version;
+  }
   metadata.hosts = world.hostnames();
   metadata.gpu_names = world.all_gather(comm.device_name());
   metadata.ranks = world.size();

@@ -50,6 +50,7 @@ Fingerprint fingerprint_of(const LoadedRun& run) {
   Fingerprint f;
   std::set<std::string> gpus(m.gpu_names.begin(), m.gpu_names.end());
   for (const auto& g : gpus) f.gpu_model += (f.gpu_model.empty() ? "" : ";") + g;
+  f.driver = m.driver_version;
   f.nccl_version = m.nccl_version;
   f.backend = !m.backend.empty() ? m.backend : run.records.empty() ? "" : run.records[0].backend;
   f.ranks = m.ranks;

@@ -68,6 +68,7 @@ class ConsoleReporter : public Reporter {
     if (!m.mpi_library.empty()) line(fmt::format("# MPI library: {}", m.mpi_library));
     if (!m.nccl_version.empty()) line(fmt::format("# NCCL version: {}", m.nccl_version));
     if (!m.cuda_version.empty()) line(fmt::format("# CUDA version: {}", m.cuda_version));
+    if (!m.driver_version.empty()) line(fmt::format("# GPU driver: {}", m.driver_version));
     line("#");
   }
 

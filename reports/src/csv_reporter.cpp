@@ -53,6 +53,7 @@ const std::vector<std::string>& csv_columns() {
       "run_start_utc",
       "record_time_utc",
       "repeat",
+      "driver_version",
   };
   return columns;
 }
@@ -143,6 +144,7 @@ class CsvReporter : public Reporter {
         m.start_time_utc,
         r.record_time_utc,
         std::to_string(r.repeat),
+        m.driver_version,
     };
     write_row(fields);
   }

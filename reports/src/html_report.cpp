@@ -412,6 +412,7 @@ void metadata_details(std::string& o, const LoadedRun& run, const std::string& n
   row("MPI library", or_absent(m.mpi_library));
   row("NCCL version", or_absent(m.nccl_version));
   row("CUDA version", or_absent(m.cuda_version));
+  row("GPU driver", or_absent(m.driver_version));
   row("ranks / nodes / ranks per node",
       fmt::format("{} / {} / {}", or_absent(m.ranks), or_absent(m.nodes),
                   or_absent(m.ranks_per_node)));

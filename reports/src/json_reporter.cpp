@@ -30,6 +30,7 @@ json metadata_json(const RunMetadata& m) {
       {"mpi_library", m.mpi_library},
       {"nccl_version", m.nccl_version},
       {"cuda_version", m.cuda_version},
+      {"driver_version", m.driver_version},
       {"hosts", m.hosts},
       {"gpu_names", m.gpu_names},
       {"ranks", m.ranks},

@@ -191,7 +191,7 @@ std::string unfold(const std::string& field) {
   return out;
 }
 
-constexpr unsigned kCsvColumns = 37;
+constexpr unsigned kCsvColumns = 38;
 using CsvReader = io::CSVReader<kCsvColumns, io::trim_chars<>, io::double_quote_escape<',', '"'>>;
 
 template <size_t... I>
@@ -293,6 +293,7 @@ LoadedRun read_ccscope_csv(const std::string& path, const std::string& raw) {
         m.mpi_library = text("mpi_library");
         m.nccl_version = text("nccl_version");
         m.cuda_version = text("cuda_version");
+        m.driver_version = text("driver_version");
         m.hosts = split(text("hosts"), ';');
         m.gpu_names = split(text("gpu_names"), ';');
         m.ranks = r.ranks.value_or(0);
@@ -413,6 +414,7 @@ LoadedRun read_ccscope_json(const std::string& path, const json& doc) {
   m.mpi_library = jstring(*meta, "mpi_library", mw);
   m.nccl_version = jstring(*meta, "nccl_version", mw);
   m.cuda_version = jstring(*meta, "cuda_version", mw);
+  m.driver_version = jstring(*meta, "driver_version", mw);
   m.hosts = jstrings(*meta, "hosts", mw);
   m.gpu_names = jstrings(*meta, "gpu_names", mw);
   m.ranks = static_cast<int>(jinteger(*meta, "ranks", mw, 0).value_or(0));

@@ -170,5 +170,28 @@ TEST_F(Compare, BaselinesKeepAFingerprint) {
   EXPECT_EQ(compare({"--baseline", "nothere", "--dir", store, cur}).code, 2);
 }
 
+TEST_F(Compare, ADriverChangeIsAFingerprintChange) {
+  const std::string store = dir_.file("store");
+  RunMetadata old_driver = test_metadata();
+  old_driver.gpu_names = {"NVIDIA H200", "NVIDIA H200"};
+  old_driver.driver_version = "570.86.15";
+  ASSERT_EQ(
+      run_verb(baseline_main,
+               {"save", "h200", write("base.csv", sweep(2, 1, same), old_driver), "--dir", store})
+          .code,
+      0);
+  RunMetadata new_driver = old_driver;
+  new_driver.driver_version = "575.51.03";
+  Outcome refused = compare(
+      {"--baseline", "h200", "--dir", store, write("cur.csv", sweep(2, 1, same), new_driver)});
+  EXPECT_EQ(refused.code, 125) << refused.out;
+  EXPECT_NE(refused.out.find("driver '570.86.15' vs '575.51.03'"), std::string::npos)
+      << refused.out;
+  EXPECT_EQ(compare({"--baseline", "h200", "--dir", store,
+                     write("same.csv", sweep(2, 1, same), old_driver)})
+                .code,
+            0);
+}
+
 }  // namespace
 }  // namespace ccscope::reports

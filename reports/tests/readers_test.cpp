@@ -121,6 +121,7 @@ RunMetadata awkward_metadata() {
   m.environment = {{"CCSCOPE_NOTE", "two\nlines, a \"quote\"\r\nand \x1e byte"},
                    {"NCCL_DEBUG", "INFO"}};
   m.command_line = "ccscope bench allreduce --note \"a,b\"";
+  m.driver_version = "570.86.15;575.51.03";  // a mixed-driver cluster
   return m;
 }
 
@@ -141,6 +142,7 @@ TEST(CcscopeCsv, ReadsItsOwnOutputIncludingQuotedLineBreaks) {
   EXPECT_EQ(run.metadata.environment, awkward_metadata().environment);
   EXPECT_EQ(run.metadata.command_line, awkward_metadata().command_line);
   EXPECT_EQ(run.metadata.hosts.size(), 2u);
+  EXPECT_EQ(run.metadata.driver_version, "570.86.15;575.51.03");
   // Each row spans three physical lines (two line breaks in the environment).
   EXPECT_EQ(r.source, dir.file("run.csv") + ":" + std::to_string(2 + 10 * 3));
 }
@@ -153,6 +155,7 @@ TEST(CcscopeJson, ReadsItsOwnOutput) {
   ASSERT_EQ(run.records.size(), 9u);
   EXPECT_EQ(*run.records[0].ranks, 4);
   EXPECT_EQ(run.metadata.command_line, awkward_metadata().command_line);
+  EXPECT_EQ(run.metadata.driver_version, "570.86.15;575.51.03");
   EXPECT_EQ(run.records[3].source, dir.file("run.json") + ": records[3]");
 }
 

@@ -182,7 +182,8 @@ TEST(CsvReporter, HeaderIsTheDocumentedColumnList) {
                                              "command_line",
                                              "run_start_utc",
                                              "record_time_utc",
-                                             "repeat"};
+                                             "repeat",
+                                             "driver_version"};
   EXPECT_EQ(csv_columns(), expected);
 
   TempDir dir;
@@ -313,7 +314,8 @@ TEST(JsonReporter, ValidAfterEveryStepAndCompleteAtEnd) {
 
   const json& md = doc.at("metadata");
   for (const char* key : {"ccscope_version", "git_commit", "backend", "mpi_library", "nccl_version",
-                          "cuda_version", "hosts", "gpu_names", "ranks", "nodes", "ranks_per_node",
+                          "cuda_version", "driver_version", "hosts", "gpu_names", "ranks", "nodes",
+                          "ranks_per_node",
                           "environment", "command_line", "start_time_utc", "end_time_utc"})
     EXPECT_TRUE(md.contains(key)) << key;
   EXPECT_EQ(md.at("hosts"), json(m.hosts));

@@ -29,5 +29,8 @@ bool nccl_backend_compiled();
 // "2.28.9" or "" when NCCL is not compiled in; likewise the CUDA runtime version.
 std::string nccl_version_string();
 std::string cuda_runtime_version_string();
+// The NVIDIA driver version ("570.86.15") from NVML, loaded at run time with dlopen;
+// "" when there is no NVIDIA driver. Works in builds without CUDA.
+std::string gpu_driver_version_string();
 
 }  // namespace ccscope

@@ -11,7 +11,7 @@ namespace ccscope::reports {
 
 struct Fingerprint {
   std::string gpu_model;  // distinct device names, ";"-joined ("cpu" for MPI runs)
-  std::string driver;     // not recorded by ccscope yet: "" (unknown)
+  std::string driver;     // NVIDIA driver version; "" when unknown (MPI runs, other tools)
   std::string nccl_version;
   std::string backend;
   int ranks = 0, nodes = 0, ranks_per_node = 0;  // 0 = unknown

@@ -18,6 +18,9 @@ struct RunMetadata {
   std::string mpi_library;             // MPI_Get_library_version, first line
   std::string nccl_version;            // "" when not used / not built
   std::string cuda_version;            // "" when not used / not built
+  // NVIDIA driver version from NVML, for the NCCL backend; ranks that differ are
+  // listed ";"-separated (a mixed-driver cluster). "" when unknown.
+  std::string driver_version;
   std::vector<std::string> hosts;      // hostname of each rank, by rank
   std::vector<std::string> gpu_names;  // device of each rank ("cpu" for MPI)
   int ranks = 0;
