@@ -313,10 +313,10 @@ TEST(JsonReporter, ValidAfterEveryStepAndCompleteAtEnd) {
   EXPECT_TRUE(doc.at("records").empty());
 
   const json& md = doc.at("metadata");
-  for (const char* key : {"ccscope_version", "git_commit", "backend", "mpi_library", "nccl_version",
-                          "cuda_version", "driver_version", "hosts", "gpu_names", "ranks", "nodes",
-                          "ranks_per_node",
-                          "environment", "command_line", "start_time_utc", "end_time_utc"})
+  for (const char* key :
+       {"ccscope_version", "git_commit", "backend", "mpi_library", "nccl_version", "cuda_version",
+        "driver_version", "hosts", "gpu_names", "ranks", "nodes", "ranks_per_node", "environment",
+        "command_line", "start_time_utc", "end_time_utc"})
     EXPECT_TRUE(md.contains(key)) << key;
   EXPECT_EQ(md.at("hosts"), json(m.hosts));
   EXPECT_EQ(md.at("ranks"), 3);
@@ -590,6 +590,39 @@ TEST(ConsoleReporter, EmptyRun) {
   reporter->end(m);
   EXPECT_TRUE(data_lines(out.str()).empty());
   EXPECT_NE(out.str().find("# Avg bus bandwidth    : 0 \n"), std::string::npos) << out.str();
+}
+
+// A reporter that counts what it was fed and can be told to fail on add().
+class CountingReporter : public Reporter {
+ public:
+  CountingReporter(int* added, bool fail) : added_(added), fail_(fail) {}
+  void begin(const RunMetadata&) override {}
+  void add(const BenchRecord&) override {
+    if (fail_) throw std::runtime_error("disk full writing a.csv");
+    ++*added_;
+  }
+  void end(const RunMetadata&) override {}
+
+ private:
+  int* added_;
+  bool fail_;
+};
+
+TEST(ReporterList, AFailingReporterDoesNotStarveTheOthers) {
+  int first = 0, third = 0, unused = 0;
+  ReporterList list;
+  list.append(std::make_unique<CountingReporter>(&first, false));
+  list.append(std::make_unique<CountingReporter>(&unused, true));
+  list.append(std::make_unique<CountingReporter>(&third, false));
+  list.begin(sample_metadata());
+  try {
+    list.add(sample_record(1024, false, 1.0));
+    FAIL() << "the failing reporter's error was swallowed";
+  } catch (const std::runtime_error& error) {
+    EXPECT_STREQ(error.what(), "disk full writing a.csv");
+  }
+  EXPECT_EQ(first, 1);
+  EXPECT_EQ(third, 1);  // fed although the one before it threw
 }
 
 }  // namespace

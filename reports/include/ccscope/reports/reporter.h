@@ -29,21 +29,19 @@ std::unique_ptr<Reporter> make_csv_reporter(const std::string& path);
 // (temp file + rename) after every record so that it is always valid JSON.
 std::unique_ptr<Reporter> make_json_reporter(const std::string& path);
 
-// Forwards to several reporters.
+// Forwards to several reporters. Every reporter is fed even when another one
+// throws (a full disk under the CSV must not cost the JSON its record); the
+// errors are then rethrown together as one std::runtime_error.
 class ReporterList : public Reporter {
  public:
   void append(std::unique_ptr<Reporter> reporter) { reporters_.push_back(std::move(reporter)); }
-  void begin(const RunMetadata& m) override {
-    for (auto& r : reporters_) r->begin(m);
-  }
-  void add(const BenchRecord& rec) override {
-    for (auto& r : reporters_) r->add(rec);
-  }
-  void end(const RunMetadata& m) override {
-    for (auto& r : reporters_) r->end(m);
-  }
+  void begin(const RunMetadata& m) override;
+  void add(const BenchRecord& rec) override;
+  void end(const RunMetadata& m) override;
 
  private:
+  template <typename Call>
+  void for_each(const Call& call);
   std::vector<std::unique_ptr<Reporter>> reporters_;
 };
 
