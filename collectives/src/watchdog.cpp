@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -83,12 +84,17 @@ RankProgress ask_peer(int rank, const std::vector<std::string>& addresses, int p
                       std::chrono::milliseconds budget) {
   RankProgress progress;
   progress.rank = rank;
-  progress.answer = RankProgress::Answer::kGone;
-  bool any_timeout = false;
+  progress.answer = RankProgress::Answer::kUnreachable;
+  bool any_refused = false;  // a host answered that nothing listens: the process is gone
+  // Every address's failure is kept: "10.0.0.3: connect timed out; 10.1.0.3: ...".
+  auto failed = [&](const std::string& why) {
+    progress.detail += (progress.detail.empty() ? "" : "; ") + why;
+  };
+  if (addresses.empty()) progress.detail = "no address to reach it";
   for (const auto& address : addresses) {
     Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
     if (fd.get() < 0) {
-      progress.detail = errno_text("socket");
+      failed(errno_text("socket"));
       continue;
     }
     sockaddr_in peer{};
@@ -96,21 +102,20 @@ RankProgress ask_peer(int rank, const std::vector<std::string>& addresses, int p
     peer.sin_port = htons(static_cast<uint16_t>(port));
     if (inet_pton(AF_INET, address.c_str(), &peer.sin_addr) != 1) continue;
     const auto deadline = Clock::now() + budget;
+    int error = 0;
     if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&peer), sizeof peer) != 0 &&
         errno != EINPROGRESS) {
-      progress.detail = address + ": " + std::strerror(errno);
+      error = errno;
+    } else if (!wait_for(fd.get(), POLLOUT, deadline)) {
+      failed(address + ": connect timed out");
       continue;
+    } else {
+      socklen_t length = sizeof error;
+      getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &error, &length);
     }
-    if (!wait_for(fd.get(), POLLOUT, deadline)) {
-      any_timeout = true;
-      progress.detail = address + ": connect timed out";
-      continue;
-    }
-    int error = 0;
-    socklen_t length = sizeof error;
-    getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &error, &length);
     if (error != 0) {
-      progress.detail = address + ": " + std::strerror(error);
+      any_refused = any_refused || error == ECONNREFUSED;
+      failed(address + ": " + std::strerror(error));
       continue;
     }
     // Connected: the kernel accepted for the listener even if the process is
@@ -140,7 +145,7 @@ RankProgress ask_peer(int rank, const std::vector<std::string>& addresses, int p
                       std::to_string(budget.count() / 1000.0).substr(0, 3) + " s";
     return progress;
   }
-  if (any_timeout) progress.answer = RankProgress::Answer::kNoAnswer;
+  if (any_refused) progress.answer = RankProgress::Answer::kGone;
   return progress;
 }
 
@@ -162,7 +167,7 @@ std::string describe_stall(const std::vector<RankProgress>& ranks,
   for (const auto& r : ranks)
     if (r.answer == RankProgress::Answer::kAnswered && r.operation > furthest)
       furthest = r.operation;
-  std::vector<int> silent, gone, behind, waiting;
+  std::vector<int> silent, gone, unreachable, behind, waiting;
   std::ostringstream lines;
   for (const auto& r : ranks) {
     switch (r.answer) {
@@ -176,6 +181,13 @@ std::string describe_stall(const std::vector<RankProgress>& ranks,
         gone.push_back(r.rank);
         lines << "ccscope: rank " << r.rank << " (" << host(r.rank)
               << ") is gone: its process exited or was killed"
+              << (r.detail.empty() ? "" : " [" + r.detail + "]") << "\n";
+        break;
+      case RankProgress::Answer::kUnreachable:
+        unreachable.push_back(r.rank);
+        lines << "ccscope: rank " << r.rank << " (" << host(r.rank)
+              << ") cannot be reached: its node or network link is down, or a firewall drops "
+                 "the connection"
               << (r.detail.empty() ? "" : " [" + r.detail + "]") << "\n";
         break;
       case RankProgress::Answer::kAnswered:
@@ -192,7 +204,27 @@ std::string describe_stall(const std::vector<RankProgress>& ranks,
   }
   std::vector<int> culprits = silent;
   culprits.insert(culprits.end(), gone.begin(), gone.end());
+  culprits.insert(culprits.end(), unreachable.begin(), unreachable.end());
   culprits.insert(culprits.end(), behind.begin(), behind.end());
+  // A node none of whose ranks can be reached while others answer: name the node.
+  std::vector<std::string> cut_off_nodes;
+  for (int r : unreachable) {
+    const std::string node = host(r);
+    bool whole_node = true, others_answer = false;
+    for (const auto& other : ranks) {
+      if (host(other.rank) == node)
+        whole_node = whole_node && other.answer == RankProgress::Answer::kUnreachable;
+      else
+        others_answer = others_answer || other.answer == RankProgress::Answer::kAnswered;
+    }
+    if (whole_node && others_answer &&
+        std::find(cut_off_nodes.begin(), cut_off_nodes.end(), node) == cut_off_nodes.end())
+      cut_off_nodes.push_back(node);
+  }
+  for (const auto& node : cut_off_nodes)
+    lines << "ccscope: node " << node
+          << " is cut off: none of its ranks can be reached while the other nodes answer; check "
+             "its network link\n";
   std::ostringstream out;
   out << "ccscope: timeout: no progress for " << timeout_seconds << " s. ";
   if (!culprits.empty()) {
@@ -231,11 +263,16 @@ class HangWatchdog::Impl {
       throw BackendError("watchdog: " + errno_text("bind/listen"));
     std::string card = std::to_string(ntohs(any.sin_port));
     for (const auto& address : local_addresses()) card += " " + address;
-    for (const auto& peer_card : world.all_gather(card)) {
-      std::istringstream fields(peer_card);
+    const std::vector<std::string> cards = world.all_gather(card);
+    for (size_t r = 0; r < cards.size(); ++r) {
+      std::istringstream fields(cards[r]);
       Peer peer;
       fields >> peer.port;
-      for (std::string address; fields >> address;) peer.addresses.push_back(address);
+      // Loopback reaches a peer only on this node; elsewhere it would reach
+      // some other process here and hide the real reason (a link that is down).
+      const bool same_node = world.hostnames()[r] == world.hostname();
+      for (std::string address; fields >> address;)
+        if (same_node || address.rfind("127.", 0) != 0) peer.addresses.push_back(address);
       peers_.push_back(std::move(peer));
     }
     last_operation_ = operation_.load();

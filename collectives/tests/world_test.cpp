@@ -89,5 +89,22 @@ TEST(Watchdog, AllWaitingPointsAtTheNetwork) {
   EXPECT_NE(report.find("no rank is behind"), std::string::npos) << report;
 }
 
+TEST(Watchdog, NamesANodeThatIsCutOff) {
+  auto cut_off = [](int rank) {
+    RankProgress p;
+    p.rank = rank;
+    p.answer = RankProgress::Answer::kUnreachable;
+    p.detail = "10.0.0.3: No route to host";
+    return p;
+  };
+  const std::string report = describe_stall(
+      {answered(0, 9, "x"), answered(1, 9, "x"), cut_off(2), cut_off(3)}, {"a", "a", "b", "b"}, 5);
+  EXPECT_NE(report.find("did not finish: 2,3."), std::string::npos) << report;
+  EXPECT_NE(report.find("rank 2 (b) cannot be reached"), std::string::npos) << report;
+  EXPECT_NE(report.find("No route to host"), std::string::npos) << report;
+  EXPECT_NE(report.find("node b is cut off"), std::string::npos) << report;
+  EXPECT_EQ(report.find("node a is cut off"), std::string::npos) << report;
+}
+
 }  // namespace
 }  // namespace ccscope

@@ -19,7 +19,10 @@ inline constexpr int kTimeoutExitCode = 3;
 
 // What one rank says about itself when asked (also used for the report).
 struct RankProgress {
-  enum class Answer { kAnswered, kNoAnswer, kGone };
+  // kNoAnswer: connected, but the process did not reply (stopped, hung);
+  // kGone: its host refused (nothing listens: the process died);
+  // kUnreachable: no route or no reply from its host at all (link or node down).
+  enum class Answer { kAnswered, kNoAnswer, kGone, kUnreachable };
   int rank = 0;
   Answer answer = Answer::kNoAnswer;
   bool busy = false;                 // inside a watched phase
