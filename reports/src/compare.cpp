@@ -33,6 +33,9 @@ std::map<std::string, Series> group(const std::vector<LoadedRun>& runs) {
   for (const auto& run : runs)
     for (const auto& r : run.records) {
       if (!r.time_s || *r.time_s <= 0) continue;  // N/A in nccl-tests output
+      // Nothing moved: no bandwidth to compare, and nccl-tests' rounding makes
+      // several requested sizes (8 B, 32 B reduce-scatter) into one 0 B row each.
+      if (r.size_bytes == 0) continue;
       std::string place = !r.in_place ? "" : *r.in_place ? "in-place" : "out-of-place";
       std::string shape =
           fmt::format("{} {} {} {} {}", r.collective, r.backend, r.dtype.empty() ? "?" : r.dtype,

@@ -75,6 +75,27 @@ TEST_F(Compare, OnlySmallSizesSlowerIsALatencyChange) {
   EXPECT_EQ(small.out.find("bandwidth (beta"), std::string::npos) << small.out;
 }
 
+TEST_F(Compare, ZeroByteRowsAreNotCompared) {
+  // nccl-tests rounds small reduce-scatter sizes down to 0 B; such rows move no
+  // data, so a much slower 0 B row must neither appear nor change the verdict.
+  auto with_zero_rows = [](double zero_time) {
+    auto records = sweep(2, 1, same);
+    for (int i = 0; i < 2; ++i) {
+      BenchRecord zero = records.front();
+      zero.size_bytes = zero.count = 0;
+      zero.time_s = zero_time;
+      zero.algbw_GBps = zero.busbw_GBps = 0;
+      records.insert(records.begin(), zero);
+    }
+    return records;
+  };
+  Outcome o = compare({write("base.csv", with_zero_rows(1e-6)),
+                       write("cur.csv", with_zero_rows(50e-6)), "--sizes", "0:64M"});
+  EXPECT_EQ(o.code, 0) << o.out;
+  EXPECT_EQ(o.out.find(" 0 B    "), std::string::npos) << o.out;  // no table row
+  EXPECT_NE(o.out.find("1 KiB"), std::string::npos) << o.out;
+}
+
 TEST_F(Compare, MissingSizesCannotBeJudged) {
   auto base = write("base.csv", sweep(2, 1, same));
   auto records = sweep(2, 1, same);
