@@ -31,9 +31,25 @@ bool launcher_says_rank_zero() {
   return true;
 }
 
+// The default backend: NCCL when every rank has a GPU of its own (or
+// --isolate-ranks lets ranks share one), else MPI. All ranks must agree, so
+// one node with too few GPUs sends the whole job to MPI, and the leader says why.
+std::string default_backend(const BenchOptions& options, const World& world) {
+  const int gpus = visible_gpu_count();
+  const bool fits = gpus > 0 && (options.isolate_ranks || world.local_size() <= gpus);
+  const bool all_fit = world.all_reduce_sum(static_cast<int64_t>(fits ? 0 : 1)) == 0;
+  if (all_fit) return "nccl";
+  const bool any_gpu = world.all_reduce_sum(static_cast<int64_t>(gpus > 0 ? 1 : 0)) > 0;
+  if (any_gpu && world.rank() == 0)
+    std::fprintf(stderr,
+                 "ccscope bench: note: a node runs more ranks than it has GPUs, so the default "
+                 "backend is mpi; --backend nccl --isolate-ranks lets ranks share a GPU\n");
+  return "mpi";
+}
+
 std::unique_ptr<Communicator> make_communicator(const BenchOptions& options, const World& world) {
   std::string backend = options.backend;
-  if (backend.empty()) backend = nccl_backend_usable() ? "nccl" : "mpi";
+  if (backend.empty()) backend = default_backend(options, world);
   if (backend == "nccl") return make_nccl_communicator(world, NcclOptions{options.isolate_ranks});
   if (backend == "ring") return make_ring_communicator(world);
   return make_mpi_communicator(world);

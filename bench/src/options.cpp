@@ -51,7 +51,8 @@ void build_app(CLI::App& app, RawArguments& raw) {
   app.add_option(
       "--backend", raw.backend,
       "mpi, nccl, or ring (ccscope's reference ring algorithms over MPI point-to-point); "
-      "default: nccl when a GPU and NCCL are present, else mpi");
+      "default: nccl when NCCL is built in and every rank has a GPU of its own (or "
+      "--isolate-ranks), else mpi");
   app.add_flag("--isolate-ranks", raw.isolate_ranks,
                "give every rank its own NCCL_HOSTID: ranks of one node talk through NCCL's network "
                "transport");

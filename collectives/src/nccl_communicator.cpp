@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -225,12 +226,21 @@ class DeviceBuffer : public Buffer {
   int device_ = 0;
 };
 
+// Checks NCCL's asynchronous error state; throws on an error. Shared with the
+// clocks a communicator makes and emptied when the communicator goes.
+using AsyncErrorCheck = std::shared_ptr<std::function<void()>>;
+
 // Timestamps as CUDA events recorded on the communicator's stream. Holds the
 // stream (shared) so a clock that outlives its communicator stays valid.
 class EventClock : public StampClock {
  public:
-  EventClock(size_t stamps, std::shared_ptr<Stream> stream, int device, int rank)
-      : stream_(std::move(stream)), device_(device), rank_(rank), recorded_(stamps, false) {
+  EventClock(size_t stamps, std::shared_ptr<Stream> stream, int device, int rank,
+             AsyncErrorCheck async_error_check)
+      : stream_(std::move(stream)),
+        device_(device),
+        rank_(rank),
+        async_error_check_(std::move(async_error_check)),
+        recorded_(stamps, false) {
     events_.reserve(stamps);
     for (size_t i = 0; i < stamps; ++i) events_.emplace_back(cudaEventDefault, rank);
   }
@@ -265,7 +275,12 @@ class EventClock : public StampClock {
     if (!recorded_[index]) return false;
     (void)cudaSetDevice(device_);
     const cudaError_t status = cudaEventQuery(events_[index].get());
-    if (status == cudaErrorNotReady) return false;
+    if (status == cudaErrorNotReady) {
+      // A failed NCCL operation never completes its event: report NCCL's error
+      // now instead of letting the caller wait for its timeout.
+      if (async_error_check_ && *async_error_check_) (*async_error_check_)();
+      return false;
+    }
     check_cuda(status, "cudaEventQuery", rank_);
     return true;
   }
@@ -281,6 +296,7 @@ class EventClock : public StampClock {
   std::shared_ptr<Stream> stream_;
   int device_ = 0;
   int rank_ = 0;
+  AsyncErrorCheck async_error_check_;
   std::vector<Event> events_;
   std::vector<bool> recorded_;
 };
@@ -399,6 +415,7 @@ class NcclCommunicator : public Communicator {
   }
 
   ~NcclCommunicator() override {
+    *async_error_check_ = nullptr;  // clocks that outlive this no longer call into it
     if (comm_ == nullptr) return;
     (void)cudaSetDevice(device_);
     if (drained_cleanly()) {
@@ -571,7 +588,7 @@ class NcclCommunicator : public Communicator {
 
   std::unique_ptr<StampClock> make_clock(size_t stamps) override {
     activate();
-    return std::make_unique<EventClock>(stamps, stream_, device_, rank_);
+    return std::make_unique<EventClock>(stamps, stream_, device_, rank_, async_error_check_);
   }
 
  private:
@@ -717,6 +734,8 @@ class NcclCommunicator : public Communicator {
   // The destructor body finalizes or aborts comm_ before these members go.
   // Clocks share the stream, so it lives as long as the last of them.
   std::shared_ptr<Stream> stream_;
+  AsyncErrorCheck async_error_check_ =
+      std::make_shared<std::function<void()>>([this] { check_async_error("the timed loop"); });
   std::vector<std::unique_ptr<Staging>> staging_;
   ncclComm_t comm_ = nullptr;
 };
@@ -730,14 +749,16 @@ std::unique_ptr<Communicator> make_nccl_communicator(const World& world,
 
 bool nccl_backend_compiled() { return true; }
 
-bool nccl_backend_usable() {
+int visible_gpu_count() {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess) {
     (void)cudaGetLastError();
-    return false;
+    return 0;
   }
-  return count > 0;
+  return count;
 }
+
+bool nccl_backend_usable() { return visible_gpu_count() > 0; }
 
 std::string nccl_version_string() {
   int code = 0;

@@ -13,7 +13,7 @@ for coll in allreduce allgather; do
   dir="$WORK/$coll"
   mkdir -p "$dir"
   status=0
-  "$MPIEXEC" -n 2 "$CCSCOPE" bench "$coll" -b 1000 -e 1000 -n 2 -w 1 --timeout 60 --no-progress \
+  "$MPIEXEC" -n 2 "$CCSCOPE" bench "$coll" --backend mpi -b 1000 -e 1000 -n 2 -w 1 --timeout 60 --no-progress \
     --test-corrupt-rank 1 --csv "$dir/out.csv" >"$dir/stdout" 2>"$dir/stderr" </dev/null || status=$?
   assert_eq 1 "$status" "$coll --test-corrupt-rank 1: exit status"
 

@@ -13,7 +13,7 @@ JOB=
 on_exit 'kill_leftovers "$MARKER" "$JOB"'
 
 # setsid: the job gets its own process group, so cleanup can reach all of it.
-setsid "$MPIEXEC" -n 2 "$CCSCOPE" bench allreduce -b 1M -e 1M -n 1000000 -w 1 --timeout 10 \
+setsid "$MPIEXEC" -n 2 "$CCSCOPE" bench allreduce --backend mpi -b 1M -e 1M -n 1000000 -w 1 --timeout 10 \
   --no-progress --csv "$MARKER" >"$WORK/stdout" 2>"$WORK/stderr" </dev/null &
 JOB=$!
 wait_for_rank_pids "$JOB" 2 30

@@ -180,12 +180,13 @@ is_descendant() {
 }
 
 # find_rank_pid ROOT_PID RANK : the pid of the ccscope process descended from
-# ROOT_PID (our mpiexec) whose environment has PMI_RANK=RANK.
+# ROOT_PID (our mpiexec) whose environment gives it rank RANK (MPICH's PMI_RANK,
+# Open MPI's OMPI_COMM_WORLD_RANK).
 find_rank_pid() {
   local root=$1 rank=$2 pid
   for pid in $(pgrep -x ccscope 2>/dev/null); do
     is_descendant "$pid" "$root" || continue
-    if tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "PMI_RANK=$rank"; then
+    if tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qxE "(PMI_RANK|OMPI_COMM_WORLD_RANK)=$rank"; then
       echo "$pid"
       return 0
     fi

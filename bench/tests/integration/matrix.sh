@@ -6,7 +6,7 @@
 # and a single 1000 B size. Every run must exit 0 and its CSV must hold the
 # expected rows, all checked, none wrong, for the right number of ranks.
 #
-# usage: matrix.sh CCSCOPE MPIEXEC NRANKS COLLECTIVE
+# usage: [BACKEND=mpi|ring] matrix.sh CCSCOPE MPIEXEC NRANKS COLLECTIVE   (default backend: mpi)
 source "$(dirname "$0")/lib.sh"
 init_args "$@"
 NRANKS=${3:?number of ranks}
@@ -51,7 +51,7 @@ check_run() {  # type op root sweep_args expected_sizes
   local dir="$WORK/run$RUNS"
   mkdir -p "$dir"
   RUNS=$((RUNS + 1))
-  local args=(bench "$COLL" $sweep -n 2 -w 1 -d "$type" --no-progress --timeout 60 --csv "$dir/out.csv")
+  local args=(bench "$COLL" --backend "${BACKEND:-mpi}" $sweep -n 2 -w 1 -d "$type" --no-progress --timeout 60 --csv "$dir/out.csv")
   [ "$op" != - ] && args+=(-o "$op")
   [ "$root" != - ] && args+=(-r "$root")
 
@@ -68,7 +68,7 @@ check_run() {  # type op root sweep_args expected_sizes
   fi
 
   local rows
-  if ! rows=$(csv_select "$dir/out.csv" collective dtype op root in_place size_bytes ranks checked wrong); then
+  if ! rows=$(csv_select "$dir/out.csv" collective dtype op root in_place size_bytes ranks checked wrong backend); then
     fail "$tag: unreadable CSV"
     show_file csv "$dir/out.csv"
     return
@@ -82,7 +82,7 @@ check_run() {  # type op root sweep_args expected_sizes
   [ "$root" != - ] && expected_root=$root
   local bad
   bad=$(printf '%s\n' "$rows" | awk -F'\t' -v coll="$COLL" -v type="$type" -v op="$expected_op" \
-      -v root="$expected_root" -v n="$NRANKS" -v places="$PLACES" '
+      -v root="$expected_root" -v n="$NRANKS" -v places="$PLACES" -v backend="${BACKEND:-mpi}" '
     NF == 0 { next }
     {
       why = ""
@@ -95,6 +95,7 @@ check_run() {  # type op root sweep_args expected_sizes
       if ($7 != n) why = why " ranks=" $7 " (expected " n ")"
       if ($8 != "1") why = why " checked=" $8
       if ($9 != "0") why = why " wrong=" $9
+      if ($10 != backend) why = why " backend=" $10 " (expected " backend ")"
       if ($6 !~ /^[0-9]+$/) why = why " size_bytes=" $6
       seen[$6 "/" $5]++
       if (seen[$6 "/" $5] > 1) why = why " duplicate row for size " $6 " in_place=" $5

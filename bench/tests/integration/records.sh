@@ -44,7 +44,7 @@ PY
 dir="$WORK/complete"
 mkdir -p "$dir"
 status=0
-"$MPIEXEC" -n 2 "$CCSCOPE" bench allreduce -b 8 -e 64 -f 2 -n 1 -w 0 --timeout 60 --no-progress \
+"$MPIEXEC" -n 2 "$CCSCOPE" bench allreduce --backend mpi -b 8 -e 64 -f 2 -n 1 -w 0 --timeout 60 --no-progress \
   --csv "$dir/out.csv" --json "$dir/out.json" >"$dir/stdout" 2>"$dir/stderr" </dev/null || status=$?
 assert_eq 0 "$status" "complete run: exit status"
 header=$(head -n 1 "$dir/out.csv" 2>/dev/null | tr -d '\r')
@@ -76,7 +76,7 @@ dir="$WORK/killed"
 mkdir -p "$dir"
 # -b 8 -e 64M -f 2: 24 sizes x 2 = 48 rows; the large ones take long at -n 200.
 TOTAL_ROWS=48
-setsid "$MPIEXEC" -n 2 "$CCSCOPE" bench allreduce -b 8 -e 64M -f 2 -n 200 -w 1 --timeout 60 --no-progress \
+setsid "$MPIEXEC" -n 2 "$CCSCOPE" bench allreduce --backend mpi -b 8 -e 64M -f 2 -n 200 -w 1 --timeout 60 --no-progress \
   --csv "$dir/out.csv" --json "$dir/out.json" >"$dir/stdout" 2>"$dir/stderr" </dev/null &
 JOB=$!
 deadline=$(($(date +%s) + 60))

@@ -14,7 +14,7 @@ VICTIM=
 # Never leave a stopped process behind, also when an assertion fails.
 on_exit '[ -n "$VICTIM" ] && { kill -CONT "$VICTIM"; kill -KILL "$VICTIM"; } 2>/dev/null; kill_leftovers "$MARKER" "$JOB"'
 
-setsid "$MPIEXEC" -n 2 "$CCSCOPE" bench allreduce -b 1M -e 1M -n 1000000 -w 1 --timeout 5 \
+setsid "$MPIEXEC" -n 2 "$CCSCOPE" bench allreduce --backend mpi -b 1M -e 1M -n 1000000 -w 1 --timeout 5 \
   --no-progress --csv "$MARKER" >"$WORK/stdout" 2>"$WORK/stderr" </dev/null &
 JOB=$!
 wait_for_rank_pids "$JOB" 2 30

@@ -25,6 +25,8 @@ std::unique_ptr<Communicator> make_nccl_communicator(const World& world,
 
 // True when the NCCL backend was compiled in and this process sees a GPU.
 bool nccl_backend_usable();
+// CUDA devices this process sees; 0 without a GPU or without NCCL compiled in.
+int visible_gpu_count();
 bool nccl_backend_compiled();
 // "2.28.9" or "" when NCCL is not compiled in; likewise the CUDA runtime version.
 std::string nccl_version_string();
