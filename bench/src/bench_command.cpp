@@ -161,7 +161,12 @@ int bench_main(const std::vector<std::string>& args, const std::vector<std::stri
     }
     metadata.end_time_utc = utc_now_iso8601();
     if (leader) reporters.end(metadata);
-    comm.reset();  // backend teardown before MPI_Finalize
+    // Backend teardown before MPI_Finalize, watched: NCCL's finalize waits for
+    // every peer, and a peer that aborted must not leave this rank hanging.
+    watchdog->begin_phase("teardown of the " + comm->backend_name() + " backend");
+    watchdog->operation_started();
+    comm.reset();
+    watchdog->end_phase();
     return outcome.wrong_elements > 0 ? kExitFailed : kExitOk;
   } catch (const TimeoutError& error) {
     std::fprintf(stderr, "ccscope bench: rank %d (%s): %s\n", world.rank(),
