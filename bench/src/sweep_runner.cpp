@@ -8,6 +8,7 @@
 #include <cstring>
 #include <ctime>
 #include <functional>
+#include <numeric>
 #include <thread>
 #include <vector>
 
@@ -22,6 +23,8 @@ namespace {
 // Host staging for device buffers: bounded so the check never holds a second
 // full-size copy of a message.
 constexpr size_t kStagingBytes = size_t{16} << 20;
+// Timing stamps per clock: the NCCL clock holds one CUDA event per stamp.
+constexpr size_t kStampsPerClock = 4096;
 
 // Reads or writes a region of a communicator buffer through host memory, in
 // chunks (direct for host buffers).
@@ -228,38 +231,46 @@ SweepOutcome run_sweep(const BenchOptions& options, const World& world, Communic
       // Runs `iterations` back to back with a stamp after each, then waits for
       // them; each completed stamp counts as progress for the watchdog, so a
       // long queue of asynchronous (NCCL) operations is not taken for a hang.
-      const auto run_stamped = [&](size_t iterations) {
-        auto clock = comm.make_clock(iterations + 1);
-        clock->stamp(0);
-        for (size_t i = 0; i < iterations; ++i) {
-          run_once();
-          clock->stamp(i + 1);
-        }
-        for (size_t done = 1; done <= iterations;) {
-          if (clock->completed(done)) {
-            ++done;
-            watchdog.operation_started();
-          } else {
-            std::this_thread::sleep_for(std::chrono::microseconds(20));
+      // Stamps (CUDA events) are taken in chunks of kStampsPerClock so that a
+      // huge -n does not allocate an event per iteration up front. Each
+      // iteration's seconds go to `seconds` when it is given.
+      const auto run_stamped = [&](size_t iterations, std::vector<double>* seconds) {
+        for (size_t begin = 0; begin < iterations; begin += kStampsPerClock) {
+          const size_t count = std::min(kStampsPerClock, iterations - begin);
+          auto clock = comm.make_clock(count + 1);
+          clock->stamp(0);
+          for (size_t i = 0; i < count; ++i) {
+            run_once();
+            clock->stamp(i + 1);
           }
+          for (size_t done = 1; done <= count;) {
+            if (clock->completed(done)) {
+              ++done;
+              watchdog.operation_started();
+            } else {
+              std::this_thread::sleep_for(std::chrono::microseconds(20));
+            }
+          }
+          comm.wait(wait_bound);
+          if (seconds != nullptr)
+            for (size_t i = 0; i < count; ++i)
+              (*seconds)[begin + i] = clock->seconds_between(i, i + 1);
         }
-        comm.wait(wait_bound);
-        return clock;
       };
 
       prepare();
       watchdog.begin_phase(what + ", warm-up");
-      run_stamped(static_cast<size_t>(options.warmup_iterations));
+      run_stamped(static_cast<size_t>(options.warmup_iterations), nullptr);
       world.barrier();
 
       watchdog.begin_phase(what + ", timed");
       const size_t iterations = static_cast<size_t>(options.iterations);
-      auto clock = run_stamped(iterations);
       std::vector<double> iteration_seconds(iterations);
-      for (size_t i = 0; i < iterations; ++i)
-        iteration_seconds[i] = clock->seconds_between(i, i + 1);
+      run_stamped(iterations, &iteration_seconds);
+      // Within a chunk the intervals tile the whole span, so this is the span's mean.
       const double rank_mean =
-          clock->seconds_between(0, iterations) / static_cast<double>(iterations);
+          std::accumulate(iteration_seconds.begin(), iteration_seconds.end(), 0.0) /
+          static_cast<double>(iterations);
 
       CheckResult check;
       if (options.check) {

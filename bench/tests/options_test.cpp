@@ -98,6 +98,7 @@ TEST(Options, EveryBadInputIsOneClearLine) {
       {{"gossip"}, "unknown collective 'gossip'"},
       {{}, "missing collective"},
       {{"allreduce", "-n", "0"}, "-n/--iters"},
+      {{"allreduce", "-n", "10000001"}, "between 1 and 1e7"},
       {{"allreduce", "-w", "-1"}, "-w/--warmup_iters"},
       {{"allreduce", "-c", "2"}, "-c/--check"},
       {{"allreduce", "-a", "4"}, "-a/--average"},
