@@ -29,6 +29,35 @@ require_ccscope() {
 
 vc() { "$VCLUSTER" --name "$VC_NAME" "$@"; }
 
+job_procs() { # processes of any job of this cluster still alive, anywhere
+  grep -lsaz "^VCLUSTER_JOB=$VC_NAME\." /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3 || true
+}
+
+# run_with_fault NAME FAULT...: an endless all-reduce with --timeout 10 through the
+# cluster, FAULT injected after 3 s; the job must end non-zero by itself within
+# 30 s and leave no process behind. Sets rc and elapsed; stderr in $WORK/NAME.err.
+run_with_fault() {
+  local name=$1
+  shift
+  vc run --timeout 60 -- "$CCSCOPE" bench allreduce --backend mpi -b 1M -e 1M -n 1000000 -w 1 \
+    --timeout 10 >"$WORK/$name.out" 2>"$WORK/$name.err" &
+  local run_pid=$!
+  sleep 3
+  vc fault --wait 20 "$@"
+  local t0=$SECONDS
+  rc=0
+  wait "$run_pid" || rc=$?
+  elapsed=$((SECONDS - t0))
+  note "$name: bench exited $rc after ${elapsed}s; stderr:"
+  sed 's/^/  | /' "$WORK/$name.err" | head -12
+  [[ $rc != 0 ]] || fail "$name: ccscope bench exited 0"
+  [[ $rc != 124 ]] || fail "$name: the job did not end by itself (vcluster run --timeout fired)"
+  ((elapsed <= 30)) || fail "$name: took ${elapsed}s to exit (want <= 30 s)"
+  local left
+  left=$(job_procs)
+  [[ -z $left ]] || fail "$name: processes of the job still alive: $left"
+}
+
 EXTRA_NAMES=()   # further clusters a test made, also removed on exit
 cleanup() {
   local rc=$? n

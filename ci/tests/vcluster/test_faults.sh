@@ -8,33 +8,6 @@ source "$(dirname "$0")/lib.sh"
 require_vcluster
 require_ccscope
 
-job_procs() { # processes of any job of this cluster still alive, anywhere
-  grep -lsaz "^VCLUSTER_JOB=$VC_NAME\." /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3 || true
-}
-
-# run_with_fault NAME FAULT...: bench forever, inject FAULT after 3 s; sets rc, elapsed
-run_with_fault() {
-  local name=$1
-  shift
-  vc run --timeout 60 -- "$CCSCOPE" bench allreduce --backend mpi -b 1M -e 1M -n 1000000 -w 1 \
-    --timeout 10 >"$WORK/$name.out" 2>"$WORK/$name.err" &
-  local run_pid=$!
-  sleep 3
-  vc fault --wait 20 "$@"
-  local t0=$SECONDS
-  rc=0
-  wait "$run_pid" || rc=$?
-  elapsed=$((SECONDS - t0))
-  note "$name: bench exited $rc after ${elapsed}s; stderr:"
-  sed 's/^/  | /' "$WORK/$name.err" | head -12
-  [[ $rc != 0 ]] || fail "$name: ccscope bench exited 0"
-  [[ $rc != 124 ]] || fail "$name: the job did not end by itself (vcluster run --timeout fired)"
-  ((elapsed <= 30)) || fail "$name: took ${elapsed}s to exit (want <= 30 s)"
-  local left
-  left=$(job_procs)
-  [[ -z $left ]] || fail "$name: processes of the job still alive: $left"
-}
-
 vc up --nodes 3 --ranks-per-node 1 --rate 1gbit
 run_with_fault link_down link-down node2
 grep -q "rank 2 (node2) cannot be reached" "$WORK/link_down.err" ||
