@@ -1,5 +1,9 @@
 # Required dependencies come from Debian packages (see ci/install-deps).
 find_package(MPI REQUIRED COMPONENTS C)
+# ccscope uses MPI's C API from C++. Without these, Open MPI's and MPICH's mpi.h
+# pull in their deprecated C++ bindings, which MPI::MPI_C does not link
+# (undefined MPI::Comm::Comm() with Open MPI 4.1).
+target_compile_definitions(MPI::MPI_C INTERFACE OMPI_SKIP_MPICXX=1 MPICH_SKIP_MPICXX=1)
 find_package(fmt REQUIRED)
 find_package(nlohmann_json 3 REQUIRED)
 find_package(CLI11 CONFIG QUIET)

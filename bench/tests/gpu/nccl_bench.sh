@@ -12,7 +12,7 @@ fi
 probe=$("$ccscope" bench allreduce --backend nccl -b 8 -e 8 -n 1 -w 0 --no-progress 2>&1 || true)
 if grep -q "built without NCCL" <<<"$probe"; then echo "SKIPPED: $probe"; exit 77; fi
 launcher=("$mpiexec" -n "$ranks")
-if "$mpiexec" --version 2>/dev/null | grep -q "Open MPI"; then
+if "$mpiexec" --version 2>&1 | grep -qE "Open MPI|OpenRTE"; then  # 4.1 prints "(OpenRTE)"
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
   launcher=("$mpiexec" --bind-to none --oversubscribe -n "$ranks")
 fi

@@ -57,6 +57,13 @@ init_args() {
   MPIEXEC=$2
   [ -x "$CCSCOPE" ] || die "ccscope binary '$CCSCOPE' is not executable"
   [ -x "$MPIEXEC" ] || command -v "$MPIEXEC" >/dev/null 2>&1 || die "mpiexec '$MPIEXEC' not found"
+  if "$MPIEXEC" --version 2>&1 | grep -qE "Open MPI|OpenRTE"; then
+    # Open MPI's mpiexec: allow root (CI runs as root), more ranks than cores,
+    # and no banner of its own when a rank exits non-zero, so that stderr holds
+    # only what ccscope printed (as with MPICH).
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+    export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_orte_execute_quiet=1
+  fi
 }
 
 # Creates $WORK (a fresh temporary directory) removed, with every process this
