@@ -36,7 +36,9 @@ std::string MpiSession::library_version() {
   int length = 0;
   if (MPI_Get_library_version(text, &length) != MPI_SUCCESS) return "unknown";
   std::string version(text, static_cast<size_t>(length));
-  if (auto newline = version.find('\n'); newline != std::string::npos) version.resize(newline);
+  // Open MPI 4.1 counts the terminating NUL in `length`; MPICH does not.
+  if (auto end = version.find_first_of(std::string("\n\0", 2)); end != std::string::npos)
+    version.resize(end);
   while (!version.empty() && (version.back() == ' ' || version.back() == '\t')) version.pop_back();
   return version;
 }

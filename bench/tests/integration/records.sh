@@ -63,6 +63,12 @@ else
   fail "complete run: unreadable CSV"
   csv_sizes=
 fi
+# Text fields hold text: no NUL or other control byte (Open MPI's library version
+# string once brought its terminating NUL along), except the quoted line breaks.
+for file in out.csv out.json stdout; do
+  controls=$(LC_ALL=C tr -d '\n\r\t' <"$dir/$file" | LC_ALL=C tr -d '\040-\377' | wc -c)
+  assert_eq 0 "$controls" "complete run: control bytes in $file"
+done
 if [ -n "$PYTHON" ]; then
   if summary=$(json_summary "$dir/out.json"); then
     assert_eq "complete=true records=8 sizes=$csv_sizes" "$summary" "complete run: JSON document"
