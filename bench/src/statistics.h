@@ -11,6 +11,12 @@ double mean(std::span<const double> values);
 double percentile(std::span<const double> values, double p);
 double median(std::span<const double> values);
 
+// Iterations per timing sample: 1 when one iteration lasts at least
+// `min_sample_seconds` or its time is unknown (<= 0), else enough consecutive
+// iterations that a sample lasts that long; never more than `iterations`.
+size_t iterations_per_sample(double iteration_seconds, size_t iterations,
+                             double min_sample_seconds);
+
 // algbw in GB/s (1e9 B/s); 0 when the time is not positive.
 double algorithm_bandwidth_GBps(size_t bytes, double seconds);
 

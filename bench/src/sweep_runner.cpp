@@ -4,11 +4,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <functional>
-#include <numeric>
 #include <thread>
 #include <vector>
 
@@ -25,6 +25,10 @@ namespace {
 constexpr size_t kStagingBytes = size_t{16} << 20;
 // Timing stamps per clock: the NCCL clock holds one CUDA event per stamp.
 constexpr size_t kStampsPerClock = 4096;
+// Reading a clock costs about 25 ns on a host (more for a CUDA event): an
+// operation faster than this is timed in samples of several iterations, so
+// that the stamps cost well under 1% of what they measure.
+constexpr double kMinSampleSeconds = 10e-6;
 
 // Reads or writes a region of a communicator buffer through host memory, in
 // chunks (direct for host buffers).
@@ -228,22 +232,25 @@ SweepOutcome run_sweep(const BenchOptions& options, const World& world, Communic
         run_collective(comm, options, layout, send_ptr, recv_ptr);
       };
 
-      // Runs `iterations` back to back with a stamp after each, then waits for
-      // them; each completed stamp counts as progress for the watchdog, so a
-      // long queue of asynchronous (NCCL) operations is not taken for a hang.
-      // Stamps (CUDA events) are taken in chunks of kStampsPerClock so that a
-      // huge -n does not allocate an event per iteration up front. Each
-      // iteration's seconds go to `seconds` when it is given.
-      const auto run_stamped = [&](size_t iterations, std::vector<double>* seconds) {
-        for (size_t begin = 0; begin < iterations; begin += kStampsPerClock) {
-          const size_t count = std::min(kStampsPerClock, iterations - begin);
-          auto clock = comm.make_clock(count + 1);
+      // Runs `iterations` back to back with a stamp after every `group` of
+      // them (the last group may be shorter), then waits for them; each
+      // completed stamp counts as progress for the watchdog, so a long queue of
+      // asynchronous (NCCL) operations is not taken for a hang. Stamps (CUDA
+      // events) are taken in chunks of kStampsPerClock so that a huge -n does
+      // not allocate them all up front. samples[j] = the mean seconds per
+      // iteration of group j (samples has ceil(iterations / group) entries).
+      const auto run_stamped = [&](size_t iterations, size_t group, std::vector<double>* samples) {
+        const size_t chunk = kStampsPerClock * group;
+        for (size_t begin = 0; begin < iterations; begin += chunk) {
+          const size_t count = std::min(chunk, iterations - begin);
+          const size_t stamps = (count + group - 1) / group;
+          auto clock = comm.make_clock(stamps + 1);
           clock->stamp(0);
           for (size_t i = 0; i < count; ++i) {
             run_once();
-            clock->stamp(i + 1);
+            if ((i + 1) % group == 0 || i + 1 == count) clock->stamp((i + group) / group);
           }
-          for (size_t done = 1; done <= count;) {
+          for (size_t done = 1; done <= stamps;) {
             if (clock->completed(done)) {
               ++done;
               watchdog.operation_started();
@@ -252,25 +259,38 @@ SweepOutcome run_sweep(const BenchOptions& options, const World& world, Communic
             }
           }
           comm.wait(wait_bound);
-          if (seconds != nullptr)
-            for (size_t i = 0; i < count; ++i)
-              (*seconds)[begin + i] = clock->seconds_between(i, i + 1);
+          if (samples != nullptr)
+            for (size_t j = 0; j < stamps; ++j) {
+              const size_t in_group = std::min(group, count - j * group);
+              (*samples)[begin / group + j] =
+                  clock->seconds_between(j, j + 1) / static_cast<double>(in_group);
+            }
         }
       };
 
       prepare();
       watchdog.begin_phase(what + ", warm-up");
-      run_stamped(static_cast<size_t>(options.warmup_iterations), nullptr);
+      const size_t warmup = static_cast<size_t>(options.warmup_iterations);
+      std::vector<double> warmup_seconds(warmup);
+      run_stamped(warmup, 1, &warmup_seconds);
+      // Every rank must use the same sample size (samples are reduced element by
+      // element across ranks): the fastest rank's median warm-up iteration sets it.
+      double typical = warmup_seconds.empty() ? 0.0 : median(warmup_seconds);
+      world.all_reduce_min({&typical, 1});
+      const size_t iterations = static_cast<size_t>(options.iterations);
+      const size_t group = iterations_per_sample(typical, iterations, kMinSampleSeconds);
       world.barrier();
 
       watchdog.begin_phase(what + ", timed");
-      const size_t iterations = static_cast<size_t>(options.iterations);
-      std::vector<double> iteration_seconds(iterations);
-      run_stamped(iterations, &iteration_seconds);
-      // Within a chunk the intervals tile the whole span, so this is the span's mean.
-      const double rank_mean =
-          std::accumulate(iteration_seconds.begin(), iteration_seconds.end(), 0.0) /
-          static_cast<double>(iterations);
+      std::vector<double> iteration_seconds((iterations + group - 1) / group);
+      run_stamped(iterations, group, &iteration_seconds);
+      // The samples tile each chunk's span: weighting each by its iteration
+      // count gives the mean over all iterations.
+      double total_seconds = 0;
+      for (size_t j = 0; j < iteration_seconds.size(); ++j)
+        total_seconds +=
+            iteration_seconds[j] * static_cast<double>(std::min(group, iterations - j * group));
+      const double rank_mean = total_seconds / static_cast<double>(iterations);
 
       CheckResult check;
       if (options.check) {
@@ -345,6 +365,7 @@ SweepOutcome run_sweep(const BenchOptions& options, const World& world, Communic
         record.ranks_per_node = world.max_ranks_per_node();
         record.iterations = options.iterations;
         record.warmup_iterations = options.warmup_iterations;
+        record.iterations_per_sample = group;
         record.rank_time_min_s = rank_min;
         record.rank_time_avg_s = rank_sum / ranks;
         record.rank_time_max_s = rank_max;

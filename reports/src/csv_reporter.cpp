@@ -54,6 +54,7 @@ const std::vector<std::string>& csv_columns() {
       "record_time_utc",
       "repeat",
       "driver_version",
+      "iterations_per_sample",
   };
   return columns;
 }
@@ -145,6 +146,7 @@ class CsvReporter : public Reporter {
         r.record_time_utc,
         std::to_string(r.repeat),
         m.driver_version,
+        std::to_string(r.iterations_per_sample),
     };
     write_row(fields);
   }

@@ -68,6 +68,7 @@ json record_json(const BenchRecord& r) {
       {"rank_time_max_s", r.rank_time_max_s},
       {"iteration_time_p50_s", r.iteration_time_p50_s},
       {"iteration_time_p99_s", r.iteration_time_p99_s},
+      {"iterations_per_sample", r.iterations_per_sample},
       {"checked", r.checked},
       {"wrong", r.wrong},
       {"record_time_utc", r.record_time_utc},

@@ -191,7 +191,7 @@ std::string unfold(const std::string& field) {
   return out;
 }
 
-constexpr unsigned kCsvColumns = 38;
+constexpr unsigned kCsvColumns = 39;
 using CsvReader = io::CSVReader<kCsvColumns, io::trim_chars<>, io::double_quote_escape<',', '"'>>;
 
 template <size_t... I>

@@ -137,6 +137,7 @@ BenchRecord sample_record(size_t size, bool in_place, double busbw) {
   r.rank_time_max_s = 3.3e-6;
   r.iteration_time_p50_s = 2.5e-6;
   r.iteration_time_p99_s = 9.87654321e-6;
+  r.iterations_per_sample = 17;
   r.checked = true;
   r.wrong = 0;
   r.record_time_utc = "2026-11-30T03:04:06Z";
@@ -183,7 +184,8 @@ TEST(CsvReporter, HeaderIsTheDocumentedColumnList) {
                                              "run_start_utc",
                                              "record_time_utc",
                                              "repeat",
-                                             "driver_version"};
+                                             "driver_version",
+                                             "iterations_per_sample"};
   EXPECT_EQ(csv_columns(), expected);
 
   TempDir dir;
@@ -243,6 +245,7 @@ TEST(CsvReporter, RowRoundTripsAndIsOnDiskRightAfterAdd) {
   EXPECT_EQ(std::stod(col("rank_time_max_s")), r.rank_time_max_s);
   EXPECT_EQ(std::stod(col("iteration_time_p50_s")), r.iteration_time_p50_s);
   EXPECT_EQ(std::stod(col("iteration_time_p99_s")), r.iteration_time_p99_s);
+  EXPECT_EQ(col("iterations_per_sample"), "17");
   EXPECT_EQ(col("time_statistic"), r.time_statistic);
   EXPECT_EQ(col("checked"), "1");
   EXPECT_EQ(col("wrong"), "3");
@@ -356,6 +359,7 @@ TEST(JsonReporter, ValidAfterEveryStepAndCompleteAtEnd) {
                           "rank_time_max_s",
                           "iteration_time_p50_s",
                           "iteration_time_p99_s",
+                          "iterations_per_sample",
                           "checked",
                           "wrong",
                           "record_time_utc",
@@ -363,7 +367,7 @@ TEST(JsonReporter, ValidAfterEveryStepAndCompleteAtEnd) {
     EXPECT_TRUE(rec.contains(key)) << key;
     EXPECT_NE(std::find(columns.begin(), columns.end(), key), columns.end()) << key;
   }
-  EXPECT_EQ(rec.size(), 26u);
+  EXPECT_EQ(rec.size(), 27u);
   EXPECT_EQ(rec.at("size_bytes"), 1024u);
   EXPECT_EQ(rec.at("in_place"), false);
   EXPECT_EQ(rec.at("root"), -1);

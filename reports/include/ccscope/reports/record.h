@@ -14,10 +14,10 @@ inline constexpr const char* kBenchSchema = "ccscope.bench/1";
 struct RunMetadata {
   std::string ccscope_version;
   std::string git_commit;
-  std::string backend;                 // "mpi" or "nccl"
-  std::string mpi_library;             // MPI_Get_library_version, first line
-  std::string nccl_version;            // "" when not used / not built
-  std::string cuda_version;            // "" when not used / not built
+  std::string backend;       // "mpi" or "nccl"
+  std::string mpi_library;   // MPI_Get_library_version, first line
+  std::string nccl_version;  // "" when not used / not built
+  std::string cuda_version;  // "" when not used / not built
   // NVIDIA driver version from NVML, for the NCCL backend; ranks that differ are
   // listed ";"-separated (a mixed-driver cluster). "" when unknown.
   std::string driver_version;
@@ -54,8 +54,12 @@ struct BenchRecord {
   double rank_time_min_s = 0;  // min/avg/max over ranks of each rank's mean
   double rank_time_avg_s = 0;
   double rank_time_max_s = 0;
-  double iteration_time_p50_s = 0;  // over iterations of the slowest rank's time
+  double iteration_time_p50_s = 0;  // over samples of the slowest rank's time (see below)
   double iteration_time_p99_s = 0;
+  // Iterations per timing sample behind p50/p99: 1, or for operations under
+  // 10 us enough consecutive iterations that a sample lasts 10 us (each sample
+  // is then their mean), so that reading the clock costs well under 1%.
+  size_t iterations_per_sample = 1;
   bool checked = false;  // correctness check ran
   int64_t wrong = 0;     // wrong elements over all ranks (0 when unchecked)
   std::string record_time_utc;
