@@ -21,7 +21,7 @@ class InputError : public std::runtime_error {
 };
 
 struct LoadedRecord {
-  std::string source;  // "file:line" (or "file" for JSON) where the record came from
+  std::string source;      // "file:line" (or "file" for JSON) where the record came from
   std::string collective;  // ccscope names: allreduce, allgather, ... (nccl-tests' mapped)
   std::string backend;     // "mpi", "nccl", "ring"; "nccl" for nccl-tests, "mpi" for OSU
   std::string dtype;       // nccl-tests names (float, half, ...); "" when absent
