@@ -282,14 +282,14 @@ SweepOutcome run_sweep(const BenchOptions& options, const World& world, Communic
       world.barrier();
 
       watchdog.begin_phase(what + ", timed");
-      std::vector<double> iteration_seconds((iterations + group - 1) / group);
-      run_stamped(iterations, group, &iteration_seconds);
+      std::vector<double> sample_seconds((iterations + group - 1) / group);
+      run_stamped(iterations, group, &sample_seconds);
       // The samples tile each chunk's span: weighting each by its iteration
       // count gives the mean over all iterations.
       double total_seconds = 0;
-      for (size_t j = 0; j < iteration_seconds.size(); ++j)
+      for (size_t j = 0; j < sample_seconds.size(); ++j)
         total_seconds +=
-            iteration_seconds[j] * static_cast<double>(std::min(group, iterations - j * group));
+            sample_seconds[j] * static_cast<double>(std::min(group, iterations - j * group));
       const double rank_mean = total_seconds / static_cast<double>(iterations);
 
       CheckResult check;
@@ -326,7 +326,7 @@ SweepOutcome run_sweep(const BenchOptions& options, const World& world, Communic
       world.all_reduce_min({&rank_min, 1});
       world.all_reduce_max({&rank_max, 1});
       world.all_reduce_sum({&rank_sum, 1});
-      world.all_reduce_max(iteration_seconds);
+      world.all_reduce_max(sample_seconds);
       const int64_t wrong =
           options.check ? world.all_reduce_sum(static_cast<int64_t>(check.wrong)) : 0;
       if (wrong > 0) {
@@ -386,8 +386,8 @@ SweepOutcome run_sweep(const BenchOptions& options, const World& world, Communic
         record.time_statistic = time_statistic_description(options.time_across_ranks);
         record.algbw_GBps = algorithm_bandwidth_GBps(layout.size_bytes, record.time_s);
         record.busbw_GBps = record.algbw_GBps * bus_bandwidth_factor(options.collective, ranks);
-        record.iteration_time_p50_s = median(iteration_seconds);
-        record.iteration_time_p99_s = percentile(iteration_seconds, 99);
+        record.iteration_time_p50_s = median(sample_seconds);
+        record.iteration_time_p99_s = percentile(sample_seconds, 99);
         record.checked = options.check;
         record.wrong = wrong;
         record.record_time_utc = utc_now_iso8601();
