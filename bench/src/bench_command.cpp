@@ -6,6 +6,7 @@
 #include <iostream>
 #include <memory>
 
+#include "backend_choice.h"
 #include "ccscope/collectives/backends.h"
 #include "ccscope/collectives/error.h"
 #include "ccscope/collectives/watchdog.h"
@@ -31,20 +32,16 @@ bool launcher_says_rank_zero() {
   return true;
 }
 
-// The default backend: NCCL when every rank has a GPU of its own (or
-// --isolate-ranks lets ranks share one), else MPI. All ranks must agree, so
-// one node with too few GPUs sends the whole job to MPI, and the leader says why.
+// The default backend (see backend_choice.h); every rank gets the same answer
+// because it is computed from the same gathered facts.
 std::string default_backend(const BenchOptions& options, const World& world) {
-  const int gpus = visible_gpu_count();
-  const bool fits = gpus > 0 && (options.isolate_ranks || world.local_size() <= gpus);
-  const bool all_fit = world.all_reduce_sum(static_cast<int64_t>(fits ? 0 : 1)) == 0;
-  if (all_fit) return "nccl";
-  const bool any_gpu = world.all_reduce_sum(static_cast<int64_t>(gpus > 0 ? 1 : 0)) > 0;
-  if (any_gpu && world.rank() == 0)
-    std::fprintf(stderr,
-                 "ccscope bench: note: a node runs more ranks than it has GPUs, so the default "
-                 "backend is mpi; --backend nccl --isolate-ranks lets ranks share a GPU\n");
-  return "mpi";
+  const std::vector<std::string> gpu_ids =
+      world.all_gather(gpu_identity_for_local_rank(world.local_rank()));
+  const BackendChoice choice =
+      choose_default_backend(world.hostnames(), gpu_ids, options.isolate_ranks);
+  if (!choice.note.empty() && world.rank() == 0)
+    std::fprintf(stderr, "ccscope bench: note: %s\n", choice.note.c_str());
+  return choice.backend;
 }
 
 std::unique_ptr<Communicator> make_communicator(const BenchOptions& options, const World& world) {

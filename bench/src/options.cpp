@@ -145,8 +145,8 @@ ParsedBenchArguments parse_bench_arguments(const std::vector<std::string>& args)
   if (raw.iterations < 1 || raw.iterations > 10000000)
     bad("-n/--iters must be between 1 and 1e7 (got " + std::to_string(raw.iterations) + ")");
   options.iterations = static_cast<int>(raw.iterations);
-  if (raw.warmup < 0 || raw.warmup > 100000000)
-    bad("-w/--warmup_iters must be between 0 and 1e8 (got " + std::to_string(raw.warmup) + ")");
+  if (raw.warmup < 0 || raw.warmup > 10000000)
+    bad("-w/--warmup_iters must be between 0 and 1e7 (got " + std::to_string(raw.warmup) + ")");
   options.warmup_iterations = static_cast<int>(raw.warmup);
   if (raw.check != 0 && raw.check != 1)
     bad("-c/--check must be 0 or 1 (got " + std::to_string(raw.check) + ")");

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <ctime>
+#include <set>
+#include <string>
 
 #include "ccscope/collectives/backends.h"
 #include "ccscope/version.h"
@@ -71,15 +73,15 @@ reports::RunMetadata collect_run_metadata(const World& world, const Communicator
     metadata.cuda_version = cuda_runtime_version_string();
   }
   // Every rank asks its own node's driver: a node with a different driver is a
-  // classic bring-up mistake, so differing versions are all kept.
+  // classic bring-up mistake, so all distinct versions are kept (sorted, so the
+  // fingerprint does not depend on rank placement).
   const std::string driver =
       comm.backend_name() == "nccl" ? gpu_driver_version_string() : std::string();
-  for (const std::string& version : world.all_gather(driver)) {
-    if (version.empty() ||
-        (";" + metadata.driver_version + ";").find(";" + version + ";") != std::string::npos)
-      continue;
+  std::set<std::string> drivers;
+  for (const std::string& version : world.all_gather(driver))
+    if (!version.empty()) drivers.insert(version);
+  for (const std::string& version : drivers)
     metadata.driver_version += (metadata.driver_version.empty() ? "" : ";") + version;
-  }
   metadata.hosts = world.hostnames();
   metadata.gpu_names = world.all_gather(comm.device_name());
   metadata.ranks = world.size();

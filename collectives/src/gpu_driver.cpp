@@ -3,6 +3,7 @@
 // on machines without a GPU, where it returns "".
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 
@@ -36,7 +37,7 @@ std::string gpu_driver_version_string() {
   const bool ok = get_version(version.data(), kNvmlDriverVersionBufferSize) == 0;
   shutdown();
   if (!ok) return "";
-  version.resize(version.find('\0'));
+  version.resize(std::min(version.find('\0'), version.size()));
   return version;
 }
 

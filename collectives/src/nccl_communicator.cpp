@@ -734,8 +734,8 @@ class NcclCommunicator : public Communicator {
   // The destructor body finalizes or aborts comm_ before these members go.
   // Clocks share the stream, so it lives as long as the last of them.
   std::shared_ptr<Stream> stream_;
-  AsyncErrorCheck async_error_check_ =
-      std::make_shared<std::function<void()>>([this] { check_async_error("the timed loop"); });
+  AsyncErrorCheck async_error_check_ = std::make_shared<std::function<void()>>(
+      [this] { check_async_error("a warm-up or timed loop"); });
   std::vector<std::unique_ptr<Staging>> staging_;
   ncclComm_t comm_ = nullptr;
 };
@@ -759,6 +759,19 @@ int visible_gpu_count() {
 }
 
 bool nccl_backend_usable() { return visible_gpu_count() > 0; }
+
+std::string gpu_identity_for_local_rank(int local_rank) {
+  const int count = visible_gpu_count();
+  if (count <= 0) return "";
+  std::string bus_id(64, '\0');  // "0000:00:06.0" needs 13 with the NUL
+  if (cudaDeviceGetPCIBusId(bus_id.data(), static_cast<int>(bus_id.size()), local_rank % count) !=
+      cudaSuccess) {
+    (void)cudaGetLastError();
+    return "";
+  }
+  bus_id.resize(std::min(bus_id.find('\0'), bus_id.size()));
+  return bus_id;
+}
 
 std::string nccl_version_string() {
   int code = 0;

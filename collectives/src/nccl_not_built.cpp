@@ -17,6 +17,7 @@ std::unique_ptr<Communicator> make_nccl_communicator(const World& /*world*/,
 
 bool nccl_backend_usable() { return false; }
 int visible_gpu_count() { return 0; }
+std::string gpu_identity_for_local_rank(int /*local_rank*/) { return ""; }
 bool nccl_backend_compiled() { return false; }
 std::string nccl_version_string() { return ""; }
 std::string cuda_runtime_version_string() { return ""; }

@@ -158,7 +158,8 @@ std::string join_ranks(const std::vector<int>& ranks) {
 }  // namespace
 
 std::string describe_stall(const std::vector<RankProgress>& ranks,
-                           const std::vector<std::string>& hosts, double timeout_seconds) {
+                           const std::vector<std::string>& hosts, double timeout_seconds,
+                           int reporter) {
   auto host = [&](int rank) {
     return rank >= 0 && static_cast<size_t>(rank) < hosts.size() ? hosts[static_cast<size_t>(rank)]
                                                                  : std::string("?");
@@ -206,25 +207,38 @@ std::string describe_stall(const std::vector<RankProgress>& ranks,
   culprits.insert(culprits.end(), gone.begin(), gone.end());
   culprits.insert(culprits.end(), unreachable.begin(), unreachable.end());
   culprits.insert(culprits.end(), behind.begin(), behind.end());
-  // A node none of whose ranks can be reached while others answer: name the node.
-  std::vector<std::string> cut_off_nodes;
+  // Nodes none of whose ranks the reporter can reach. Such a node is named as
+  // cut off only when some other node still answers; when only the reporter's
+  // own node answers, the reporter's link is as likely to be the broken one.
+  const std::string own_node = host(reporter);
+  std::vector<std::string> unreachable_nodes;
   for (int r : unreachable) {
     const std::string node = host(r);
-    bool whole_node = true, others_answer = false;
-    for (const auto& other : ranks) {
-      if (host(other.rank) == node)
-        whole_node = whole_node && other.answer == RankProgress::Answer::kUnreachable;
-      else
-        others_answer = others_answer || other.answer == RankProgress::Answer::kAnswered;
-    }
-    if (whole_node && others_answer &&
-        std::find(cut_off_nodes.begin(), cut_off_nodes.end(), node) == cut_off_nodes.end())
-      cut_off_nodes.push_back(node);
+    if (node == own_node || std::find(unreachable_nodes.begin(), unreachable_nodes.end(), node) !=
+                                unreachable_nodes.end())
+      continue;
+    const bool whole_node = std::all_of(ranks.begin(), ranks.end(), [&](const RankProgress& p) {
+      return host(p.rank) != node || p.answer == RankProgress::Answer::kUnreachable;
+    });
+    if (whole_node) unreachable_nodes.push_back(node);
   }
-  for (const auto& node : cut_off_nodes)
-    lines << "ccscope: node " << node
-          << " is cut off: none of its ranks can be reached while the other nodes answer; check "
-             "its network link\n";
+  const bool another_node_answers =
+      std::any_of(ranks.begin(), ranks.end(), [&](const RankProgress& p) {
+        return host(p.rank) != own_node && p.answer == RankProgress::Answer::kAnswered;
+      });
+  if (another_node_answers) {
+    for (const auto& node : unreachable_nodes)
+      lines << "ccscope: node " << node
+            << " is cut off: none of its ranks can be reached while other nodes answer; check "
+               "its network link\n";
+  } else if (unreachable_nodes.size() == 1) {
+    lines << "ccscope: nodes " << own_node << " and " << unreachable_nodes.front()
+          << " cannot reach each other: the network link of either may be down\n";
+  } else if (unreachable_nodes.size() > 1) {
+    lines << "ccscope: no other node can be reached from " << own_node << " ("
+          << unreachable_nodes.size() << " nodes): check " << own_node
+          << "'s own network link first\n";
+  }
   std::ostringstream out;
   out << "ccscope: timeout: no progress for " << timeout_seconds << " s. ";
   if (!culprits.empty()) {
@@ -258,21 +272,27 @@ class HangWatchdog::Impl {
     any.sin_addr.s_addr = htonl(INADDR_ANY);
     socklen_t length = sizeof any;
     if (::bind(listener_.get(), reinterpret_cast<sockaddr*>(&any), sizeof any) != 0 ||
-        ::listen(listener_.get(), 128) != 0 ||
+        ::listen(listener_.get(), SOMAXCONN) != 0 ||  // every rank may ask at once
         ::getsockname(listener_.get(), reinterpret_cast<sockaddr*>(&any), &length) != 0)
       throw BackendError("watchdog: " + errno_text("bind/listen"));
     std::string card = std::to_string(ntohs(any.sin_port));
-    for (const auto& address : local_addresses()) card += " " + address;
+    const std::vector<std::string> own_addresses = local_addresses();
+    for (const auto& address : own_addresses) card += " " + address;
     const std::vector<std::string> cards = world.all_gather(card);
     for (size_t r = 0; r < cards.size(); ++r) {
       std::istringstream fields(cards[r]);
       Peer peer;
       fields >> peer.port;
-      // Loopback reaches a peer only on this node; elsewhere it would reach
-      // some other process here and hide the real reason (a link that is down).
+      // An address this node also has (loopback, docker0's 172.17.0.1, ...)
+      // reaches a peer only on this node; for one elsewhere it would reach some
+      // process here and hide the real reason (a link that is down).
       const bool same_node = world.hostnames()[r] == world.hostname();
-      for (std::string address; fields >> address;)
-        if (same_node || address.rfind("127.", 0) != 0) peer.addresses.push_back(address);
+      for (std::string address; fields >> address;) {
+        const bool also_here =
+            address.rfind("127.", 0) == 0 ||
+            std::find(own_addresses.begin(), own_addresses.end(), address) != own_addresses.end();
+        if (same_node || !also_here) peer.addresses.push_back(address);
+      }
       peers_.push_back(std::move(peer));
     }
     last_operation_ = operation_.load();
@@ -367,7 +387,7 @@ class HangWatchdog::Impl {
         reporter = false;
     const double seconds = std::chrono::duration<double>(timeout_).count();
     if (reporter) {
-      const std::string report = describe_stall(ranks, world_.hostnames(), seconds);
+      const std::string report = describe_stall(ranks, world_.hostnames(), seconds, world_.rank());
       std::fwrite(report.data(), 1, report.size(), stderr);
       std::fflush(stderr);
     } else {

@@ -27,6 +27,9 @@ std::unique_ptr<Communicator> make_nccl_communicator(const World& world,
 bool nccl_backend_usable();
 // CUDA devices this process sees; 0 without a GPU or without NCCL compiled in.
 int visible_gpu_count();
+// The PCI bus id ("0000:00:06.0") of the GPU the NCCL backend gives the rank
+// with this local rank (local_rank mod visible GPUs); "" without a GPU.
+std::string gpu_identity_for_local_rank(int local_rank);
 bool nccl_backend_compiled();
 // "2.28.9" or "" when NCCL is not compiled in; likewise the CUDA runtime version.
 std::string nccl_version_string();

@@ -33,9 +33,11 @@ struct RankProgress {
 };
 
 // Picks the ranks to blame and formats the report (pure, unit tested).
-// `hosts` are the hostnames by rank.
+// `hosts` are the hostnames by rank; `reporter` is the rank writing the report
+// (what it cannot reach may be its own fault).
 std::string describe_stall(const std::vector<RankProgress>& ranks,
-                           const std::vector<std::string>& hosts, double timeout_seconds);
+                           const std::vector<std::string>& hosts, double timeout_seconds,
+                           int reporter);
 
 class HangWatchdog {
  public:
