@@ -390,6 +390,10 @@ class HangWatchdog::Impl {
       const std::string report = describe_stall(ranks, world_.hostnames(), seconds, world_.rank());
       std::fwrite(report.data(), 1, report.size(), stderr);
       std::fflush(stderr);
+      // The launcher forwards this output and handles the abort on different
+      // channels; give the output a head start, or Hydra may end the job first
+      // and drop the report (seen in the virtual cluster with a node cut off).
+      std::this_thread::sleep_for(std::chrono::seconds(1));
     } else {
       // Give the reporter time to ask this rank before the job goes away.
       std::this_thread::sleep_for(std::chrono::seconds(5));
