@@ -103,8 +103,6 @@ Placement place(Collective collective, bool in_place, const Layout& layout, Buff
 
 void run_collective(Communicator& comm, const BenchOptions& options, const Layout& layout,
                     const void* send, void* recv) {
-  const int rank = comm.rank();
-  const int size = comm.size();
   switch (options.collective) {
     case Collective::kAllReduce:
       comm.all_reduce(send, recv, layout.param_count, options.type, options.op);
@@ -121,10 +119,14 @@ void run_collective(Communicator& comm, const BenchOptions& options, const Layou
     case Collective::kAllToAll:
       comm.all_to_all(send, recv, layout.param_count, options.type);
       break;
-    case Collective::kSendRecv:
+    case Collective::kSendRecv: {
+      // Ask for rank and size only here: this runs once per timed iteration.
+      const int rank = comm.rank();
+      const int size = comm.size();
       comm.send_recv(send, (rank + 1) % size, recv, (rank + size - 1) % size, layout.param_count,
                      options.type);
       break;
+    }
   }
 }
 
