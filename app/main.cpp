@@ -1,11 +1,15 @@
 // ccscope <verb> [options]: dispatches to the verb's component.
 #include <cstdio>
+#include <filesystem>
+#include <ios>
+#include <new>
 #include <string>
 #include <vector>
 
 #include "ccscope/bench/bench_command.h"
 #include "ccscope/reports/compare_command.h"
 #include "ccscope/reports/report_command.h"
+#include "ccscope/reports/user_files.h"
 #include "ccscope/version.h"
 
 namespace {
@@ -27,6 +31,33 @@ void print_usage(std::FILE* out) {
       ccscope::kVersion);
 }
 
+constexpr int kExitFailed = 1;
+constexpr int kExitUsage = 2;
+
+// Every verb's last line of defence: an exception a verb did not handle
+// becomes one line and an exit code (bench: 1, a failure while measuring;
+// the others: 2, their input), never std::terminate and exit 134.
+template <typename Verb>
+int guarded(const std::string& verb, int exit_code, const Verb& run) {
+  const auto say = [&](const std::string& what) {
+    std::fprintf(stderr, "ccscope %s: error: %s\n", verb.c_str(), what.c_str());
+    return exit_code;
+  };
+  try {
+    return run();
+  } catch (const std::bad_alloc&) {
+    return say("out of memory (is an input file huge, or not a results file?)");
+  } catch (const std::filesystem::filesystem_error& e) {
+    return say(ccscope::reports::printable(e.what()) + ": check the path");
+  } catch (const std::ios_base::failure& e) {
+    return say(std::string("input/output error: ") + e.what());
+  } catch (const std::exception& e) {
+    return say(ccscope::reports::printable(e.what()));
+  } catch (...) {
+    return say("an unexpected error (please report it)");
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -42,11 +73,16 @@ int main(int argc, char** argv) {
     return words.size() < 2 ? 2 : 0;
   }
   const std::vector<std::string> verb_args(words.begin() + 2, words.end());
-  if (words[1] == "bench") return ccscope::bench::bench_main(verb_args, words);
-  if (words[1] == "report") return ccscope::reports::report_main(verb_args);
-  if (words[1] == "compare") return ccscope::reports::compare_main(verb_args);
-  if (words[1] == "baseline") return ccscope::reports::baseline_main(verb_args);
-  std::fprintf(stderr, "ccscope: error: unknown verb '%s': run ccscope --help for the list\n",
-               words[1].c_str());
-  return 2;
+  const std::string& verb = words[1];
+  if (verb == "bench")
+    return guarded(verb, kExitFailed, [&] { return ccscope::bench::bench_main(verb_args, words); });
+  if (verb == "report")
+    return guarded(verb, kExitUsage, [&] { return ccscope::reports::report_main(verb_args); });
+  if (verb == "compare")
+    return guarded(verb, kExitUsage, [&] { return ccscope::reports::compare_main(verb_args); });
+  if (verb == "baseline")
+    return guarded(verb, kExitUsage, [&] { return ccscope::reports::baseline_main(verb_args); });
+  std::fprintf(stderr, "ccscope: error: unknown verb %s: run ccscope --help for the list\n",
+               ccscope::reports::quote_name(verb).c_str());
+  return kExitUsage;
 }

@@ -11,7 +11,9 @@
 #include "ccscope/collectives/error.h"
 #include "ccscope/collectives/watchdog.h"
 #include "ccscope/collectives/world.h"
+#include "ccscope/reports/loaded_results.h"
 #include "ccscope/reports/reporter.h"
+#include "ccscope/reports/user_files.h"
 #include "options.h"
 #include "run_metadata.h"
 #include "sweep_runner.h"
@@ -127,18 +129,22 @@ int bench_main(const std::vector<std::string>& args, const std::vector<std::stri
   std::string open_error;
   if (leader) {
     try {
+      std::vector<std::pair<std::string, std::string>> outputs;
+      if (!options.csv_path.empty()) outputs.emplace_back("--csv", options.csv_path);
+      if (!options.json_path.empty()) outputs.emplace_back("--json", options.json_path);
+      reports::refuse_same_file(outputs);
       reporters.append(reports::make_console_reporter(std::cout));
       if (!options.csv_path.empty()) reporters.append(reports::make_csv_reporter(options.csv_path));
       if (!options.json_path.empty())
         reporters.append(reports::make_json_reporter(options.json_path));
-    } catch (const std::exception& error) {
+    } catch (const reports::InputError& error) {  // says what to do already
       open_error = error.what();
+    } catch (const std::exception& error) {
+      open_error = error.what() + std::string("; choose a writable path");
     }
   }
   if (world.all_reduce_sum(static_cast<int64_t>(open_error.empty() ? 0 : 1)) != 0) {
-    if (leader)
-      std::fprintf(stderr, "ccscope bench: error: %s; choose a writable path\n",
-                   open_error.c_str());
+    if (leader) std::fprintf(stderr, "ccscope bench: error: %s\n", open_error.c_str());
     return kExitUsage;
   }
 

@@ -6,9 +6,10 @@
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
+
+#include "ccscope/reports/user_files.h"
 
 namespace ccscope::reports {
 namespace {
@@ -35,12 +36,27 @@ std::string utc_now() {
   return buf;
 }
 
+// Names become directory names: a safe alphabet, and short enough that
+// DIR/NAME/FILE stays within the system's limits.
+constexpr size_t kMaxNameLength = 100;
+
 void check_name(const std::string& name) {
   bool ok = !name.empty() && name[0] != '.' && std::all_of(name.begin(), name.end(), [](char c) {
     return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
   });
   if (!ok)
-    throw InputError("baseline name '" + name + "': use letters, digits, '-', '_' and '.' only");
+    throw InputError("baseline name " + quote_name(name) +
+                     ": use letters, digits, '-', '_' and '.' only (not first)");
+  if (name.size() > kMaxNameLength)
+    throw InputError("baseline name of " + std::to_string(name.size()) + " characters: use at most " +
+                     std::to_string(kMaxNameLength));
+}
+
+[[noreturn]] void fail_at(const fs::path& path, const std::string& doing, std::error_code ec) {
+  throw InputError("cannot " + doing + " " + quote_name(path.string()) + ": " + ec.message() +
+                   (ec == std::errc::too_many_symbolic_link_levels
+                        ? " (a loop of symbolic links)"
+                        : ec == std::errc::filename_too_long ? " (choose a shorter --dir)" : ""));
 }
 
 }  // namespace
@@ -99,36 +115,47 @@ Baseline save_baseline(const std::string& dir, const std::string& name,
   Baseline b;
   b.name = name;
   std::set<std::string> names;
+  std::vector<std::string> contents;
   for (size_t i = 0; i < files.size(); ++i) {
-    LoadedRun run = read_results(files[i]);  // refuse to store what cannot be read back
+    // Read once: the stored copy is exactly what was checked (also for a pipe).
+    contents.push_back(read_input_file(files[i]));
+    LoadedRun run = parse_results(files[i], contents.back());
     if (i == 0) b.fingerprint = fingerprint_of(run);
     std::string diff = fingerprint_difference(b.fingerprint, fingerprint_of(run));
     if (!diff.empty())
-      throw InputError(files[i] + ": differs from " + files[0] + " (" + diff +
-                       "); save them as separate baselines");
+      throw InputError(printable(files[i]) + ": differs from " + printable(files[0]) + " (" +
+                       diff + "); save them as separate baselines");
     std::string base = fs::path(files[i]).filename().string();
+    if (base.empty() || base == "." || base == ".." || base == kSidecar) base = "results";
     if (!names.insert(base).second) base = std::to_string(i) + "-" + base;
     b.files.push_back(base);
   }
   const fs::path target = fs::path(dir) / name;
-  if (fs::exists(target))
-    throw InputError("baseline '" + name + "' exists in " + dir +
-                     "; choose another name or remove " + target.string());
   std::error_code ec;
-  fs::create_directories(target, ec);
-  if (ec) throw InputError("cannot create " + target.string() + ": " + ec.message());
-  for (size_t i = 0; i < files.size(); ++i) {
-    fs::copy_file(files[i], target / b.files[i], ec);
-    if (ec)
-      throw InputError("cannot copy " + files[i] + " to " + target.string() + ": " + ec.message());
+  const fs::file_status status = fs::symlink_status(target, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory) fail_at(target, "use", ec);
+  if (fs::exists(status))
+    throw InputError("baseline '" + name + "' exists in " + quote_name(dir) +
+                     "; choose another name or remove " + quote_name(target.string()));
+  fs::create_directories(dir, ec);
+  if (ec) fail_at(dir, "create the baselines directory", ec);
+  if (!fs::create_directory(target, ec)) fail_at(target, "create", ec);
+  // From here on a failure removes the half-made baseline.
+  try {
+    for (size_t i = 0; i < files.size(); ++i)
+      write_whole_file(resolve_output((target / b.files[i]).string()), contents[i]);
+    b.saved_utc = utc_now();
+    json doc{{"schema", "ccscope.baseline/1"},
+             {"name", name},
+             {"saved_utc", b.saved_utc},
+             {"files", b.files},
+             {"fingerprint", to_json(b.fingerprint)}};
+    write_whole_file(resolve_output((target / kSidecar).string()),
+                     doc.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
+  } catch (const std::exception& e) {
+    fs::remove_all(target, ec);
+    throw InputError(std::string(e.what()) + " (baseline '" + name + "' not saved)");
   }
-  b.saved_utc = utc_now();
-  json doc{{"schema", "ccscope.baseline/1"},
-           {"name", name},
-           {"saved_utc", b.saved_utc},
-           {"files", b.files},
-           {"fingerprint", to_json(b.fingerprint)}};
-  std::ofstream(target / kSidecar) << doc.dump(2) << "\n";
   for (auto& f : b.files) f = (target / f).string();
   return b;
 }
@@ -137,12 +164,15 @@ Baseline load_baseline(const std::string& dir, const std::string& name) {
   check_name(name);
   const fs::path target = fs::path(dir) / name;
   const std::string sidecar = (target / kSidecar).string();
-  std::ifstream in(sidecar);
-  if (!in)
-    throw InputError("no baseline '" + name + "' in " + dir + " (" + sidecar +
+  std::error_code ec;
+  const fs::file_status status = fs::status(sidecar, ec);
+  if (ec == std::errc::no_such_file_or_directory || (!ec && !fs::exists(status)))
+    throw InputError("no baseline '" + name + "' in " + quote_name(dir) + " (" + quote_name(sidecar) +
                      " missing); see ccscope baseline list");
+  if (ec) fail_at(sidecar, "read", ec);
+  const std::string text = read_input_file(sidecar, size_t{16} << 20);
   try {
-    json doc = json::parse(in);
+    json doc = json::parse(text);
     Baseline b;
     b.name = name;
     b.saved_utc = doc.value("saved_utc", "");
@@ -158,16 +188,25 @@ Baseline load_baseline(const std::string& dir, const std::string& name) {
     b.fingerprint.ranks_per_node = f.value("ranks_per_node", 0);
     return b;
   } catch (const json::exception& e) {
-    throw InputError(sidecar + ": " + e.what() + "; restore it or save the baseline again");
+    throw InputError(printable(sidecar) + ": " + e.what() +
+                     "; restore it or save the baseline again");
   }
 }
 
 std::vector<Baseline> list_baselines(const std::string& dir) {
   std::vector<Baseline> out;
   std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(dir, ec))
-    if (fs::exists(entry.path() / kSidecar))
-      out.push_back(load_baseline(dir, entry.path().filename().string()));
+  fs::directory_iterator it(dir, ec);
+  if (ec == std::errc::no_such_file_or_directory) return out;  // nothing saved yet
+  if (ec) fail_at(dir, "list", ec);
+  for (; it != fs::directory_iterator(); it.increment(ec)) {
+    if (ec) fail_at(dir, "list", ec);
+    // Entries that are not baselines (a stray file, a broken or looping link)
+    // are skipped, not fatal.
+    std::error_code entry_error;
+    if (!fs::is_regular_file(it->path() / kSidecar, entry_error) || entry_error) continue;
+    out.push_back(load_baseline(dir, it->path().filename().string()));
+  }
   std::sort(out.begin(), out.end(),
             [](const Baseline& a, const Baseline& b) { return a.name < b.name; });
   return out;

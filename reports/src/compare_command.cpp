@@ -4,11 +4,15 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <limits>
 #include <cstdio>
 #include <optional>
 
 #include "ccscope/reports/baseline.h"
 #include "ccscope/reports/compare.h"
+#include "ccscope/reports/user_files.h"
 
 namespace ccscope::reports {
 namespace {
@@ -44,17 +48,25 @@ std::vector<std::string> split_commas(const std::vector<std::string>& words) {
 }
 
 // "64K", "1M", "1G" (binary, as nccl-tests) or plain bytes; "" = open.
+// Throws std::invalid_argument for a sign, other suffixes or an overflow.
 std::optional<size_t> parse_size(const std::string& text) {
   if (text.empty()) return std::nullopt;
-  size_t used = 0;
-  unsigned long long v = std::stoull(text, &used);
-  std::string suffix = text.substr(used);
+  unsigned long long v = 0;
+  const char* end = text.data() + text.size();
+  auto [used, ec] = std::from_chars(text.data(), end, v);  // no sign accepted
+  if (ec != std::errc()) throw std::invalid_argument(text);
+  const std::string suffix(used, end);
   const std::string units = "KMGT";
   if (suffix.size() == 1 &&
-      units.find(static_cast<char>(std::toupper(suffix[0]))) != std::string::npos)
-    v <<= 10 * (units.find(static_cast<char>(std::toupper(suffix[0]))) + 1);
-  else if (!suffix.empty())
+      units.find(static_cast<char>(std::toupper(suffix[0]))) != std::string::npos) {
+    const unsigned shift =
+        10 * static_cast<unsigned>(units.find(static_cast<char>(std::toupper(suffix[0]))) + 1);
+    if (v > (std::numeric_limits<unsigned long long>::max() >> shift))
+      throw std::invalid_argument(text);
+    v <<= shift;
+  } else if (!suffix.empty()) {
     throw std::invalid_argument(text);
+  }
   return static_cast<size_t>(v);
 }
 
@@ -95,6 +107,8 @@ int compare_main(const std::vector<std::string>& args) {
   app.add_flag("--ignore-fingerprint", ignore_fingerprint,
                "compare with a baseline from another setup");
   if (auto code = parse(app, "compare", args)) return *code;
+  if (!std::isfinite(threshold_pct))  // CLI11's range check lets NaN through
+    return usage_error("compare", "--threshold must be a number from 0 to 100 (percent)");
 
   CompareOptions options;
   options.threshold = threshold_pct / 100;
@@ -105,9 +119,11 @@ int compare_main(const std::vector<std::string>& args) {
       options.min_size = parse_size(sizes.substr(0, colon));
       options.max_size = parse_size(sizes.substr(colon + 1));
     } catch (const std::exception&) {
-      return usage_error("compare",
-                         "--sizes '" + sizes + "': expected MIN:MAX such as 8:64K or 1M:");
+      return usage_error("compare", "--sizes " + quote_name(sizes) +
+                                        ": expected MIN:MAX in bytes such as 8:64K or 1M:");
     }
+    if (options.min_size && options.max_size && *options.min_size > *options.max_size)
+      return usage_error("compare", "--sizes " + quote_name(sizes) + ": MIN is larger than MAX");
   }
   try {
     std::vector<std::string> files = split_commas(positional);

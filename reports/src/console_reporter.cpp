@@ -94,6 +94,11 @@ class ConsoleReporter : public Reporter {
 
   void end(const RunMetadata& m) override {
     flush_pending();
+    if (!m.stopped_by.empty()) {
+      line(fmt::format("# Stopped by {} after {} record(s): the sweep is incomplete", m.stopped_by,
+                       records_));
+      line("#");
+    }
     line(fmt::format("# Out of bounds values : {} {}", wrong_total_,
                      wrong_total_ ? "FAILED" : "OK"));
     double avg = records_ ? busbw_sum_ / static_cast<double>(records_) : 0.0;

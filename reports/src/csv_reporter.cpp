@@ -2,6 +2,7 @@
 // is written. Every row repeats the run's metadata so that it stands alone
 // (rows of several runs can be concatenated and compared).
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "ccscope/reports/reporter.h"
+#include "ccscope/reports/user_files.h"
 
 namespace ccscope::reports {
 
@@ -86,9 +88,13 @@ std::string number(double v) { return fmt::format("{}", v); }
 
 class CsvReporter : public Reporter {
  public:
-  explicit CsvReporter(std::string path) : path_(std::move(path)) {
-    file_ = std::fopen(path_.c_str(), "w");
-    if (!file_) fail();
+  explicit CsvReporter(const std::string& path) : path_(path) {
+    const int fd = open_stream_output(resolve_output(path));
+    file_ = ::fdopen(fd, "w");
+    if (!file_) {
+      ::close(fd);
+      fail();
+    }
   }
   ~CsvReporter() override {
     if (file_) std::fclose(file_);
@@ -163,7 +169,7 @@ class CsvReporter : public Reporter {
  private:
   [[noreturn]] void fail() const {
     throw std::runtime_error(
-        fmt::format("cannot write CSV file '{}': {}", path_, std::strerror(errno)));
+        fmt::format("cannot write CSV file {}: {}", quote_name(path_), std::strerror(errno)));
   }
 
   void write_header() {

@@ -1,19 +1,13 @@
 // A JSON document {schema, complete, metadata, records}, rewritten after
 // begin(), every record and end() through a temporary file renamed over the
-// target, so the file on disk is always a whole, valid document: a run that
-// dies leaves "complete": false and every record reported so far.
-#include <fcntl.h>
-#include <fmt/format.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
+// target (write_whole_file), so the file on disk is always a whole, valid
+// document: a run that dies leaves "complete": false and every record reported
+// so far. A device or FIFO target gets the document once, at the end.
 #include <nlohmann/json.hpp>
-#include <stdexcept>
 #include <string>
 
 #include "ccscope/reports/reporter.h"
+#include "ccscope/reports/user_files.h"
 
 namespace ccscope::reports {
 namespace {
@@ -78,16 +72,11 @@ json record_json(const BenchRecord& r) {
 
 class JsonReporter : public Reporter {
  public:
-  explicit JsonReporter(std::string path) : path_(std::move(path)), tmp_path_(path_ + ".tmp") {
+  explicit JsonReporter(const std::string& path) : target_(resolve_output(path)) {
     doc_ = json{{"schema", kBenchSchema},
                 {"complete", false},
                 {"metadata", metadata_json(RunMetadata{})},
                 {"records", json::array()}};
-    // Fail now, not after the first measurement, when the place is unwritable.
-    int fd = ::open(tmp_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) fail_writing(path_);
-    ::close(fd);
-    ::unlink(tmp_path_.c_str());
   }
 
   void begin(const RunMetadata& m) override {
@@ -102,56 +91,26 @@ class JsonReporter : public Reporter {
 
   void end(const RunMetadata& m) override {
     doc_["metadata"] = metadata_json(m);
-    doc_["complete"] = true;
+    // A run stopped by a signal keeps "complete": false and says why.
+    doc_["complete"] = m.stopped_by.empty();
+    if (!m.stopped_by.empty()) doc_["stopped_by"] = m.stopped_by;
+    finished_ = true;
     write();
   }
 
  private:
-  // `what` names the file; strerror(errno) is appended.
-  [[noreturn]] static void fail(const std::string& what) {
-    int err = errno;
-    throw std::runtime_error(fmt::format("{}: {}", what, std::strerror(err)));
-  }
-  [[noreturn]] void fail_writing(const std::string& file) const {
-    fail(file == path_ ? fmt::format("cannot write JSON file '{}'", path_)
-                       : fmt::format("cannot write JSON file '{}' (via '{}')", path_, file));
-  }
-
   void write() {
+    // A device or FIFO cannot be rewritten: it gets the document once, at the end.
+    if (target_.method == WriteMethod::kInPlace && !finished_) return;
     // Invalid UTF-8 (a hostname or an environment value) is replaced, not fatal.
     std::string text = doc_.dump(2, ' ', false, json::error_handler_t::replace);
     text += '\n';
-    int fd = ::open(tmp_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) fail_writing(tmp_path_);
-    const char* p = text.data();
-    size_t left = text.size();
-    while (left > 0) {
-      ssize_t n = ::write(fd, p, left);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        int err = errno;
-        ::close(fd);
-        errno = err;
-        fail_writing(tmp_path_);
-      }
-      p += n;
-      left -= static_cast<size_t>(n);
-    }
-    // Durable before it replaces the previous version.
-    if (::fsync(fd) != 0 && errno != EINVAL && errno != EROFS) {
-      int err = errno;
-      ::close(fd);
-      errno = err;
-      fail_writing(tmp_path_);
-    }
-    if (::close(fd) != 0) fail_writing(tmp_path_);
-    if (std::rename(tmp_path_.c_str(), path_.c_str()) != 0)
-      fail(fmt::format("cannot write JSON file '{}' (renaming '{}' over it)", path_, tmp_path_));
+    write_whole_file(target_, text);
   }
 
-  std::string path_;
-  std::string tmp_path_;
+  OutputTarget target_;
   json doc_;
+  bool finished_ = false;
 };
 
 }  // namespace

@@ -4,7 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
+#include <optional>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -12,6 +12,7 @@
 #include "ccscope/reports/html_report.h"
 #include "ccscope/reports/loaded_results.h"
 #include "ccscope/reports/markdown_report.h"
+#include "ccscope/reports/user_files.h"
 
 namespace ccscope::reports {
 namespace {
@@ -48,22 +49,29 @@ int report_main(const std::vector<std::string>& args) {
   }
 
   std::vector<LoadedRun> runs;
+  std::optional<OutputTarget> target;
   try {
+    if (!output.empty()) {
+      std::vector<std::pair<std::string, std::string>> uses{{"-o", output}};
+      for (const std::string& file : files) uses.emplace_back("results file", file);
+      refuse_same_file(uses);
+      target = resolve_output(output);  // before reading: a bad -o fails at once
+    }
     for (const std::string& file : files) runs.push_back(read_results(file));
-  } catch (const std::exception& e) {
+  } catch (const InputError& e) {
     return usage_error(e.what());
   }
   const std::string text =
       markdown ? render_markdown_report(runs, options) : render_html_report(runs, options);
-  if (output.empty()) {
+  if (!target) {
     std::cout << text << std::flush;
     return std::cout ? 0 : usage_error("cannot write to standard output");
   }
-  std::ofstream out(output, std::ios::binary | std::ios::trunc);
-  out << text;
-  out.close();
-  if (!out)
-    return usage_error("cannot write '" + output + "': check the directory and permissions");
+  try {
+    write_whole_file(*target, text);
+  } catch (const std::exception& e) {
+    return usage_error(std::string(e.what()) + "; check the directory and permissions");
+  }
   return 0;
 }
 

@@ -15,6 +15,7 @@
 #include <charconv>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -24,6 +25,7 @@
 
 #include "ccscope/reports/loaded_results.h"
 #include "ccscope/reports/reporter.h"
+#include "ccscope/reports/user_files.h"
 
 namespace ccscope::reports {
 namespace {
@@ -34,7 +36,9 @@ using nlohmann::json;
   throw InputError(where + ": " + what);
 }
 
-std::string at(const std::string& path, size_t line) { return path + ":" + std::to_string(line); }
+std::string at(const std::string& path, size_t line) {
+  return printable(path) + ":" + std::to_string(line);
+}
 
 std::string trim(std::string_view s) {
   size_t b = s.find_first_not_of(" \t\r\n");
@@ -77,15 +81,27 @@ double need_double(const std::string& text, const std::string& where, const std:
   return *v;
 }
 
+// The largest value of a field held as an int (ranks, nodes, root, repeat).
+constexpr long long kIntMax = std::numeric_limits<int>::max();
+constexpr long long kLongMax = std::numeric_limits<long long>::max();
+
+std::string out_of_range(const std::string& what, const std::string& text, long long min_value,
+                         long long max_value) {
+  return what + " " + text + " is out of range (" + std::to_string(min_value) + " to " +
+         std::to_string(max_value) + "); is the file complete and unedited?";
+}
+
 long long need_integer(const std::string& text, const std::string& where, const std::string& what,
-                       long long min_value) {
-  auto v = to_integer(text);
-  if (!v)
+                       long long min_value, long long max_value = kIntMax) {
+  long long v = 0;
+  const char* end = text.data() + text.size();
+  auto [p, ec] = std::from_chars(text.data(), end, v);
+  if (ec == std::errc::result_out_of_range && p == end)
+    fail(where, out_of_range(what, text, min_value, max_value));
+  if (ec != std::errc() || p != end)
     fail(where, what + " '" + text + "' is not an integer; is the file complete and unedited?");
-  if (*v < min_value)
-    fail(where, what + " " + text + " is below " + std::to_string(min_value) +
-                    "; is the file complete and unedited?");
-  return *v;
+  if (v < min_value || v > max_value) fail(where, out_of_range(what, text, min_value, max_value));
+  return v;
 }
 
 // Hosts of each rank -> nodes and the largest number of ranks on one node.
@@ -151,7 +167,6 @@ FoldedCsv fold_quoted_line_breaks(const std::string& raw, const std::string& pat
   size_t quote_line = 0;
   bool quoted = false;
   for (char c : raw) {
-    if (c == '\0') fail(at(path, line), "a NUL byte: this is not a text CSV file");
     if (c == '"') {
       quoted = !quoted;  // a doubled quote toggles twice
       if (quoted) quote_line = line;
@@ -252,9 +267,10 @@ LoadedRun read_ccscope_csv(const std::string& path, const std::string& raw) {
         if (!has(name)) return std::nullopt;
         return need_double(f[column(name)], where, name);
       };
-      auto integer = [&](const char* name, long long min_value) -> std::optional<long long> {
+      auto integer = [&](const char* name, long long min_value,
+                         long long max_value = kIntMax) -> std::optional<long long> {
         if (!has(name)) return std::nullopt;
-        return need_integer(f[column(name)], where, name, min_value);
+        return need_integer(f[column(name)], where, name, min_value, max_value);
       };
       if (!starts_with(text("schema"), "ccscope.bench/"))
         fail(where,
@@ -268,10 +284,10 @@ LoadedRun read_ccscope_csv(const std::string& path, const std::string& raw) {
       r.op = text("op");
       if (auto root = integer("root", -1); root && *root >= 0) r.root = static_cast<int>(*root);
       if (auto v = integer("in_place", 0)) r.in_place = *v != 0;
-      auto size = integer("size_bytes", 0);
+      auto size = integer("size_bytes", 0, kLongMax);
       if (!size) fail(where, "empty size_bytes; is the file complete and unedited?");
       r.size_bytes = static_cast<size_t>(*size);
-      if (auto v = integer("count", 0)) r.count = static_cast<size_t>(*v);
+      if (auto v = integer("count", 0, kLongMax)) r.count = static_cast<size_t>(*v);
       if (auto v = integer("ranks", 1)) r.ranks = static_cast<int>(*v);
       if (auto v = integer("nodes", 1)) r.nodes = static_cast<int>(*v);
       if (auto v = integer("ranks_per_node", 1)) r.ranks_per_node = static_cast<int>(*v);
@@ -282,7 +298,7 @@ LoadedRun read_ccscope_csv(const std::string& path, const std::string& raw) {
       r.time_max_s = number("rank_time_max_s");
       r.iteration_time_p50_s = number("iteration_time_p50_s");
       r.iteration_time_p99_s = number("iteration_time_p99_s");
-      r.wrong = integer("wrong", 0);
+      r.wrong = integer("wrong", 0, kLongMax);
       if (auto v = integer("repeat", 0)) r.repeat = static_cast<int>(*v);
       if (r.time_s && *r.time_s < 0) fail(where, "negative time_s; is the file unedited?");
       if (run.records.empty()) {  // every row repeats the run metadata: take the first
@@ -330,7 +346,7 @@ LoadedRun read_ccscope_csv(const std::string& path, const std::string& raw) {
 
 // Where a JSON value lives, for messages: "run.json: records[3].time_s".
 std::string jwhere(const std::string& path, const std::string& pointer) {
-  return path + ": " + pointer;
+  return printable(path) + ": " + pointer;
 }
 
 const json* member(const json& obj, const char* key) {
@@ -351,17 +367,20 @@ std::optional<double> jnumber(const json& obj, const char* key, const std::strin
 }
 
 std::optional<long long> jinteger(const json& obj, const char* key, const std::string& where,
-                                  long long min_value) {
+                                  long long min_value, long long max_value = kIntMax) {
   const json* v = member(obj, key);
   if (!v) return std::nullopt;
   std::optional<long long> out;
+  if (v->is_number_unsigned() && v->get<unsigned long long>() > 9223372036854775807ULL)
+    fail(where + "." + key, out_of_range(key, v->dump(), min_value, max_value));
   if (v->is_number_integer()) out = v->get<long long>();
   if (v->is_number_float() && std::floor(v->get<double>()) == v->get<double>() &&
       std::fabs(v->get<double>()) < 9e18)
     out = static_cast<long long>(v->get<double>());
   if (v->is_string()) out = to_integer(trim(v->get<std::string>()));  // nccl-tests: "    -1"
   if (!out) fail(where + "." + key, "expected an integer, found " + v->dump());
-  if (*out < min_value) fail(where + "." + key, "below " + std::to_string(min_value));
+  if (*out < min_value || *out > max_value)
+    fail(where + "." + key, out_of_range(key, v->dump(), min_value, max_value));
   return out;
 }
 
@@ -395,7 +414,7 @@ json parse_json(const std::string& path, const std::string& raw) {
     fail(at(path, line), "invalid JSON (" + what.substr(what.find(':') + 2) +
                              "); truncated or edited? rerun or restore the file");
   } catch (const json::exception& e) {  // e.g. a number too large for a double
-    fail(path, std::string("invalid JSON (") + e.what() + "); edited? rerun or restore the file");
+    fail(printable(path), std::string("invalid JSON (") + e.what() + "); edited? rerun or restore the file");
   }
 }
 
@@ -446,10 +465,10 @@ LoadedRun read_ccscope_json(const std::string& path, const json& doc) {
       if (!ip->is_boolean()) fail(w + ".in_place", "expected true or false");
       r.in_place = ip->get<bool>();
     }
-    auto size = jinteger(j, "size_bytes", w, 0);
+    auto size = jinteger(j, "size_bytes", w, 0, kLongMax);
     if (!size) fail(w + ".size_bytes", "missing");
     r.size_bytes = static_cast<size_t>(*size);
-    if (auto v = jinteger(j, "count", w, 0)) r.count = static_cast<size_t>(*v);
+    if (auto v = jinteger(j, "count", w, 0, kLongMax)) r.count = static_cast<size_t>(*v);
     if (auto v = jinteger(j, "ranks", w, 1)) r.ranks = static_cast<int>(*v);
     if (auto v = jinteger(j, "nodes", w, 1)) r.nodes = static_cast<int>(*v);
     if (auto v = jinteger(j, "ranks_per_node", w, 1)) r.ranks_per_node = static_cast<int>(*v);
@@ -461,7 +480,7 @@ LoadedRun read_ccscope_json(const std::string& path, const json& doc) {
     r.time_max_s = jnumber(j, "rank_time_max_s", w);
     r.iteration_time_p50_s = jnumber(j, "iteration_time_p50_s", w);
     r.iteration_time_p99_s = jnumber(j, "iteration_time_p99_s", w);
-    r.wrong = jinteger(j, "wrong", w, 0);
+    r.wrong = jinteger(j, "wrong", w, 0, kLongMax);
     if (auto v = jinteger(j, "repeat", w, 0)) r.repeat = static_cast<int>(*v);
     run.records.push_back(std::move(r));
   }
@@ -484,7 +503,11 @@ void nccl_tests_group(LoadedRecord r, const json* g, bool in_place, const std::s
   }
   r.algbw_GBps = jnumber(*g, "alg_bw", w);
   r.busbw_GBps = jnumber(*g, "bus_bw", w);
-  if (auto wrong = jnumber(*g, "nwrong", w)) r.wrong = static_cast<int64_t>(*wrong);
+  if (auto wrong = jnumber(*g, "nwrong", w)) {
+    if (*wrong < 0 || *wrong >= 9.2e18 || std::floor(*wrong) != *wrong)
+      fail(w + ".nwrong", "not a count of elements; is the file unedited?");
+    r.wrong = static_cast<int64_t>(*wrong);
+  }
   out.push_back(std::move(r));
 }
 
@@ -497,7 +520,7 @@ LoadedRun read_nccl_tests_json(const std::string& path, const json& doc) {
   std::string collective = args.empty() ? "" : collective_from_program(args[0]);
   if (collective.empty())
     fail(jwhere(path, "args"), "no program name (e.g. all_reduce_perf) to tell the collective");
-  if (auto v = jinteger(doc, "nccl_version", jwhere(path, ""), 0))
+  if (auto v = jinteger(doc, "nccl_version", jwhere(path, ""), 0, kLongMax))
     m.nccl_version = nccl_version_from_code(*v);
   m.start_time_utc =
       jstring(doc, "start_time", jwhere(path, ""));  // local time, as nccl-tests prints it
@@ -530,10 +553,10 @@ LoadedRun read_nccl_tests_json(const std::string& path, const json& doc) {
     r.op = jstring(j, "redop", w);
     if (auto root = jinteger(j, "root", w, -1); root && *root >= 0)
       r.root = static_cast<int>(*root);
-    auto size = jinteger(j, "size", w, 0);
+    auto size = jinteger(j, "size", w, 0, kLongMax);
     if (!size) fail(w + ".size", "missing");
     r.size_bytes = static_cast<size_t>(*size);
-    if (auto v = jinteger(j, "count", w, 0)) r.count = static_cast<size_t>(*v);
+    if (auto v = jinteger(j, "count", w, 0, kLongMax)) r.count = static_cast<size_t>(*v);
     apply_layout(m, r);
     nccl_tests_group(r, member(j, "out_of_place"), false, w + ".out_of_place", run.records);
     nccl_tests_group(r, member(j, "in_place"), true, w + ".in_place", run.records);
@@ -592,8 +615,8 @@ LoadedRun read_nccl_tests_text(const std::string& path, const std::string& raw) 
     base.source = where;
     base.collective = collective;
     base.backend = "nccl";
-    base.size_bytes = static_cast<size_t>(need_integer(f[0], where, "size", 0));
-    base.count = static_cast<size_t>(need_integer(f[1], where, "count", 0));
+    base.size_bytes = static_cast<size_t>(need_integer(f[0], where, "size", 0, kLongMax));
+    base.count = static_cast<size_t>(need_integer(f[1], where, "count", 0, kLongMax));
     base.dtype = f[2];
     base.op = f[3];
     if (long long root = need_integer(f[4], where, "root", -1); root >= 0)
@@ -612,7 +635,7 @@ LoadedRun read_nccl_tests_text(const std::string& path, const std::string& raw) 
       }
       r.algbw_GBps = figure(6 + 4 * group, "algbw");
       r.busbw_GBps = figure(7 + 4 * group, "busbw");
-      if (f[8 + 4 * group] != "N/A") r.wrong = need_integer(f[8 + 4 * group], where, "#wrong", 0);
+      if (f[8 + 4 * group] != "N/A") r.wrong = need_integer(f[8 + 4 * group], where, "#wrong", 0, kLongMax);
       run.records.push_back(std::move(r));
     }
   }
@@ -686,7 +709,7 @@ LoadedRun read_osu(const std::string& path, const std::string& raw) {
     bool has_time = false;
     for (size_t i = 0; i < f.size(); ++i) {
       if (columns[i] == "Size")
-        r.size_bytes = static_cast<size_t>(need_integer(f[i], where, "size", 0));
+        r.size_bytes = static_cast<size_t>(need_integer(f[i], where, "size", 0, kLongMax));
       std::optional<double>* target = columns[i] == "Avg Latency(us)"   ? &r.time_s
                                       : columns[i] == "Min Latency(us)" ? &r.time_min_s
                                       : columns[i] == "Max Latency(us)" ? &r.time_max_s
@@ -706,19 +729,11 @@ LoadedRun read_osu(const std::string& path, const std::string& raw) {
   return run;
 }
 
-std::string read_whole_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path, "cannot open: check the path and permissions");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) fail(path, "cannot read");
-  return ss.str();
-}
-
 }  // namespace
 
-LoadedRun read_results(const std::string& path) {
-  const std::string raw = read_whole_file(path);
+LoadedRun read_results(const std::string& path) { return parse_results(path, read_input_file(path)); }
+
+LoadedRun parse_results(const std::string& path, const std::string& raw) {
   const std::string head = trim(raw.substr(0, 4096));
   if (head.empty()) fail(at(path, 1), "empty file; rerun the benchmark");
   if (head[0] == '{') {

@@ -59,5 +59,7 @@ namespace ccscope::reports {
 // InputError naming the file and line for anything malformed, truncated, empty
 // or of an unknown format.
 LoadedRun read_results(const std::string& path);
+// The same for text already read; `path` names it in messages.
+LoadedRun parse_results(const std::string& path, const std::string& text);
 
 }  // namespace ccscope::reports

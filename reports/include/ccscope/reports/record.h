@@ -31,6 +31,8 @@ struct RunMetadata {
   std::string command_line;
   std::string start_time_utc;  // ISO 8601, e.g. 2026-11-30T03:04:05Z
   std::string end_time_utc;    // "" until the run ends
+  // The signal that stopped the run early ("SIGTERM"); "" when it ran to the end.
+  std::string stopped_by;
 };
 
 struct BenchRecord {

@@ -1,0 +1,80 @@
+#pragma once
+// Files the user names on the command line: results read in, and outputs
+// (--csv, --json, report -o, the baseline sidecar) written out. ccscope runs as
+// root on shared nodes, so an output path never replaces what the user did not
+// ask to write: a regular file (or a new path) is replaced whole through a
+// temporary file renamed over it; a character device or FIFO (/dev/null,
+// /dev/stdout, a pipe) is written in place; a symbolic link is followed to its
+// target; a directory, a block device or a socket is refused.
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace ccscope::reports {
+
+// What a path names now, with symbolic links followed.
+enum class PathKind {
+  kMissing,
+  kRegular,
+  kDirectory,
+  kCharacterDevice,
+  kFifo,
+  kBlockDevice,
+  kSocket,
+  kOther
+};
+
+enum class WriteMethod {
+  kReplace,  // write a temporary beside the target, then rename it over the target
+  kInPlace,  // open the target itself and write to it (devices, FIFOs)
+  kRefuse,
+};
+
+// The decision for one kind of target (pure). `refusal` says why, for kRefuse.
+struct WritePlan {
+  WriteMethod method;
+  std::string refusal;
+};
+WritePlan plan_write(PathKind kind);
+
+struct OutputTarget {
+  std::string path;      // as the user gave it (for messages; opened for kInPlace)
+  std::string resolved;  // symbolic links followed: the file that gets replaced
+  PathKind kind = PathKind::kMissing;
+  WriteMethod method = WriteMethod::kReplace;
+};
+
+// Classifies `path` and decides how to write it. Throws InputError (one line:
+// what is wrong, what to do) for a directory, a device that must not be
+// written, a missing parent directory, a symbolic-link loop or a path too long.
+OutputTarget resolve_output(const std::string& path);
+
+// The same file named twice, as two outputs or as an output and an input:
+// throws InputError naming both uses. Each entry is (what, path), e.g.
+// ("--csv", "run.csv"). Character devices (/dev/null) may repeat.
+void refuse_same_file(const std::vector<std::pair<std::string, std::string>>& uses);
+
+// Writes `content` as the whole of the target (see the file comment); throws
+// std::runtime_error with the system's reason. Leaves no temporary behind.
+void write_whole_file(const OutputTarget& target, std::string_view content);
+
+// Opens the target for a stream of rows (the CSV): regular files and new paths
+// are created or truncated, devices and FIFOs opened in place (a FIFO without
+// a reader is refused rather than waited on). Returns a file descriptor.
+int open_stream_output(const OutputTarget& target);
+
+// Reads a whole results file (at most `max_bytes`). Throws InputError for a
+// directory, an unreadable path, a NUL byte (binary data, /dev/zero) with its
+// line, or a file larger than max_bytes.
+inline constexpr size_t kMaxInputBytes = size_t{1} << 30;
+std::string read_input_file(const std::string& path, size_t max_bytes = kMaxInputBytes);
+
+// A path or name for a one-line message: quoted, with control characters
+// (a new line in a file name) shown as \n, \t, \xHH.
+std::string quote_name(std::string_view text);
+// `text` itself when it has no control characters, else quote_name(text).
+std::string printable(std::string_view text);
+
+}  // namespace ccscope::reports
