@@ -2,6 +2,8 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 
 #include "ccscope/collectives/error.h"
 #include "sizes.h"
@@ -12,14 +14,16 @@ namespace {
 struct RawArguments {
   std::string collective;
   std::string min_bytes = "32M", max_bytes = "32M", step_bytes = "1M";
-  long long step_factor = 1;
-  long long iterations = 20, warmup = 5, check = 1, root = 0, average = 3;
+  // Integers are taken as text and parsed strictly (integer_argument): CLI11
+  // alone accepted values beyond long long's range.
+  std::string step_factor = "1";
+  std::string iterations = "20", warmup = "5", check = "1", root = "0", average = "3";
   std::string datatype = "float", op = "sum", backend;
   bool isolate_ranks = false, no_progress = false;
   double timeout = 300;
   std::string csv, json;
-  long long corrupt_rank = -1;
-  long long repeats = 1;
+  std::string corrupt_rank = "-1";
+  std::string repeats = "1";
 };
 
 void build_app(CLI::App& app, RawArguments& raw) {
@@ -93,6 +97,20 @@ size_t size_argument(const std::string& flag, const std::string& text) {
   return *value;
 }
 
+// A whole decimal number within [min_value, max_value], else UsageError.
+long long integer_argument(const std::string& flag, const std::string& text, long long min_value,
+                           long long max_value) {
+  long long value = 0;
+  const char* begin = text.data() + (text.size() > 1 && text[0] == '+' ? 1 : 0);
+  const char* end = text.data() + text.size();
+  auto [used, ec] = std::from_chars(begin, end, value);
+  if (ec == std::errc() && used == end && value >= min_value && value <= max_value) return value;
+  if ((ec == std::errc() || ec == std::errc::result_out_of_range) && used == end)
+    bad(flag + " " + text + " is out of range: use " + std::to_string(min_value) + " to " +
+        std::to_string(max_value));
+  bad(flag + " '" + text + "' is not a whole number (e.g. " + std::to_string(min_value) + ")");
+}
+
 }  // namespace
 
 std::string bench_help_text() {
@@ -138,32 +156,25 @@ ParsedBenchArguments parse_bench_arguments(const std::vector<std::string>& args)
   if (options.min_bytes > options.max_bytes)
     bad("-b/--minbytes (" + raw.min_bytes + ") is larger than -e/--maxbytes (" + raw.max_bytes +
         "): swap them");
-  if (raw.step_factor < 1)
-    bad("-f/--stepfactor must be 1 or more (got " + std::to_string(raw.step_factor) + ")");
-  options.step_factor = static_cast<size_t>(raw.step_factor);
+  // nccl-tests' -f is an integer factor; beyond 2^32 no second size fits in size_t anyway.
+  options.step_factor =
+      static_cast<size_t>(integer_argument("-f/--stepfactor", raw.step_factor, 1, 1LL << 32));
   // Every iteration's time is kept (8 bytes each, reduced over ranks) for p50/p99.
-  if (raw.iterations < 1 || raw.iterations > 10000000)
-    bad("-n/--iters must be between 1 and 1e7 (got " + std::to_string(raw.iterations) + ")");
-  options.iterations = static_cast<int>(raw.iterations);
-  if (raw.warmup < 0 || raw.warmup > 10000000)
-    bad("-w/--warmup_iters must be between 0 and 1e7 (got " + std::to_string(raw.warmup) + ")");
-  options.warmup_iterations = static_cast<int>(raw.warmup);
-  if (raw.check != 0 && raw.check != 1)
-    bad("-c/--check must be 0 or 1 (got " + std::to_string(raw.check) + ")");
-  options.check = raw.check == 1;
+  options.iterations = static_cast<int>(integer_argument("-n/--iters", raw.iterations, 1, 10000000));
+  options.warmup_iterations =
+      static_cast<int>(integer_argument("-w/--warmup_iters", raw.warmup, 0, 10000000));
+  options.check = integer_argument("-c/--check", raw.check, 0, 1) == 1;
   auto type = parse_data_type(raw.datatype);
   if (!type) bad("unknown data type '" + raw.datatype + "': choose one of " + data_type_choices());
   options.type = *type;
   auto op = parse_reduce_op(raw.op);
   if (!op) bad("unknown reduction op '" + raw.op + "': choose one of " + reduce_op_choices());
   options.op = *op;
-  if (raw.root < 0)
-    bad("-r/--root must be a rank number >= 0 (got " + std::to_string(raw.root) + ")");
-  options.root = static_cast<int>(std::min<long long>(raw.root, 1 << 30));
-  if (raw.average < 0 || raw.average > 3)
-    bad("-a/--average must be 0 (rank 0), 1 (average), 2 (minimum) or 3 (maximum); got " +
-        std::to_string(raw.average));
-  options.time_across_ranks = static_cast<TimeAcrossRanks>(raw.average);
+  options.root = static_cast<int>(integer_argument("-r/--root", raw.root, 0, 1 << 30));
+  if (raw.average != "0" && raw.average != "1" && raw.average != "2" && raw.average != "3")
+    bad("-a/--average must be 0 (rank 0), 1 (average), 2 (minimum) or 3 (maximum); got '" +
+        raw.average + "'");
+  options.time_across_ranks = static_cast<TimeAcrossRanks>(raw.average[0] - '0');
   if (!raw.backend.empty() && raw.backend != "mpi" && raw.backend != "nccl" &&
       raw.backend != "ring")
     bad("unknown --backend '" + raw.backend + "': choose mpi, nccl or ring");
@@ -172,13 +183,12 @@ ParsedBenchArguments parse_bench_arguments(const std::vector<std::string>& args)
   if (!(raw.timeout > 0) || raw.timeout > 1e6)
     bad("--timeout must be a positive number of seconds (got " + std::to_string(raw.timeout) + ")");
   options.timeout_seconds = raw.timeout;
-  if (raw.repeats < 1 || raw.repeats > 10000)
-    bad("--repeat must be between 1 and 10000 (got " + std::to_string(raw.repeats) + ")");
-  options.repeats = static_cast<int>(raw.repeats);
+  options.repeats = static_cast<int>(integer_argument("--repeat", raw.repeats, 1, 10000));
   options.csv_path = raw.csv;
   options.json_path = raw.json;
   options.progress = !raw.no_progress;
-  options.corrupt_rank = static_cast<int>(std::clamp<long long>(raw.corrupt_rank, -1, 1 << 30));
+  options.corrupt_rank =
+      static_cast<int>(integer_argument("--test-corrupt-rank", raw.corrupt_rank, -1, 1 << 30));
   for (Collective c : options.collectives)
     if (!has_reduction(c) && options.op != ReduceOp::kSum)
       options.notes.push_back(std::string(name(c)) + " does not reduce: -o " + raw.op +

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 namespace ccscope::bench {
 namespace {
 
@@ -39,6 +41,23 @@ TEST(Sizes, Formats) {
   EXPECT_EQ(format_size(1024), "1 KiB");
   EXPECT_EQ(format_size(1536), "1.5 KiB");
   EXPECT_EQ(format_size(size_t{64} << 20), "64 MiB");
+}
+
+}  // namespace
+}  // namespace ccscope::bench
+
+namespace ccscope::bench {
+namespace {
+
+// At size_t's limit the sequence stops instead of wrapping around to a bogus
+// size: (2^62 + 1) x 5 wraps to 2^62 + 5, which a "next <= size" test alone
+// took for a larger size.
+TEST(Sizes, SequenceStopsAtTheLimitOfSizeT) {
+  const size_t max = std::numeric_limits<size_t>::max();
+  const size_t start = (size_t{1} << 62) + 1;
+  EXPECT_EQ(size_sequence(start, max, 5, 0), (std::vector<size_t>{start}));
+  EXPECT_EQ(size_sequence(max - 1, max, 1, 8), (std::vector<size_t>{max - 1}));
+  EXPECT_EQ(size_sequence(size_t{1} << 63, max, 2, 0), (std::vector<size_t>{size_t{1} << 63}));
 }
 
 }  // namespace

@@ -69,7 +69,10 @@ std::string esc(std::string_view in) {
     }
     ok = ok && cp >= min && cp <= 0x10FFFF && !(cp >= 0xD800 && cp <= 0xDFFF) && cp != 0xFFFE &&
          cp != 0xFFFF;
-    if (ok) {
+    if (ok && is_bidi_control(cp)) {  // would reorder the text around it: shown, not obeyed
+      out += fmt::format("\\u{:04x}", cp);
+      i += len;
+    } else if (ok) {
       out.append(in.substr(i, len));
       i += len;
     } else {
@@ -78,6 +81,20 @@ std::string esc(std::string_view in) {
     }
   }
   return out;
+}
+
+// An element id from untrusted text: a-z, 0-9 and '-' kept, every other byte
+// written as _hh, so that ids are valid, carry no markup and stay distinct.
+std::string element_id(std::string_view prefix, std::string_view name) {
+  std::string id(prefix);
+  for (char c : name) {
+    const auto u = static_cast<unsigned char>(c);
+    if ((u >= 'a' && u <= 'z') || (u >= '0' && u <= '9') || c == '-')
+      id += c;
+    else
+      id += fmt::format("_{:02x}", u);
+  }
+  return id;
 }
 
 std::string or_absent(const std::string& s) { return s.empty() ? "\xE2\x80\x94" : esc(s); }
@@ -209,7 +226,8 @@ void busbw_chart(std::string& o, const std::vector<LoadedRun>& runs,
       hi = std::max(hi, p.size_bytes);
       y_max = std::max(y_max, p.busbw_GBps);
     }
-  o += fmt::format("<figure class=\"chart-box\" id=\"busbw-{}\">\n", esc(panel.collective));
+  o += fmt::format("<figure class=\"chart-box\" id=\"{}\">\n",
+                   element_id("busbw-", panel.collective));
   if (hi == 0) {
     o += fmt::format("<p>{}: no busbw figures in the results.</p>\n</figure>\n",
                      esc(panel.collective));
@@ -225,7 +243,8 @@ void busbw_chart(std::string& o, const std::vector<LoadedRun>& runs,
   std::vector<std::pair<double, std::string>> ticks;
   for (int e = e0; e <= e1; ++e)
     if (e % k == 0 || (e == e0 && e % k <= k - 2) || (e == e1 && e % k >= 2))
-      ticks.push_back({std::ldexp(1.0, e), format_size(size_t{1} << e)});
+      ticks.push_back({std::ldexp(1.0, e), e < 64 ? format_size(size_t{1} << e)  // size_t's range
+                                                  : fmt::format("2^{} B", e)});
   const double y_step = nice_step(y_max > 0 ? y_max * 1.05 : 1, 5);
   const Frame f{static_cast<double>(e0), static_cast<double>(e1),
                 std::ceil((y_max > 0 ? y_max * 1.05 : 1) / y_step) * y_step, true};
@@ -285,7 +304,10 @@ void scaling_chart(std::string& o, const std::vector<std::string>& names, const 
     ticks.push_back({double(row.ranks), std::to_string(row.ranks)});
 
   const std::string variant = sc.in_place ? ", " + in_place_name(sc.in_place) : "";
-  o += fmt::format("<figure class=\"chart-box\" id=\"scaling-{}\">\n", esc(sc.collective));
+  o += fmt::format("<figure class=\"chart-box\" id=\"{}\">\n",
+                   element_id(sc.in_place ? (*sc.in_place ? "scaling-in-place-" : "scaling-out-of-place-")
+                                          : "scaling-",
+                              sc.collective));
   o += svg_open(
       "chart scaling", chart_height(2),
       sc.collective + variant + ": speed-up vs rank count at " + format_size(sc.size_bytes));

@@ -23,7 +23,8 @@ using namespace report_model;
 // characters that could open HTML, a link or code, or split a table cell
 // (emphasis characters stay, so file names read well in a terminal); line
 // breaks would end a table row, so they become spaces.
-std::string md(std::string_view in) {
+std::string md(std::string_view raw) {
+  const std::string in = show_bidi_controls(raw);
   std::string out;
   for (char c : in) {
     if (c == '\n' || c == '\r' || c == '\t') {

@@ -160,6 +160,35 @@ std::string format_size(size_t bytes) {
   return number + " " + kUnits[unit];
 }
 
+bool is_bidi_control(uint32_t cp) {
+  return cp == 0x061C || cp == 0x200E || cp == 0x200F || (cp >= 0x202A && cp <= 0x202E) ||
+         (cp >= 0x2066 && cp <= 0x2069);
+}
+
+std::string show_bidi_controls(std::string_view in) {
+  std::string out;
+  out.reserve(in.size());
+  for (size_t i = 0; i < in.size(); ++i) {
+    // Every one of them is a 3-byte UTF-8 sequence (lead byte 0xD8 for U+061C, else 0xE2).
+    const auto b = [&](size_t k) { return static_cast<unsigned char>(in[i + k]); };
+    if (i + 1 < in.size() && b(0) == 0xD8 && b(1) == 0x9C) {
+      out += "\\u061c";
+      ++i;
+      continue;
+    }
+    if (i + 2 < in.size() && b(0) == 0xE2 && (b(1) & 0xC0) == 0x80 && (b(2) & 0xC0) == 0x80) {
+      const uint32_t cp = ((b(0) & 0x0Fu) << 12) | ((b(1) & 0x3Fu) << 6) | (b(2) & 0x3Fu);
+      if (is_bidi_control(cp)) {
+        out += fmt::format("\\u{:04x}", cp);
+        i += 2;
+        continue;
+      }
+    }
+    out += in[i];
+  }
+  return out;
+}
+
 std::string format_GBps(double value) { return fmt::format("{:.2f}", value); }
 
 }  // namespace ccscope::reports::report_model

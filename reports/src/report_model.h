@@ -4,7 +4,9 @@
 // per message size. Private to reports/src.
 #include <cstddef>
 #include <optional>
+#include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ccscope/reports/loaded_results.h"
@@ -65,6 +67,12 @@ std::string in_place_name(const std::optional<bool>& in_place);
 
 // 8 B, 1 KiB, 1.5 MiB, 1 GiB.
 std::string format_size(size_t bytes);
+
+// Unicode bidirectional controls (U+061C, U+200E-F, U+202A-E, U+2066-9): in a
+// hostname or file name they reorder the text around them ("gnp.exe" shown as
+// "exe.png"), so reports show them as \u202e instead of obeying them.
+bool is_bidi_control(uint32_t code_point);
+std::string show_bidi_controls(std::string_view utf8);
 // busbw as nccl-tests prints it: two decimals.
 std::string format_GBps(double value);
 
