@@ -5,6 +5,7 @@
 #include <exception>
 #include <iostream>
 #include <memory>
+#include <thread>
 
 #include "backend_choice.h"
 #include "ccscope/collectives/backends.h"
@@ -14,6 +15,7 @@
 #include "ccscope/reports/loaded_results.h"
 #include "ccscope/reports/reporter.h"
 #include "ccscope/reports/user_files.h"
+#include "interruption.h"
 #include "options.h"
 #include "run_metadata.h"
 #include "sweep_runner.h"
@@ -148,21 +150,26 @@ int bench_main(const std::vector<std::string>& args, const std::vector<std::stri
     return kExitUsage;
   }
 
+  InterruptHandlers interrupts(leader);
   try {
     reports::RunMetadata metadata = collect_run_metadata(world, *comm, command_line);
     if (leader) reporters.begin(metadata);
     SweepOutcome outcome;
-    for (int repeat = 0; repeat < options.repeats; ++repeat) {
+    for (int repeat = 0; repeat < options.repeats && !outcome.stopped_by_signal; ++repeat) {
       for (Collective collective : options.collectives) {
         BenchOptions one = options;
         one.collective = collective;
-        const SweepOutcome part =
-            run_sweep(one, world, *comm, *watchdog, leader ? &reporters : nullptr, repeat);
+        const SweepOutcome part = run_sweep(one, world, *comm, *watchdog,
+                                            leader ? &reporters : nullptr, repeat,
+                                            &InterruptHandlers::pending_signal);
         outcome.wrong_elements += part.wrong_elements;
         outcome.records += part.records;
+        outcome.stopped_by_signal = part.stopped_by_signal;
+        if (outcome.stopped_by_signal) break;
       }
     }
     metadata.end_time_utc = utc_now_iso8601();
+    if (outcome.stopped_by_signal) metadata.stopped_by = signal_name(outcome.stopped_by_signal);
     if (leader) reporters.end(metadata);
     // Backend teardown before MPI_Finalize, watched: NCCL's finalize waits for
     // every peer, and a peer that aborted must not leave this rank hanging.
@@ -170,6 +177,24 @@ int bench_main(const std::vector<std::string>& args, const std::vector<std::stri
     watchdog->operation_started();
     comm.reset();
     watchdog->end_phase();
+    if (outcome.stopped_by_signal) {
+      const int code = exit_code_for_signal(outcome.stopped_by_signal);
+      if (leader)
+        std::fprintf(stderr, "ccscope bench: stopped by %s after %zu record(s); exit %d\n",
+                     metadata.stopped_by.c_str(), outcome.records, code);
+      std::fflush(nullptr);
+      // Every record is written. MPICH's mpiexec (Hydra 4.0) often loses the
+      // ranks' exit status after it forwarded a signal and reports 0; an abort
+      // with the code reaches it (measured: see README, "Stopping a run").
+      if (world.size() > 1) {
+        world.barrier();  // rank 0 has written and printed everything
+        // The launcher drops output still in its pipes when the abort arrives
+        // (Hydra lost the line above 2 runs in 5 without this pause).
+        std::this_thread::sleep_for(std::chrono::seconds(leader ? 1 : 10));  // rank 0's abort ends us
+        world.abort(code);
+      }
+      return code;
+    }
     return outcome.wrong_elements > 0 ? kExitFailed : kExitOk;
   } catch (const TimeoutError& error) {
     std::fprintf(stderr, "ccscope bench: rank %d (%s): %s\n", world.rank(),

@@ -169,7 +169,8 @@ class ProgressLine {
 }  // namespace
 
 SweepOutcome run_sweep(const BenchOptions& options, const World& world, Communicator& comm,
-                       HangWatchdog& watchdog, reports::Reporter* reporter, int repeat) {
+                       HangWatchdog& watchdog, reports::Reporter* reporter, int repeat,
+                       const std::function<int()>& pending_signal) {
   const size_t element_bytes = element_size(options.type);
   const int ranks = comm.size();
   const int rank = comm.rank();
@@ -395,6 +396,14 @@ SweepOutcome run_sweep(const BenchOptions& options, const World& world, Communic
         record.record_time_utc = utc_now_iso8601();
         record.repeat = repeat;
         reporter->add(record);
+      }
+      // A signal may reach the ranks at different moments: they agree after
+      // every record, so all stop after the same one.
+      double signal = pending_signal();
+      world.all_reduce_max({&signal, 1});
+      if (signal != 0) {
+        outcome.stopped_by_signal = static_cast<int>(signal);
+        return outcome;
       }
     }
   }

@@ -3,6 +3,7 @@
 // time the iterations, run once more on fresh data and check every element,
 // then hand one record per measurement to the reporter (rank 0 only).
 #include <cstdint>
+#include <functional>
 
 #include "ccscope/collectives/communicator.h"
 #include "ccscope/collectives/watchdog.h"
@@ -15,11 +16,15 @@ namespace ccscope::bench {
 struct SweepOutcome {
   int64_t wrong_elements = 0;  // over all ranks and sizes
   size_t records = 0;
+  int stopped_by_signal = 0;  // the signal every rank stopped for, after the last record; 0 = none
 };
 
 // `reporter` may be null on ranks other than 0.
 // `repeat` is the index of this sweep among --repeat K, stored in the records.
+// `pending_signal` is asked after every record (each rank's answer, agreed
+// over all ranks): non-zero stops the sweep there.
 SweepOutcome run_sweep(const BenchOptions& options, const World& world, Communicator& comm,
-                       HangWatchdog& watchdog, reports::Reporter* reporter, int repeat = 0);
+                       HangWatchdog& watchdog, reports::Reporter* reporter, int repeat,
+                       const std::function<int()>& pending_signal);
 
 }  // namespace ccscope::bench

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# A sweep stopped by SIGTERM or SIGINT sent to the launcher (as a batch system,
+# a timeout or Ctrl-C does) must not look like a good run: the launcher exits
+# 128 + signal, the records measured so far stay in the CSV and the JSON, the
+# JSON says "complete": false and "stopped_by", and no rank is left behind.
+# Also without a launcher (one rank, the signal to ccscope itself).
+#
+# usage: interrupted.sh CCSCOPE MPIEXEC
+source "$(dirname "$0")/lib.sh"
+init_args "$@"
+make_workdir
+use_private_binary
+
+# Starts a long sweep, waits until it has written RECORDS records, sends SIGNAL
+# to the launcher (or to ccscope itself with RANKS=0), and checks the outcome.
+# usage: stop_run NAME RANKS SIGNAL EXPECTED_EXIT
+stop_run() {
+  local name=$1 ranks=$2 sig=$3 expected=$4 dir="$WORK/$1" pid rows records deadline
+  mkdir -p "$dir"
+  local args=(bench allreduce --backend mpi -b 1K -e 256M -f 2 -n 200 -w 2 --no-progress
+              --timeout 60 --csv "$dir/run.csv" --json "$dir/run.json")
+  if [ "$ranks" -eq 0 ]; then
+    "$CCSCOPE" "${args[@]}" >"$dir/out" 2>"$dir/err" </dev/null &
+  else
+    "$MPIEXEC" -n "$ranks" "$CCSCOPE" "${args[@]}" >"$dir/out" 2>"$dir/err" </dev/null &
+  fi
+  pid=$!
+  deadline=$(($(date +%s) + 60))
+  while [ ! -f "$dir/run.csv" ] || [ "$(wc -l <"$dir/run.csv")" -lt 4 ]; do
+    [ "$(date +%s)" -lt "$deadline" ] || { fail "$name: no records within 60 s"; kill -9 "$pid"; return; }
+    kill -0 "$pid" 2>/dev/null || { fail "$name: the run ended before the signal"; return; }
+    sleep 0.1
+  done
+  kill -s "$sig" "$pid"
+  wait_pid_with_deadline "$pid" 60
+  [ "$WAIT_STATUS" = timeout ] && { fail "$name: still running 60 s after SIG$sig"; kill_leftovers "$dir/run.csv"; return; }
+  assert_eq "$expected" "$WAIT_STATUS" "$name: exit status after SIG$sig"
+  rows=$(csv_select "$dir/run.csv" size_bytes | grep -c '')
+  records=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(len(d["records"]), d["complete"], d.get("stopped_by"))' "$dir/run.json" 2>&1)
+  assert_eq "$rows False SIG$sig" "$records" "$name: JSON records, complete, stopped_by (CSV has $rows rows)"
+  [ "$rows" -ge 3 ] || { fail "$name: only $rows CSV rows kept"; show_file csv "$dir/run.csv"; show_file stderr "$dir/err"; }
+  grep -q "stopped by SIG$sig after $rows record(s); exit $expected" "$dir/err" ||
+    { fail "$name: no 'stopped by' line naming SIG$sig and $rows records"; show_file stderr "$dir/err"; }
+  grep -q "^# Stopped by SIG$sig" "$dir/out" || fail "$name: the console table does not say it stopped"
+  assert_no_crash_text "$dir/err" "$name"
+  assert_no_leftovers "$dir/run.csv" 10
+}
+
+stop_run term-2-ranks 2 TERM 143
+stop_run int-2-ranks 2 INT 130
+stop_run term-3-ranks 3 TERM 143
+stop_run term-no-launcher 0 TERM 143
+stop_run int-no-launcher 0 INT 130
+finish
