@@ -126,6 +126,11 @@ int bench_main(const std::vector<std::string>& args, const std::vector<std::stri
     world.abort(kExitFailed);
   }
 
+  if (const std::string problem = preflight(options, world, *comm); !problem.empty()) {
+    if (leader) std::fprintf(stderr, "ccscope bench: error: %s\n", problem.c_str());
+    return kExitUsage;
+  }
+
   // Output files are opened before measuring so a bad path fails at once.
   reports::ReporterList reporters;
   std::string open_error;
@@ -155,7 +160,9 @@ int bench_main(const std::vector<std::string>& args, const std::vector<std::stri
     reports::RunMetadata metadata = collect_run_metadata(world, *comm, command_line);
     if (leader) reporters.begin(metadata);
     SweepOutcome outcome;
-    for (int repeat = 0; repeat < options.repeats && !outcome.stopped_by_signal; ++repeat) {
+    for (int repeat = 0;
+         repeat < options.repeats && !outcome.stopped_by_signal && outcome.refused.empty();
+         ++repeat) {
       for (Collective collective : options.collectives) {
         BenchOptions one = options;
         one.collective = collective;
@@ -165,7 +172,8 @@ int bench_main(const std::vector<std::string>& args, const std::vector<std::stri
         outcome.wrong_elements += part.wrong_elements;
         outcome.records += part.records;
         outcome.stopped_by_signal = part.stopped_by_signal;
-        if (outcome.stopped_by_signal) break;
+        outcome.refused = part.refused;
+        if (outcome.stopped_by_signal || !outcome.refused.empty()) break;
       }
     }
     metadata.end_time_utc = utc_now_iso8601();
@@ -177,6 +185,7 @@ int bench_main(const std::vector<std::string>& args, const std::vector<std::stri
     watchdog->operation_started();
     comm.reset();
     watchdog->end_phase();
+    if (!outcome.refused.empty()) return kExitUsage;  // rank 0 said what fits
     if (outcome.stopped_by_signal) {
       const int code = exit_code_for_signal(outcome.stopped_by_signal);
       if (leader)

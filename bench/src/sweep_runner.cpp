@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "memory_budget.h"
 #include "patterns.h"
 #include "run_metadata.h"
 #include "sizes.h"
@@ -168,6 +169,30 @@ class ProgressLine {
 
 }  // namespace
 
+std::string preflight(const BenchOptions& options, const World& world, const Communicator& comm) {
+  std::string problem;
+  const size_t element_bytes = element_size(options.type);
+  const auto available =
+      comm.memory_kind() == MemoryKind::kHost ? host_available_memory() : std::nullopt;
+  for (Collective collective : options.collectives) {
+    const auto sizes =
+        size_sequence(options.min_bytes, options.max_bytes, options.step_factor, options.step_bytes);
+    if (sizes.empty() || !problem.empty()) break;
+    const Layout layout = layout_for(collective, sizes.back(), element_bytes, comm.size(), 0);
+    if (layout.param_count > comm.max_count())
+      problem = "-e " + format_size(sizes.back()) + " is " + std::to_string(layout.param_count) +
+                " " + std::string(name(options.type)) + " elements per " + std::string(name(collective)) +
+                " call, more than the " + comm.backend_name() + " backend takes (" +
+                std::to_string(comm.max_count()) + "); use a smaller -e";
+    else if (available)
+      problem = memory_shortfall(collective, sizes.back(), element_bytes, comm.size(),
+                                 world.local_size(), *available, "host " + world.hostname());
+  }
+  for (const std::string& text : world.all_gather(problem))
+    if (!text.empty()) return text;
+  return "";
+}
+
 SweepOutcome run_sweep(const BenchOptions& options, const World& world, Communicator& comm,
                        HangWatchdog& watchdog, reports::Reporter* reporter, int repeat,
                        const std::function<int()>& pending_signal) {
@@ -192,12 +217,31 @@ SweepOutcome run_sweep(const BenchOptions& options, const World& world, Communic
     std::fprintf(stderr, "ccscope: note: %s sizes were rounded down as nccl-tests does (%s)\n",
                  std::string(name(options.collective)).c_str(),
                  size_convention(options.collective).c_str());
-  auto send = comm.allocate(send_bytes);
-  auto recv = comm.allocate(recv_bytes);
+  // preflight() checked the sizes; an allocation can still fail (device
+  // memory, another process): every rank says whether it has its buffers.
+  std::string problem;
+  std::unique_ptr<Buffer> send, recv;
+  if (problem.empty()) {
+    try {
+      send = comm.allocate(send_bytes);
+      recv = comm.allocate(recv_bytes);
+    } catch (const std::exception& error) {  // BackendError, std::bad_alloc
+      problem = "cannot allocate the buffers of -e " + format_size(sizes.back()) + " (" +
+                format_size(send_bytes) + " + " + format_size(recv_bytes) + ") on rank " +
+                std::to_string(rank) + " (" + world.hostname() + "): " + error.what() +
+                "; use a smaller -e";
+    }
+  }
+  SweepOutcome outcome;
+  for (const std::string& text : world.all_gather(problem))
+    if (!text.empty()) {
+      outcome.refused = text;
+      if (rank == 0) std::fprintf(stderr, "ccscope bench: error: %s\n", text.c_str());
+      return outcome;
+    }
   RegionAccess access(comm, element_bytes);
   ProgressLine progress(options.progress && rank == 0);
 
-  SweepOutcome outcome;
   const size_t steps = sizes.size() * (supports_in_place(options.collective) ? 2 : 1);
   size_t step = 0;
   for (size_t size : sizes) {

@@ -4,6 +4,7 @@
 // then hand one record per measurement to the reporter (rank 0 only).
 #include <cstdint>
 #include <functional>
+#include <string>
 
 #include "ccscope/collectives/communicator.h"
 #include "ccscope/collectives/watchdog.h"
@@ -17,7 +18,13 @@ struct SweepOutcome {
   int64_t wrong_elements = 0;  // over all ranks and sizes
   size_t records = 0;
   int stopped_by_signal = 0;  // the signal every rank stopped for, after the last record; 0 = none
+  std::string refused;        // why nothing was measured (buffers do not fit); printed by rank 0
 };
+
+// Before any output is opened: whether the largest size of every collective
+// fits (element count per call, host memory shared by a node's ranks). Every
+// rank gets the same answer: "" or one line saying what fits.
+std::string preflight(const BenchOptions& options, const World& world, const Communicator& comm);
 
 // `reporter` may be null on ranks other than 0.
 // `repeat` is the index of this sweep among --repeat K, stored in the records.

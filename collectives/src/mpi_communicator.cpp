@@ -82,6 +82,7 @@ class MpiCommunicator : public Communicator {
   MemoryKind memory_kind() const override { return MemoryKind::kHost; }
   std::string device_name() const override { return "cpu"; }
 
+  size_t max_count() const override { return static_cast<size_t>(INT_MAX); }
   std::unique_ptr<Buffer> allocate(size_t bytes) override {
     return std::make_unique<HostBuffer>(bytes);
   }

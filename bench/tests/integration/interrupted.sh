@@ -11,6 +11,12 @@ init_args "$@"
 make_workdir
 use_private_binary
 
+# Open MPI's mpirun, once signalled, exits 1 whatever the ranks return, turns
+# SIGINT into SIGTERM for the ranks, and may drop their last lines of stdout
+# (measured with Open MPI 4.1.4; README, "Stopping a run").
+openmpi=0
+"$MPIEXEC" --version 2>&1 | grep -qE "Open MPI|OpenRTE" && openmpi=1
+
 # Starts a long sweep, waits until it has written RECORDS records, sends SIGNAL
 # to the launcher (or to ccscope itself with RANKS=0), and checks the outcome.
 # usage: stop_run NAME RANKS SIGNAL EXPECTED_EXIT
@@ -34,14 +40,22 @@ stop_run() {
   kill -s "$sig" "$pid"
   wait_pid_with_deadline "$pid" 60
   [ "$WAIT_STATUS" = timeout ] && { fail "$name: still running 60 s after SIG$sig"; kill_leftovers "$dir/run.csv"; return; }
-  assert_eq "$expected" "$WAIT_STATUS" "$name: exit status after SIG$sig"
+  local seen=$sig
+  if [ "$openmpi" = 1 ] && [ "$ranks" -gt 0 ]; then
+    assert_ne 0 "$WAIT_STATUS" "$name: exit status after SIG$sig (Open MPI)"
+    seen=TERM expected=143
+  else
+    assert_eq "$expected" "$WAIT_STATUS" "$name: exit status after SIG$sig"
+  fi
   rows=$(csv_select "$dir/run.csv" size_bytes | grep -c '')
   records=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(len(d["records"]), d["complete"], d.get("stopped_by"))' "$dir/run.json" 2>&1)
-  assert_eq "$rows False SIG$sig" "$records" "$name: JSON records, complete, stopped_by (CSV has $rows rows)"
+  assert_eq "$rows False SIG$seen" "$records" "$name: JSON records, complete, stopped_by (CSV has $rows rows)"
   [ "$rows" -ge 3 ] || { fail "$name: only $rows CSV rows kept"; show_file csv "$dir/run.csv"; show_file stderr "$dir/err"; }
-  grep -q "stopped by SIG$sig after $rows record(s); exit $expected" "$dir/err" ||
-    { fail "$name: no 'stopped by' line naming SIG$sig and $rows records"; show_file stderr "$dir/err"; }
-  grep -q "^# Stopped by SIG$sig" "$dir/out" || fail "$name: the console table does not say it stopped"
+  grep -q "stopped by SIG$seen after $rows record(s); exit $expected" "$dir/err" ||
+    { fail "$name: no 'stopped by' line naming SIG$seen and $rows records"; show_file stderr "$dir/err"; }
+  if [ "$openmpi" = 0 ] || [ "$ranks" -eq 0 ]; then
+    grep -q "^# Stopped by SIG$seen" "$dir/out" || fail "$name: the console table does not say it stopped"
+  fi
   assert_no_crash_text "$dir/err" "$name"
   assert_no_leftovers "$dir/run.csv" 10
 }

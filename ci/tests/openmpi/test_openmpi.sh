@@ -42,5 +42,6 @@ run "$it/records.sh"
 run "$it/bad_input.sh"
 run "$it/corrupt_rank.sh"
 run "$it/killed_rank.sh"
+run "$it/interrupted.sh"
 ((failed == 0)) || { echo "FAIL: $failed test script(s) failed against Open MPI"; exit 1; }
 echo "PASS: ccscope builds and runs against Open MPI"

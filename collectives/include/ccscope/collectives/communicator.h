@@ -55,6 +55,8 @@ class Communicator {
   // Human-readable device: "cpu" or the GPU's name.
   virtual std::string device_name() const = 0;
 
+  // The largest element count one operation takes (MPI: its int count).
+  virtual size_t max_count() const { return static_cast<size_t>(-1); }
   virtual std::unique_ptr<Buffer> allocate(size_t bytes) = 0;
   virtual void copy_from_host(Buffer& dst, size_t dst_offset, const void* src, size_t bytes) = 0;
   virtual void copy_to_host(void* dst, const Buffer& src, size_t src_offset, size_t bytes) = 0;

@@ -1,0 +1,63 @@
+#include "memory_budget.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "sizes.h"
+
+namespace ccscope::bench {
+
+std::optional<size_t> buffer_bytes(Collective collective, size_t size, size_t element_bytes,
+                                   int ranks) {
+  // Rank 0 has the largest blocks (layouts round down the same on every rank).
+  const Layout layout = layout_for(collective, size, element_bytes, ranks, 0);
+  size_t send = 0, recv = 0, total = 0;
+  if (__builtin_mul_overflow(layout.send_count, element_bytes, &send) ||
+      __builtin_mul_overflow(layout.recv_count, element_bytes, &recv) ||
+      __builtin_add_overflow(send, recv, &total))
+    return std::nullopt;
+  return total;
+}
+
+std::string memory_shortfall(Collective collective, size_t max_size, size_t element_bytes,
+                             int ranks, int ranks_here, size_t available,
+                             const std::string& where) {
+  const size_t here = static_cast<size_t>(ranks_here < 1 ? 1 : ranks_here);
+  const auto fits = [&](size_t size) {
+    const auto need = buffer_bytes(collective, size, element_bytes, ranks);
+    return need && *need <= available / here;
+  };
+  // A size that rounds down to no elements moves nothing: not worth suggesting.
+  const auto moves_data = [&](size_t size) {
+    const auto need = buffer_bytes(collective, size, element_bytes, ranks);
+    return need && *need > 0;
+  };
+  if (fits(max_size)) return "";
+  const auto need = buffer_bytes(collective, max_size, element_bytes, ranks);
+  std::string line = "-e " + format_size(max_size) + " needs " +
+                     (need ? format_size(*need) : std::string("more than 16 EiB")) +
+                     " of buffers per rank (send + receive) for " + std::string(name(collective)) +
+                     ", but " + where + " has " + format_size(available) + " available for " +
+                     std::to_string(here) + " rank(s)";
+  size_t largest = 0;
+  for (size_t size = size_t{1} << 62; size >= 1; size >>= 1)
+    if (size <= max_size && moves_data(size) && fits(size)) {
+      largest = size;
+      break;
+    }
+  if (largest == 0) return line + ": not even 1 B fits; free memory or use fewer ranks per node";
+  return line + ": use -e " + format_size(largest) + " or less, or fewer ranks per node";
+}
+
+std::optional<size_t> host_available_memory() {
+  std::ifstream in("/proc/meminfo");
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream fields(line);
+    std::string key;
+    size_t kib = 0;
+    if (fields >> key >> kib && key == "MemAvailable:") return kib * 1024;
+  }
+  return std::nullopt;
+}
+
+}  // namespace ccscope::bench
