@@ -178,7 +178,17 @@ int bench_main(const std::vector<std::string>& args, const std::vector<std::stri
     }
     metadata.end_time_utc = utc_now_iso8601();
     if (outcome.stopped_by_signal) metadata.stopped_by = signal_name(outcome.stopped_by_signal);
-    if (leader) reporters.end(metadata);
+    // The last write (the JSON's final version) failing on rank 0 is a failed
+    // run, but every rank still ends normally: no abort, one line.
+    bool end_failed = false;
+    if (leader) {
+      try {
+        reporters.end(metadata);
+      } catch (const std::exception& error) {
+        std::fprintf(stderr, "ccscope bench: error: %s\n", error.what());
+        end_failed = true;
+      }
+    }
     // Backend teardown before MPI_Finalize, watched: NCCL's finalize waits for
     // every peer, and a peer that aborted must not leave this rank hanging.
     watchdog->begin_phase("teardown of the " + comm->backend_name() + " backend");
@@ -186,6 +196,7 @@ int bench_main(const std::vector<std::string>& args, const std::vector<std::stri
     comm.reset();
     watchdog->end_phase();
     if (!outcome.refused.empty()) return kExitUsage;  // rank 0 said what fits
+    if (end_failed) return kExitFailed;
     if (outcome.stopped_by_signal) {
       const int code = exit_code_for_signal(outcome.stopped_by_signal);
       if (leader)

@@ -3,7 +3,13 @@
 // target (write_whole_file), so the file on disk is always a whole, valid
 // document: a run that dies leaves "complete": false and every record reported
 // so far. A device or FIFO target gets the document once, at the end.
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <string>
 
 #include "ccscope/reports/reporter.h"
@@ -77,7 +83,23 @@ class JsonReporter : public Reporter {
                 {"complete", false},
                 {"metadata", metadata_json(RunMetadata{})},
                 {"records", json::array()}};
+    // A device or FIFO is opened now (a FIFO without a reader fails before
+    // anything is measured) and written once, at the end.
+    if (target_.method == WriteMethod::kInPlace) {
+      const int fd = open_stream_output(target_);
+      stream_ = ::fdopen(fd, "w");
+      if (!stream_) {
+        ::close(fd);
+        throw std::runtime_error("cannot write JSON file " + quote_name(path) + ": " +
+                                 std::strerror(errno));
+      }
+    }
   }
+  ~JsonReporter() override {
+    if (stream_) std::fclose(stream_);
+  }
+  JsonReporter(const JsonReporter&) = delete;
+  JsonReporter& operator=(const JsonReporter&) = delete;
 
   void begin(const RunMetadata& m) override {
     doc_["metadata"] = metadata_json(m);
@@ -100,15 +122,25 @@ class JsonReporter : public Reporter {
 
  private:
   void write() {
-    // A device or FIFO cannot be rewritten: it gets the document once, at the end.
-    if (target_.method == WriteMethod::kInPlace && !finished_) return;
+    if (stream_ && !finished_) return;  // a device or FIFO cannot be rewritten
     // Invalid UTF-8 (a hostname or an environment value) is replaced, not fatal.
     std::string text = doc_.dump(2, ' ', false, json::error_handler_t::replace);
     text += '\n';
-    write_whole_file(target_, text);
+    if (!stream_) {
+      write_whole_file(target_, text);
+      return;
+    }
+    FILE* stream = stream_;
+    stream_ = nullptr;
+    errno = 0;
+    const bool written = std::fwrite(text.data(), 1, text.size(), stream) == text.size();
+    if (std::fclose(stream) != 0 || !written)
+      throw std::runtime_error("cannot write JSON file " + quote_name(target_.path) + ": " +
+                               std::strerror(errno ? errno : EIO));
   }
 
   OutputTarget target_;
+  FILE* stream_ = nullptr;
   json doc_;
   bool finished_ = false;
 };
