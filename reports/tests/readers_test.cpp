@@ -214,6 +214,49 @@ TEST(Errors, NameFileAndLine) {
   EXPECT_NE(error_of(dir.file("missing.csv")).find("cannot open"), std::string::npos);
 }
 
+// Out-of-range integers and NUL bytes: the same refusal, with file and line,
+// in every format (ranks=99999999999 used to read as 1215752191).
+TEST(Errors, OutOfRangeIntegersAndNulBytesInEveryFormat) {
+  TempDir dir;
+  write_run(dir.file("good.csv"), sweep(2, 1, [](size_t, int) { return 1.0; }), test_metadata());
+  const std::string csv = slurp(dir.file("good.csv"));
+  const size_t row2 = csv.find('\n') + 1;
+  std::string ranks = csv;
+  const size_t at = ranks.find(",2,1,2,", row2);  // ranks, nodes, ranks_per_node of row 2
+  ASSERT_NE(at, std::string::npos);
+  ranks.replace(at, 7, ",99999999999,1,2,");
+  spit(dir.file("ranks.csv"), ranks);
+  EXPECT_NE(error_of(dir.file("ranks.csv")).find("ranks.csv:2: ranks 99999999999 is out of range"),
+            std::string::npos)
+      << error_of(dir.file("ranks.csv"));
+  std::string huge = csv;
+  huge.replace(huge.find(",2,1,2,", row2), 7, ",2,1,99999999999999999999,");
+  spit(dir.file("huge.csv"), huge);
+  EXPECT_NE(error_of(dir.file("huge.csv")).find("ranks_per_node 99999999999999999999 is out of range"),
+            std::string::npos)
+      << error_of(dir.file("huge.csv"));
+
+  std::string json = slurp(data_file("all_reduce_perf-h200-4rank-socket.json"));
+  std::string wrong = json;
+  const size_t nwrong = wrong.find("\"nwrong\":");
+  ASSERT_NE(nwrong, std::string::npos);
+  wrong.replace(nwrong, 9, "\"nwrong\":1e300,\"x\":");
+  spit(dir.file("nwrong.json"), wrong);
+  EXPECT_NE(error_of(dir.file("nwrong.json")).find("nwrong: not a count"), std::string::npos)
+      << error_of(dir.file("nwrong.json"));
+
+  std::string nccl = slurp(data_file("all_reduce_perf-h200-1rank.txt"));
+  nccl.insert(nccl.find("# Out of bounds"), std::string("x\0y\n", 4));
+  spit(dir.file("nul.txt"), nccl);
+  EXPECT_NE(error_of(dir.file("nul.txt")).find("a NUL byte"), std::string::npos)
+      << error_of(dir.file("nul.txt"));
+  std::string nul_csv = csv;
+  nul_csv[row2 + 3] = '\0';
+  spit(dir.file("nul.csv"), nul_csv);
+  EXPECT_NE(error_of(dir.file("nul.csv")).find("nul.csv:2: a NUL byte"), std::string::npos)
+      << error_of(dir.file("nul.csv"));
+}
+
 // Random truncations and byte edits of valid inputs: read_results either
 // succeeds or throws InputError; never another exception, a crash or a hang.
 TEST(Fuzz, MutatedInputsThrowInputErrorOrRead) {

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -441,6 +442,41 @@ TEST(MarkdownReport, UntrustedStringsAreEscaped) {
     if (line.rfind("| 1 |", 0) == 0) {
       EXPECT_EQ(count(line, "|") - count(line, "\\|"), 11u) << line;
     }
+}
+
+// U+202E (RIGHT-TO-LEFT OVERRIDE) would show "node\u202egnp.exe" as
+// "nodeexe.png": reports show the control as text instead.
+TEST(HtmlReport, BidiControlsAreShownNotObeyed) {
+  LoadedRun run = synthetic_run("run\xE2\x80\xAE.csv", 2, 1, 10, {"allreduce"}, 2);
+  run.metadata.hosts = {"node\xE2\x80\xAEgnp.exe", "n\xE2\x81\xA6x\xD8\x9Cy"};
+  const std::string html = render_html_report({run}, {});
+  for (const char* raw : {"\xE2\x80\xAE", "\xE2\x81\xA6", "\xD8\x9C"})
+    EXPECT_EQ(html.find(raw), std::string::npos) << "a raw bidi control in the HTML";
+  EXPECT_NE(html.find("node\\u202egnp.exe"), std::string::npos);
+  EXPECT_NE(html.find("n\\u2066x\\u061cy"), std::string::npos);
+  const std::string md = render_markdown_report({run}, {});
+  EXPECT_EQ(md.find("\xE2\x80\xAE"), std::string::npos);
+  EXPECT_NE(md.find("node\\\\u202egnp.exe"), std::string::npos) << md;  // "\" escaped for markdown
+}
+
+TEST(HtmlReport, ElementIdsUseASafeAlphabet) {
+  LoadedRun run = synthetic_run("x.csv", 2, 1, 10, {"allreduce"}, 2);
+  for (auto& rec : run.records) rec.collective = "all reduce\"<b>_x";
+  const std::string html = render_html_report({run}, {});
+  EXPECT_NE(html.find("id=\"busbw-all_20reduce_22_3cb_3e_5fx\""), std::string::npos) << html;
+  std::unique_ptr<Element> root;
+  ASSERT_NO_THROW(root = parse_xml(html));
+}
+
+// Sizes near 2^63 (the largest a reader accepts): the x axis reaches 2^64,
+// past size_t, and is labelled without a 64-bit shift (UBSan caught it).
+TEST(HtmlReport, SizesNearTwoToThe63) {
+  LoadedRun run = synthetic_run("x.csv", 2, 1, 10, {"allreduce"}, 1);
+  for (auto& rec : run.records) rec.size_bytes = static_cast<size_t>(INT64_MAX);
+  const std::string html = render_html_report({run}, {});
+  EXPECT_NE(html.find("2^64 B"), std::string::npos);
+  std::unique_ptr<Element> root;
+  ASSERT_NO_THROW(root = parse_xml(html));
 }
 
 }  // namespace
