@@ -23,7 +23,7 @@ check() {
   shift 4
   CASES=$((CASES + 1))
   timeout -k 5 60 "$@" >"$WORK/case.out" 2>"$WORK/case.err" </dev/null || status=$?
-  if [ "$status" -ge 124 ]; then
+  if [ "$status" = 124 ] || [ "$status" -ge 126 ]; then  # 125 is compare's "cannot judge"
     ABORTS=$((ABORTS + 1))
     fail "$name: exit $status (hang, abort or crash)"
     show_file stderr "$WORK/case.err"
