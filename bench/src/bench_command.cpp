@@ -166,9 +166,9 @@ int bench_main(const std::vector<std::string>& args, const std::vector<std::stri
       for (Collective collective : options.collectives) {
         BenchOptions one = options;
         one.collective = collective;
-        const SweepOutcome part = run_sweep(one, world, *comm, *watchdog,
-                                            leader ? &reporters : nullptr, repeat,
-                                            &InterruptHandlers::pending_signal);
+        const SweepOutcome part =
+            run_sweep(one, world, *comm, *watchdog, leader ? &reporters : nullptr, repeat,
+                      &InterruptHandlers::pending_signal);
         outcome.wrong_elements += part.wrong_elements;
         outcome.records += part.records;
         outcome.stopped_by_signal = part.stopped_by_signal;
@@ -210,7 +210,8 @@ int bench_main(const std::vector<std::string>& args, const std::vector<std::stri
         world.barrier();  // rank 0 has written and printed everything
         // The launcher drops output still in its pipes when the abort arrives
         // (Hydra lost the line above 2 runs in 5 without this pause).
-        std::this_thread::sleep_for(std::chrono::seconds(leader ? 1 : 10));  // rank 0's abort ends us
+        std::this_thread::sleep_for(
+            std::chrono::seconds(leader ? 1 : 10));  // rank 0's abort ends us
         world.abort(code);
       }
       return code;

@@ -19,8 +19,7 @@ std::optional<size_t> buffer_bytes(Collective collective, size_t size, size_t el
 // `available` bytes; else one line saying what is needed, what is available
 // and the largest power-of-two -e that fits (or that none does).
 std::string memory_shortfall(Collective collective, size_t max_size, size_t element_bytes,
-                             int ranks, int ranks_here, size_t available,
-                             const std::string& where);
+                             int ranks, int ranks_here, size_t available, const std::string& where);
 
 // MemAvailable from /proc/meminfo (bytes), or nullopt when it cannot be read.
 std::optional<size_t> host_available_memory();

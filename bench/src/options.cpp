@@ -160,7 +160,8 @@ ParsedBenchArguments parse_bench_arguments(const std::vector<std::string>& args)
   options.step_factor =
       static_cast<size_t>(integer_argument("-f/--stepfactor", raw.step_factor, 1, 1LL << 32));
   // Every iteration's time is kept (8 bytes each, reduced over ranks) for p50/p99.
-  options.iterations = static_cast<int>(integer_argument("-n/--iters", raw.iterations, 1, 10000000));
+  options.iterations =
+      static_cast<int>(integer_argument("-n/--iters", raw.iterations, 1, 10000000));
   options.warmup_iterations =
       static_cast<int>(integer_argument("-w/--warmup_iters", raw.warmup, 0, 10000000));
   options.check = integer_argument("-c/--check", raw.check, 0, 1) == 1;

@@ -175,15 +175,15 @@ std::string preflight(const BenchOptions& options, const World& world, const Com
   const auto available =
       comm.memory_kind() == MemoryKind::kHost ? host_available_memory() : std::nullopt;
   for (Collective collective : options.collectives) {
-    const auto sizes =
-        size_sequence(options.min_bytes, options.max_bytes, options.step_factor, options.step_bytes);
+    const auto sizes = size_sequence(options.min_bytes, options.max_bytes, options.step_factor,
+                                     options.step_bytes);
     if (sizes.empty() || !problem.empty()) break;
     const Layout layout = layout_for(collective, sizes.back(), element_bytes, comm.size(), 0);
     if (layout.param_count > comm.max_count())
       problem = "-e " + format_size(sizes.back()) + " is " + std::to_string(layout.param_count) +
-                " " + std::string(name(options.type)) + " elements per " + std::string(name(collective)) +
-                " call, more than the " + comm.backend_name() + " backend takes (" +
-                std::to_string(comm.max_count()) + "); use a smaller -e";
+                " " + std::string(name(options.type)) + " elements per " +
+                std::string(name(collective)) + " call, more than the " + comm.backend_name() +
+                " backend takes (" + std::to_string(comm.max_count()) + "); use a smaller -e";
     else if (available)
       problem = memory_shortfall(collective, sizes.back(), element_bytes, comm.size(),
                                  world.local_size(), *available, "host " + world.hostname());

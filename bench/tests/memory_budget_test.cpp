@@ -15,8 +15,7 @@ TEST(MemoryBudget, BufferBytesFollowEachCollectivesLayout) {
   // all-gather: size is the full output; the send block is 1/ranks of it.
   EXPECT_EQ(buffer_bytes(Collective::kAllGather, 1 << 20, 4, 4), (size_t{1} << 20) + (1 << 18));
   // reduce-scatter: size is the full input; the receive block is 1/ranks.
-  EXPECT_EQ(buffer_bytes(Collective::kReduceScatter, 1 << 20, 4, 4),
-            (size_t{1} << 20) + (1 << 18));
+  EXPECT_EQ(buffer_bytes(Collective::kReduceScatter, 1 << 20, 4, 4), (size_t{1} << 20) + (1 << 18));
 }
 
 TEST(MemoryBudget, BufferBytesOverflowIsNoAnswer) {
@@ -32,8 +31,8 @@ TEST(MemoryBudget, FitsSaysNothing) {
 TEST(MemoryBudget, TooLargeSaysWhatFits) {
   // -e 1 TiB all-reduce, 2 ranks on a host with 24 GiB: 12 GiB per rank, 2
   // buffers each -> 4 GiB is the largest power of two that fits.
-  const std::string line = memory_shortfall(Collective::kAllReduce, size_t{1} << 40, 4, 2, 2,
-                                            24 * GiB, "host vm");
+  const std::string line =
+      memory_shortfall(Collective::kAllReduce, size_t{1} << 40, 4, 2, 2, 24 * GiB, "host vm");
   EXPECT_NE(line.find("-e 1 TiB needs 2 TiB of buffers per rank"), std::string::npos) << line;
   EXPECT_NE(line.find("host vm has 24 GiB available for 2 rank(s)"), std::string::npos) << line;
   EXPECT_NE(line.find("use -e 4 GiB or less"), std::string::npos) << line;

@@ -106,7 +106,8 @@ TEST(Options, EveryBadInputIsOneClearLine) {
       {{"allreduce", "-a", "4"}, "-a/--average"},
       {{"allreduce", "-f", "0"}, "-f/--stepfactor"},
       // 2^70: used to be accepted
-      {{"allreduce", "-f", "1180591620717411303424"}, "-f/--stepfactor 1180591620717411303424 is out of range"},
+      {{"allreduce", "-f", "1180591620717411303424"},
+       "-f/--stepfactor 1180591620717411303424 is out of range"},
       {{"allreduce", "-f", "2x"}, "-f/--stepfactor '2x' is not a whole number"},
       {{"allreduce", "--timeout", "nan"}, "--timeout"},
       {{"allreduce", "--repeat", "+"}, "--repeat"},

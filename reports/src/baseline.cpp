@@ -48,15 +48,15 @@ void check_name(const std::string& name) {
     throw InputError("baseline name " + quote_name(name) +
                      ": use letters, digits, '-', '_' and '.' only (not first)");
   if (name.size() > kMaxNameLength)
-    throw InputError("baseline name of " + std::to_string(name.size()) + " characters: use at most " +
-                     std::to_string(kMaxNameLength));
+    throw InputError("baseline name of " + std::to_string(name.size()) +
+                     " characters: use at most " + std::to_string(kMaxNameLength));
 }
 
 [[noreturn]] void fail_at(const fs::path& path, const std::string& doing, std::error_code ec) {
   throw InputError("cannot " + doing + " " + quote_name(path.string()) + ": " + ec.message() +
-                   (ec == std::errc::too_many_symbolic_link_levels
-                        ? " (a loop of symbolic links)"
-                        : ec == std::errc::filename_too_long ? " (choose a shorter --dir)" : ""));
+                   (ec == std::errc::too_many_symbolic_link_levels ? " (a loop of symbolic links)"
+                    : ec == std::errc::filename_too_long           ? " (choose a shorter --dir)"
+                                                                   : ""));
 }
 
 }  // namespace
@@ -123,8 +123,8 @@ Baseline save_baseline(const std::string& dir, const std::string& name,
     if (i == 0) b.fingerprint = fingerprint_of(run);
     std::string diff = fingerprint_difference(b.fingerprint, fingerprint_of(run));
     if (!diff.empty())
-      throw InputError(printable(files[i]) + ": differs from " + printable(files[0]) + " (" +
-                       diff + "); save them as separate baselines");
+      throw InputError(printable(files[i]) + ": differs from " + printable(files[0]) + " (" + diff +
+                       "); save them as separate baselines");
     std::string base = fs::path(files[i]).filename().string();
     if (base.empty() || base == "." || base == ".." || base == kSidecar) base = "results";
     if (!names.insert(base).second) base = std::to_string(i) + "-" + base;
@@ -167,8 +167,8 @@ Baseline load_baseline(const std::string& dir, const std::string& name) {
   std::error_code ec;
   const fs::file_status status = fs::status(sidecar, ec);
   if (ec == std::errc::no_such_file_or_directory || (!ec && !fs::exists(status)))
-    throw InputError("no baseline '" + name + "' in " + quote_name(dir) + " (" + quote_name(sidecar) +
-                     " missing); see ccscope baseline list");
+    throw InputError("no baseline '" + name + "' in " + quote_name(dir) + " (" +
+                     quote_name(sidecar) + " missing); see ccscope baseline list");
   if (ec) fail_at(sidecar, "read", ec);
   const std::string text = read_input_file(sidecar, size_t{16} << 20);
   try {

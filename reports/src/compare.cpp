@@ -14,6 +14,7 @@
 #include <set>
 
 #include "ccscope/reports/comparison_stats.h"
+#include "ccscope/reports/user_files.h"
 
 namespace ccscope::reports {
 namespace {
@@ -167,7 +168,8 @@ SeriesVerdict judge(const Series& base, const Series* cur,
 std::string describe_inputs(const std::vector<LoadedRun>& runs) {
   std::string out;
   size_t records = 0;
-  for (const auto& r : runs) out += (out.empty() ? "" : ", ") + r.path, records += r.records.size();
+  for (const auto& r : runs)
+    out += (out.empty() ? "" : ", ") + printable(r.path), records += r.records.size();
   return fmt::format("{} ({} records)", out, records);
 }
 

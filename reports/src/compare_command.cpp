@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <limits>
 #include <cstdio>
+#include <limits>
 #include <optional>
 
 #include "ccscope/reports/baseline.h"
@@ -152,7 +152,7 @@ int compare_main(const std::vector<std::string>& args) {
           std::printf(
               "cannot judge: %s was measured on another setup than baseline '%s' (%s); "
               "use --ignore-fingerprint to compare anyway\n",
-              run.path.c_str(), saved->name.c_str(), diff.c_str());
+              printable(run.path).c_str(), saved->name.c_str(), diff.c_str());
           return kCompareCannotJudge;
         }
       }

@@ -304,10 +304,11 @@ void scaling_chart(std::string& o, const std::vector<std::string>& names, const 
     ticks.push_back({double(row.ranks), std::to_string(row.ranks)});
 
   const std::string variant = sc.in_place ? ", " + in_place_name(sc.in_place) : "";
-  o += fmt::format("<figure class=\"chart-box\" id=\"{}\">\n",
-                   element_id(sc.in_place ? (*sc.in_place ? "scaling-in-place-" : "scaling-out-of-place-")
-                                          : "scaling-",
-                              sc.collective));
+  o += fmt::format(
+      "<figure class=\"chart-box\" id=\"{}\">\n",
+      element_id(
+          sc.in_place ? (*sc.in_place ? "scaling-in-place-" : "scaling-out-of-place-") : "scaling-",
+          sc.collective));
   o += svg_open(
       "chart scaling", chart_height(2),
       sc.collective + variant + ": speed-up vs rank count at " + format_size(sc.size_bytes));

@@ -3,8 +3,8 @@
 // one panel per collective, one series per (run, in-place variant), one point
 // per message size. Private to reports/src.
 #include <cstddef>
-#include <optional>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>

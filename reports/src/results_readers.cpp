@@ -414,7 +414,8 @@ json parse_json(const std::string& path, const std::string& raw) {
     fail(at(path, line), "invalid JSON (" + what.substr(what.find(':') + 2) +
                              "); truncated or edited? rerun or restore the file");
   } catch (const json::exception& e) {  // e.g. a number too large for a double
-    fail(printable(path), std::string("invalid JSON (") + e.what() + "); edited? rerun or restore the file");
+    fail(printable(path),
+         std::string("invalid JSON (") + e.what() + "); edited? rerun or restore the file");
   }
 }
 
@@ -635,7 +636,8 @@ LoadedRun read_nccl_tests_text(const std::string& path, const std::string& raw) 
       }
       r.algbw_GBps = figure(6 + 4 * group, "algbw");
       r.busbw_GBps = figure(7 + 4 * group, "busbw");
-      if (f[8 + 4 * group] != "N/A") r.wrong = need_integer(f[8 + 4 * group], where, "#wrong", 0, kLongMax);
+      if (f[8 + 4 * group] != "N/A")
+        r.wrong = need_integer(f[8 + 4 * group], where, "#wrong", 0, kLongMax);
       run.records.push_back(std::move(r));
     }
   }
@@ -731,7 +733,9 @@ LoadedRun read_osu(const std::string& path, const std::string& raw) {
 
 }  // namespace
 
-LoadedRun read_results(const std::string& path) { return parse_results(path, read_input_file(path)); }
+LoadedRun read_results(const std::string& path) {
+  return parse_results(path, read_input_file(path));
+}
 
 LoadedRun parse_results(const std::string& path, const std::string& raw) {
   const std::string head = trim(raw.substr(0, 4096));

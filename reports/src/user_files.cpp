@@ -92,8 +92,8 @@ bool write_all(int fd, std::string_view text) {
 }
 
 [[noreturn]] void fail_writing(const OutputTarget& target, int err, const std::string& how = "") {
-  throw std::runtime_error(fmt::format("cannot write {}{}: {}", quote_name(target.path), how,
-                                       std::strerror(err)));
+  throw std::runtime_error(
+      fmt::format("cannot write {}{}: {}", quote_name(target.path), how, std::strerror(err)));
 }
 
 // Opens the target itself (a device or FIFO). A FIFO is opened without
@@ -231,7 +231,8 @@ void write_whole_file(const OutputTarget& target, std::string_view content) {
   for (int attempt = 0; raw_fd < 0 && attempt < 100; ++attempt) {
     temporary = fmt::format("{}/.{}.ccscope-{}-{}.tmp", dir, base, ::getpid(), attempt);
     raw_fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (raw_fd < 0 && errno != EEXIST) fail_writing(target, errno, " (creating a temporary in " + quote_name(dir) + ")");
+    if (raw_fd < 0 && errno != EEXIST)
+      fail_writing(target, errno, " (creating a temporary in " + quote_name(dir) + ")");
   }
   if (raw_fd < 0) fail_writing(target, EEXIST);
   FileDescriptor fd(raw_fd);
@@ -259,9 +260,9 @@ int open_stream_output(const OutputTarget& target) {
 std::string read_input_file(const std::string& path, size_t max_bytes) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0)
-    throw InputError(quote_name(path) + ": cannot open: " +
-                     (errno == ENOENT ? std::string("no such file; check the path")
-                                      : path_problem(errno)));
+    throw InputError(
+        quote_name(path) + ": cannot open: " +
+        (errno == ENOENT ? std::string("no such file; check the path") : path_problem(errno)));
   if (S_ISDIR(st.st_mode))
     throw InputError(quote_name(path) + " is a directory: name a results file");
   FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));

@@ -232,8 +232,9 @@ TEST(Errors, OutOfRangeIntegersAndNulBytesInEveryFormat) {
   std::string huge = csv;
   huge.replace(huge.find(",2,1,2,", row2), 7, ",2,1,99999999999999999999,");
   spit(dir.file("huge.csv"), huge);
-  EXPECT_NE(error_of(dir.file("huge.csv")).find("ranks_per_node 99999999999999999999 is out of range"),
-            std::string::npos)
+  EXPECT_NE(
+      error_of(dir.file("huge.csv")).find("ranks_per_node 99999999999999999999 is out of range"),
+      std::string::npos)
       << error_of(dir.file("huge.csv"));
 
   std::string json = slurp(data_file("all_reduce_perf-h200-4rank-socket.json"));

@@ -124,8 +124,9 @@ TEST(UserFiles, SameFileTwiceIsRefused) {
   fs::create_symlink("a.csv", dir.file("link.csv"));
   EXPECT_THROW(refuse_same_file({{"--csv", dir.file("new")}, {"--json", dir.file("new")}}),
                InputError);
-  EXPECT_THROW(refuse_same_file({{"-o", dir.file("link.csv")}, {"results file", dir.file("a.csv")}}),
-               InputError);
+  EXPECT_THROW(
+      refuse_same_file({{"-o", dir.file("link.csv")}, {"results file", dir.file("a.csv")}}),
+      InputError);
   EXPECT_THROW(refuse_same_file({{"--csv", dir.file("./a.csv")}, {"--json", dir.file("a.csv")}}),
                InputError);
   EXPECT_NO_THROW(refuse_same_file({{"--csv", dir.file("a.csv")}, {"--json", dir.file("b")}}));
@@ -133,8 +134,7 @@ TEST(UserFiles, SameFileTwiceIsRefused) {
   try {
     refuse_same_file({{"--csv", dir.file("x")}, {"--json", dir.file("x")}});
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("--csv and --json name the same file"),
-              std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("--csv and --json name the same file"), std::string::npos);
   }
 }
 
