@@ -123,6 +123,7 @@ int bench_main(const std::vector<std::string>& args, const std::vector<std::stri
     std::fprintf(stderr, "ccscope bench: rank %d (%s): cannot start the %s backend: %s\n",
                  world.rank(), world.hostname().c_str(),
                  options.backend.empty() ? "default" : options.backend.c_str(), error.what());
+    watchdog_say_goodbye();  // an exit on purpose, not a death
     world.abort(kExitFailed);
   }
 
@@ -207,7 +208,8 @@ int bench_main(const std::vector<std::string>& args, const std::vector<std::stri
       // ranks' exit status after it forwarded a signal and reports 0; an abort
       // with the code reaches it (measured: see README, "Stopping a run").
       if (world.size() > 1) {
-        world.barrier();  // rank 0 has written and printed everything
+        world.barrier();         // rank 0 has written and printed everything
+        watchdog_say_goodbye();  // every rank: the abort below is on purpose
         // The launcher drops output still in its pipes when the abort arrives
         // (Hydra lost the line above 2 runs in 5 without this pause).
         std::this_thread::sleep_for(
@@ -220,13 +222,16 @@ int bench_main(const std::vector<std::string>& args, const std::vector<std::stri
   } catch (const TimeoutError& error) {
     std::fprintf(stderr, "ccscope bench: rank %d (%s): %s\n", world.rank(),
                  world.hostname().c_str(), error.what());
+    watchdog_say_goodbye();  // an exit on purpose, not a death
     world.abort(kTimeoutExitCode);
   } catch (const UsageError& error) {
     std::fprintf(stderr, "ccscope bench: rank %d: error: %s\n", world.rank(), error.what());
+    watchdog_say_goodbye();  // an exit on purpose, not a death
     world.abort(kExitUsage);
   } catch (const std::exception& error) {
     std::fprintf(stderr, "ccscope bench: rank %d (%s): error: %s\n", world.rank(),
                  world.hostname().c_str(), error.what());
+    watchdog_say_goodbye();  // an exit on purpose, not a death
     world.abort(kExitFailed);
   }
 }

@@ -5,6 +5,8 @@
 #include <csignal>
 #include <cstring>
 
+#include "ccscope/collectives/watchdog.h"
+
 namespace ccscope::bench {
 namespace {
 
@@ -12,9 +14,12 @@ volatile std::sig_atomic_t g_signal = 0;
 volatile std::sig_atomic_t g_announce = 0;
 struct sigaction g_previous_int, g_previous_term;
 
-// Only async-signal-safe calls here: write(2) and _exit(2).
+// Only async-signal-safe calls here: write(2), watchdog_say_goodbye and _exit(2).
 void on_signal(int signal_number) {
-  if (g_signal != 0) _exit(exit_code_for_signal(signal_number));
+  if (g_signal != 0) {
+    watchdog_say_goodbye();  // async-signal-safe: the watchdog must not report a death
+    _exit(exit_code_for_signal(signal_number));
+  }
   g_signal = signal_number;
   if (g_announce) {
     static const char kText[] =

@@ -56,6 +56,9 @@ stop_run() {
   if [ "$openmpi" = 0 ] || [ "$ranks" -eq 0 ]; then
     grep -q "^# Stopped by SIG$seen" "$dir/out" || fail "$name: the console table does not say it stopped"
   fi
+  if grep -q " died " "$dir/err"; then
+    fail "$name: a rank stopped on purpose was reported as dead"
+  fi
   assert_no_crash_text "$dir/err" "$name"
   assert_no_leftovers "$dir/run.csv" 10
 }
