@@ -167,6 +167,13 @@ class ProgressLine {
   bool enabled_;
 };
 
+// The first rank's non-empty `problem` (every rank gets the same), or "".
+std::string first_problem_over_ranks(const World& world, const std::string& problem) {
+  for (const std::string& text : world.all_gather(problem))
+    if (!text.empty()) return text;
+  return "";
+}
+
 }  // namespace
 
 std::string preflight(const BenchOptions& options, const World& world, const Communicator& comm) {
@@ -174,9 +181,9 @@ std::string preflight(const BenchOptions& options, const World& world, const Com
   const size_t element_bytes = element_size(options.type);
   const auto available =
       comm.memory_kind() == MemoryKind::kHost ? host_available_memory() : std::nullopt;
+  const auto sizes =
+      size_sequence(options.min_bytes, options.max_bytes, options.step_factor, options.step_bytes);
   for (Collective collective : options.collectives) {
-    const auto sizes = size_sequence(options.min_bytes, options.max_bytes, options.step_factor,
-                                     options.step_bytes);
     if (sizes.empty() || !problem.empty()) break;
     const Layout layout = layout_for(collective, sizes.back(), element_bytes, comm.size(), 0);
     if (layout.param_count > comm.max_count())
@@ -188,9 +195,7 @@ std::string preflight(const BenchOptions& options, const World& world, const Com
       problem = memory_shortfall(collective, sizes.back(), element_bytes, comm.size(),
                                  world.local_size(), *available, "host " + world.hostname());
   }
-  for (const std::string& text : world.all_gather(problem))
-    if (!text.empty()) return text;
-  return "";
+  return first_problem_over_ranks(world, problem);
 }
 
 SweepOutcome run_sweep(const BenchOptions& options, const World& world, Communicator& comm,
@@ -221,24 +226,21 @@ SweepOutcome run_sweep(const BenchOptions& options, const World& world, Communic
   // memory, another process): every rank says whether it has its buffers.
   std::string problem;
   std::unique_ptr<Buffer> send, recv;
-  if (problem.empty()) {
-    try {
-      send = comm.allocate(send_bytes);
-      recv = comm.allocate(recv_bytes);
-    } catch (const std::exception& error) {  // BackendError, std::bad_alloc
-      problem = "cannot allocate the buffers of -e " + format_size(sizes.back()) + " (" +
-                format_size(send_bytes) + " + " + format_size(recv_bytes) + ") on rank " +
-                std::to_string(rank) + " (" + world.hostname() + "): " + error.what() +
-                "; use a smaller -e";
-    }
+  try {
+    send = comm.allocate(send_bytes);
+    recv = comm.allocate(recv_bytes);
+  } catch (const std::exception& error) {  // BackendError, std::bad_alloc
+    problem = "cannot allocate the buffers of -e " + format_size(sizes.back()) + " (" +
+              format_size(send_bytes) + " + " + format_size(recv_bytes) + ") on rank " +
+              std::to_string(rank) + " (" + world.hostname() + "): " + error.what() +
+              "; use a smaller -e";
   }
   SweepOutcome outcome;
-  for (const std::string& text : world.all_gather(problem))
-    if (!text.empty()) {
-      outcome.refused = text;
-      if (rank == 0) std::fprintf(stderr, "ccscope bench: error: %s\n", text.c_str());
-      return outcome;
-    }
+  outcome.refused = first_problem_over_ranks(world, problem);
+  if (!outcome.refused.empty()) {
+    if (rank == 0) std::fprintf(stderr, "ccscope bench: error: %s\n", outcome.refused.c_str());
+    return outcome;
+  }
   RegionAccess access(comm, element_bytes);
   ProgressLine progress(options.progress && rank == 0);
 

@@ -71,7 +71,6 @@ std::string follow_dangling_link(std::string path) {
     std::string next(target.data(), static_cast<size_t>(n));
     path = next.front() == '/' ? next : parent_of(path) + "/" + next;
   }
-  errno = ELOOP;
   throw InputError(quote_name(path) + ": " + path_problem(ELOOP));
 }
 
