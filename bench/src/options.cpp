@@ -164,13 +164,16 @@ ParsedBenchArguments parse_bench_arguments(const std::vector<std::string>& args)
       static_cast<int>(integer_argument("-n/--iters", raw.iterations, 1, 10000000));
   options.warmup_iterations =
       static_cast<int>(integer_argument("-w/--warmup_iters", raw.warmup, 0, 10000000));
-  options.check = integer_argument("-c/--check", raw.check, 0, 1) == 1;
+  options.check_iterations =
+      static_cast<int>(integer_argument("-c/--check", raw.check, 0, 1000));
   auto type = parse_data_type(raw.datatype);
   if (!type) bad("unknown data type '" + raw.datatype + "': choose one of " + data_type_choices());
   options.type = *type;
+  options.types = {*type};
   auto op = parse_reduce_op(raw.op);
   if (!op) bad("unknown reduction op '" + raw.op + "': choose one of " + reduce_op_choices());
   options.op = *op;
+  options.ops = {*op};
   options.root = static_cast<int>(integer_argument("-r/--root", raw.root, 0, 1 << 30));
   if (raw.average != "0" && raw.average != "1" && raw.average != "2" && raw.average != "3")
     bad("-a/--average must be 0 (rank 0), 1 (average), 2 (minimum) or 3 (maximum); got '" +

@@ -24,9 +24,26 @@ struct BenchOptions {
   size_t step_factor = 1;
   int iterations = 20;
   int warmup_iterations = 5;
-  bool check = true;
+  // -d / -o: the types and ops to sweep ("all" = every one, in nccl-tests'
+  // order); `type` and `op` are the ones being run.
+  std::vector<DataType> types{DataType::kFloat32};
+  std::vector<ReduceOp> ops{ReduceOp::kSum};
   DataType type = DataType::kFloat32;
   ReduceOp op = ReduceOp::kSum;
+  // -c N: check iterations per size, each on fresh inputs of its own seed (0 = no check).
+  int check_iterations = 1;
+  // Buffer rotation (nccl-tests): timed iteration k uses offset
+  // size x (k mod (buffer / size)); --no-rotate keeps every iteration at offset 0.
+  bool rotate_buffers = true;
+  // -m: operations per timed iteration, issued in one group (nccl-tests' agg_iters).
+  int aggregate_iterations = 1;
+  // -G N: capture the -n iterations once as a graph and launch it N times (0 = off).
+  int graph_launches = 0;
+  // -C 1: report the host time to issue the operations instead of the time to
+  // complete them (nccl-tests' report_cputime).
+  bool report_cputime = false;
+  // -z 1: wait for every operation before issuing the next (nccl-tests' blocking).
+  bool blocking = false;
   int root = 0;
   TimeAcrossRanks time_across_ranks = TimeAcrossRanks::kMaximum;
   std::string backend;  // "", "mpi" or "nccl"; "" = nccl when usable, else mpi
@@ -37,6 +54,8 @@ struct BenchOptions {
   bool progress = true;
   int repeats = 1;                 // whole sweeps, for repeated samples (records carry `repeat`)
   int corrupt_rank = -1;           // test only: corrupt one output element on this rank
+  int shift_block_rank = -1;       // test only: shift this rank's first output block by one element
+  bool stale_output = false;       // test only: checks read the previous run's output
   std::vector<std::string> notes;  // things the user should know (printed by rank 0)
 };
 

@@ -342,7 +342,7 @@ SweepOutcome run_sweep(const BenchOptions& options, const World& world, Communic
       const double rank_mean = total_seconds / static_cast<double>(iterations);
 
       CheckResult check;
-      if (options.check) {
+      if (options.check_iterations > 0) {
         watchdog.begin_phase(what + ", check");
         prepare();
         run_once();
@@ -377,7 +377,7 @@ SweepOutcome run_sweep(const BenchOptions& options, const World& world, Communic
       world.all_reduce_sum({&rank_sum, 1});
       world.all_reduce_max(sample_seconds);
       const int64_t wrong =
-          options.check ? world.all_reduce_sum(static_cast<int64_t>(check.wrong)) : 0;
+          options.check_iterations > 0 ? world.all_reduce_sum(static_cast<int64_t>(check.wrong)) : 0;
       if (wrong > 0) {
         // Every rank offers its first bad element; rank 0 names the lowest bad rank.
         const std::string first = check.has_first ? "rank " + std::to_string(rank) + " element " +
@@ -437,7 +437,7 @@ SweepOutcome run_sweep(const BenchOptions& options, const World& world, Communic
         record.busbw_GBps = record.algbw_GBps * bus_bandwidth_factor(options.collective, ranks);
         record.iteration_time_p50_s = median(sample_seconds);
         record.iteration_time_p99_s = percentile(sample_seconds, 99);
-        record.checked = options.check;
+        record.checked = options.check_iterations > 0;
         record.wrong = wrong;
         record.record_time_utc = utc_now_iso8601();
         record.repeat = repeat;

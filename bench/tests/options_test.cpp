@@ -31,7 +31,7 @@ TEST(Options, NcclTestsDefaults) {
   EXPECT_EQ(o.step_factor, 1u);
   EXPECT_EQ(o.iterations, 20);
   EXPECT_EQ(o.warmup_iterations, 5);
-  EXPECT_TRUE(o.check);
+  EXPECT_EQ(o.check_iterations, 1);
   EXPECT_EQ(o.type, DataType::kFloat32);
   EXPECT_EQ(o.op, ReduceOp::kSum);
   EXPECT_EQ(o.root, 0);
@@ -50,7 +50,7 @@ TEST(Options, ShortAndLongFlags) {
   EXPECT_EQ(o.step_factor, 2u);
   EXPECT_EQ(o.iterations, 7);
   EXPECT_EQ(o.warmup_iterations, 0);
-  EXPECT_FALSE(o.check);
+  EXPECT_EQ(o.check_iterations, 0);
   EXPECT_EQ(o.type, DataType::kBFloat16);
   EXPECT_EQ(o.op, ReduceOp::kMax);
   EXPECT_EQ(o.time_across_ranks, TimeAcrossRanks::kAverage);

@@ -341,7 +341,7 @@ void agree_on_setup(const World& world, const SetupFailure& mine) {
 }
 
 template <typename Fn>
-SetupFailure capture(Fn&& fn) {
+SetupFailure failure_of(Fn&& fn) {
   SetupFailure failure;
   try {
     fn();
@@ -374,7 +374,7 @@ class NcclCommunicator : public Communicator {
     // Phase 1, local: pick the GPU, make the stream, rank 0 makes the id.
     ncclUniqueId id{};
     int device_count = 0;
-    agree_on_setup(world, capture([&] {
+    agree_on_setup(world, failure_of([&] {
                      select_device(world, device_count);
                      stream_ = std::make_shared<Stream>(rank_);
                      if (rank_ == 0)

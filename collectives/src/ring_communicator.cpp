@@ -5,6 +5,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ccscope/collectives/backends.h"
@@ -18,14 +19,9 @@ namespace {
 
 class RingCommunicator : public Communicator {
  public:
-  explicit RingCommunicator(const World& world)
-      : p2p_(make_mpi_point_to_point()), rank_(world.rank()), size_(world.size()) {
-    if (p2p_->rank() != rank_ || p2p_->size() != size_) {
-      throw UsageError("ring backend: the World (rank " + std::to_string(rank_) + " of " +
-                       std::to_string(size_) + ") is not MPI_COMM_WORLD (rank " +
-                       std::to_string(p2p_->rank()) + " of " + std::to_string(p2p_->size()) + ")");
-    }
-  }
+  // `owned` may be null when `p2p` outlives the communicator.
+  RingCommunicator(std::unique_ptr<PointToPoint> owned, PointToPoint& p2p)
+      : owned_(std::move(owned)), p2p_(&p2p), rank_(p2p.rank()), size_(p2p.size()) {}
 
   std::string backend_name() const override { return "ring"; }
   int rank() const override { return rank_; }
@@ -79,7 +75,8 @@ class RingCommunicator : public Communicator {
   }
 
  private:
-  std::unique_ptr<PointToPoint> p2p_;
+  std::unique_ptr<PointToPoint> owned_;
+  PointToPoint* p2p_;
   int rank_;
   int size_;
 };
@@ -87,7 +84,18 @@ class RingCommunicator : public Communicator {
 }  // namespace
 
 std::unique_ptr<Communicator> make_ring_communicator(const World& world) {
-  return std::make_unique<RingCommunicator>(world);
+  auto p2p = make_mpi_point_to_point();
+  if (p2p->rank() != world.rank() || p2p->size() != world.size()) {
+    throw UsageError("ring backend: the World (rank " + std::to_string(world.rank()) + " of " +
+                     std::to_string(world.size()) + ") is not MPI_COMM_WORLD (rank " +
+                     std::to_string(p2p->rank()) + " of " + std::to_string(p2p->size()) + ")");
+  }
+  PointToPoint& endpoint = *p2p;
+  return std::make_unique<RingCommunicator>(std::move(p2p), endpoint);
+}
+
+std::unique_ptr<Communicator> make_ring_communicator(PointToPoint& p2p) {
+  return std::make_unique<RingCommunicator>(nullptr, p2p);
 }
 
 }  // namespace ccscope

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "ccscope/collectives/communicator.h"
+#include "ccscope/collectives/point_to_point.h"
 #include "ccscope/collectives/world.h"
 
 namespace ccscope {
@@ -14,6 +15,9 @@ std::unique_ptr<Communicator> make_mpi_communicator(const World& world);
 // broadcast, pairwise all-to-all) over MPI point-to-point on host memory, to set
 // beside MPI's own algorithm choice. Collective: every rank must call it.
 std::unique_ptr<Communicator> make_ring_communicator(const World& world);
+// The same algorithms over any PointToPoint (which must outlive the communicator):
+// the in-process transport runs a whole sweep in a unit test.
+std::unique_ptr<Communicator> make_ring_communicator(PointToPoint& p2p);
 
 struct NcclOptions {
   // Give every rank its own NCCL_HOSTID so that NCCL connects even ranks of one

@@ -3,6 +3,7 @@
 // implements. Tools see only this; they never include mpi.h or nccl.h.
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -31,6 +32,14 @@ class StampClock {
   // True once the operations before stamp `index` have completed (always true
   // for blocking backends); lets a caller see progress while it waits.
   virtual bool completed(size_t index) = 0;
+};
+
+// Operations recorded once and replayed as one unit (a CUDA graph for NCCL).
+class CapturedOperations {
+ public:
+  virtual ~CapturedOperations() = default;
+  // Issues every recorded operation again, asynchronously (wait() completes them).
+  virtual void launch() = 0;
 };
 
 // Collectives use NCCL's argument conventions (counts in elements):
@@ -75,6 +84,20 @@ class Communicator {
   // `timeout` and BackendError on an asynchronous backend failure.
   virtual void wait(std::chrono::milliseconds timeout) = 0;
   virtual std::unique_ptr<StampClock> make_clock(size_t stamps) = 0;
+
+  // Operations issued between group_start() and group_end() may be fused into
+  // one launch (ncclGroupStart/End; nccl-tests' -m). No-ops for blocking backends.
+  virtual void group_start() {}
+  virtual void group_end() {}
+  // Records the operations `issue` makes, without running them, for replay
+  // (nccl-tests' -G: CUDA graph capture); nullptr when the backend cannot.
+  virtual std::unique_ptr<CapturedOperations> capture(const std::function<void()>& issue) {
+    (void)issue;
+    return nullptr;
+  }
+  // What the backend uses, for the record: "key=value" pairs separated by ", "
+  // (NCCL: buffer allocator, all-to-all call, communicator config). "" if nothing to say.
+  virtual std::string resources() const { return ""; }
 };
 
 }  // namespace ccscope

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "ccscope/collectives/control_plane.h"
+
 namespace ccscope {
 
 // Initialises MPI on construction and finalises it on destruction (RAII).
@@ -20,13 +22,13 @@ class MpiSession {
   static std::string library_version();
 };
 
-class World {
+class World : public ControlPlane {
  public:
   // Collective over MPI_COMM_WORLD: exchanges hostnames to find nodes.
   static World from_mpi();
 
-  int rank() const { return rank_; }
-  int size() const { return size_; }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
   int local_rank() const { return local_rank_; }
   int local_size() const { return local_size_; }
   int node_index() const { return node_index_; }
@@ -37,13 +39,13 @@ class World {
   const std::vector<std::string>& hostnames() const { return hostnames_; }
 
   // Control collectives over MPI_COMM_WORLD (host memory, any backend).
-  void barrier() const;
-  std::vector<std::string> all_gather(const std::string& text) const;
+  void barrier() const override;
+  std::vector<std::string> all_gather(const std::string& text) const override;
   // Element-wise reductions of `values` across ranks; every rank gets the result.
-  void all_reduce_max(std::span<double> values) const;
-  void all_reduce_min(std::span<double> values) const;
-  void all_reduce_sum(std::span<double> values) const;
-  int64_t all_reduce_sum(int64_t value) const;
+  void all_reduce_max(std::span<double> values) const override;
+  void all_reduce_min(std::span<double> values) const override;
+  void all_reduce_sum(std::span<double> values) const override;
+  int64_t all_reduce_sum(int64_t value) const override;
   // Broadcasts `bytes` from `root`, resizing on receivers.
   void broadcast(std::vector<char>& bytes, int root) const;
   // Ends every rank of the job (MPI_Abort) with `exit_code`.
