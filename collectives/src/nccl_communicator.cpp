@@ -4,12 +4,20 @@
 //
 // Compiled only when CUDA and NCCL were found (CCSCOPE_HAVE_NCCL); plain C++,
 // no device code of our own.
+//
+// Follows nccl-tests 2.19 where it has a choice: buffers from ncclMemAlloc
+// (NCCL >= 2.19), ncclAlltoAll (NCCL >= 2.28), the communicator config of its
+// initComms (defaults, nvlinkCentricSched = 1 from 2.28), mulsum as
+// ncclRedOpCreatePreMulSum with the rank's scalar, fp8 only from NCCL 2.24 on
+// GPUs of compute capability >= 9.0, CUDA graphs captured thread-local. The
+// decisions themselves are in nccl_choices.h (unit-tested without a GPU).
 #include <cuda_runtime.h>
 #include <nccl.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -24,6 +32,7 @@
 #include "ccscope/collectives/error.h"
 #include "ccscope/collectives/types.h"
 #include "ccscope/collectives/world.h"
+#include "nccl_choices.h"
 
 #if !defined(NCCL_VERSION_CODE) || !defined(NCCL_VERSION)
 #error "nccl.h without NCCL_VERSION_CODE; NCCL 2.x is required"
@@ -36,8 +45,18 @@
 #else
 #define CCSCOPE_NCCL_HAS_BF16 0
 #endif
+#define CCSCOPE_NCCL_HAS_PREMULSUM (NCCL_VERSION_CODE >= NCCL_VERSION(2, 11, 0))
 #define CCSCOPE_NCCL_HAS_LAST_ERROR (NCCL_VERSION_CODE >= NCCL_VERSION(2, 13, 0))
 #define CCSCOPE_NCCL_HAS_FINALIZE (NCCL_VERSION_CODE >= NCCL_VERSION(2, 14, 0))
+// ncclConfig_t, ncclCommInitRankConfig and ncclInProgress (non-blocking mode).
+#define CCSCOPE_NCCL_HAS_CONFIG (NCCL_VERSION_CODE >= NCCL_VERSION(2, 14, 0))
+#define CCSCOPE_NCCL_HAS_MEM_ALLOC (NCCL_VERSION_CODE >= NCCL_VERSION(2, 19, 0))
+#define CCSCOPE_NCCL_HAS_FP8 (NCCL_VERSION_CODE >= NCCL_VERSION(2, 24, 0))
+#define CCSCOPE_NCCL_HAS_ALLTOALL (NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0))
+#define CCSCOPE_NCCL_HAS_NVLINK_CENTRIC_SCHED (NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0))
+// CUDA graphs as nccl-tests uses them (-G needs CUDA >= 11.3 there); ccscope
+// instantiates with cudaGraphInstantiateWithFlags (CUDA >= 11.4).
+#define CCSCOPE_CUDA_HAS_GRAPHS (CUDART_VERSION >= 11040)
 
 namespace ccscope {
 namespace {
@@ -52,6 +71,26 @@ constexpr size_t kStagingChunkBytes = size_t{8} << 20;
 constexpr std::chrono::milliseconds kDefaultSyncTimeout{std::chrono::minutes(5)};
 // How long the destructor lets queued work drain before it aborts instead.
 constexpr std::chrono::milliseconds kDestructorDrain{std::chrono::seconds(10)};
+// Bound on a non-blocking communicator's initialization (NCCL_COMM_BLOCKING=0).
+constexpr std::chrono::milliseconds kInitTimeout{std::chrono::minutes(5)};
+
+namespace choices = nccl_choices;
+
+// True for NCCL's "still in progress" result of a non-blocking communicator.
+bool in_progress(ncclResult_t result) {
+#if CCSCOPE_NCCL_HAS_CONFIG
+  return result == ncclInProgress;
+#else
+  (void)result;
+  return false;
+#endif
+}
+
+int nccl_library_code() {
+  int code = 0;
+  if (ncclGetVersion(&code) != ncclSuccess) return 0;
+  return code;
+}
 
 std::string cuda_text(cudaError_t error) {
   return std::string(cudaGetErrorName(error)) + ": " + cudaGetErrorString(error);
@@ -110,6 +149,26 @@ ncclDataType_t to_nccl(DataType type) {
       return ncclInt8;
     case DataType::kUInt8:
       return ncclUint8;
+    case DataType::kUInt32:
+      return ncclUint32;
+    case DataType::kInt64:
+      return ncclInt64;
+    case DataType::kUInt64:
+      return ncclUint64;
+    // fp8 also needs GPUs of compute capability >= 9.0: NcclCommunicator::nccl_type
+    // checks that before it gets here.
+    case DataType::kFloat8E4M3:
+#if CCSCOPE_NCCL_HAS_FP8
+      return ncclFloat8e4m3;
+#else
+      throw UsageError(choices::fp8_unsupported_reason(NCCL_VERSION_CODE, 0, 0));
+#endif
+    case DataType::kFloat8E5M2:
+#if CCSCOPE_NCCL_HAS_FP8
+      return ncclFloat8e5m2;
+#else
+      throw UsageError(choices::fp8_unsupported_reason(NCCL_VERSION_CODE, 0, 0));
+#endif
   }
   throw UsageError("unknown data type for the NCCL backend");
 }
@@ -130,6 +189,9 @@ ncclRedOp_t to_nccl(ReduceOp op) {
 #else
       throw UsageError("reduce op avg needs NCCL >= 2.10; use sum");
 #endif
+    case ReduceOp::kMulSum:
+      // Made per communicator and type: NcclCommunicator::nccl_op.
+      break;
   }
   throw UsageError("unknown reduce op for the NCCL backend");
 }
@@ -187,32 +249,50 @@ class PinnedHost {
   void* data_ = nullptr;
 };
 
+// Device memory from ncclMemAlloc (NCCL >= 2.19, as nccl-tests allocates: memory
+// NCCL can register for NVLS/CollNet/user-buffer paths) or cudaMalloc.
 class DeviceBuffer : public Buffer {
  public:
-  DeviceBuffer(size_t bytes, int device, int rank, cudaStream_t stream)
-      : bytes_(bytes), device_(device) {
+  DeviceBuffer(size_t bytes, int device, int rank, cudaStream_t stream,
+               choices::Allocator allocator)
+      : bytes_(bytes), device_(device), allocator_(allocator) {
     if (bytes == 0) return;
-    const cudaError_t error = cudaMalloc(&data_, bytes);
-    if (error != cudaSuccess) {
-      (void)cudaGetLastError();  // clear the (non-sticky) allocation error
-      throw BackendError(rank_prefix(rank) + "cudaMalloc of " + std::to_string(bytes) +
-                         " bytes on GPU " + std::to_string(device) +
-                         " failed: " + cuda_text(error));
+    const std::string what = std::string(choices::name(allocator)) + " of " +
+                             std::to_string(bytes) + " bytes on GPU " + std::to_string(device);
+    if (allocator_ == choices::Allocator::kNcclMemAlloc) {
+#if CCSCOPE_NCCL_HAS_MEM_ALLOC
+      const ncclResult_t result = ncclMemAlloc(&data_, bytes);
+      if (result != ncclSuccess || data_ == nullptr) {
+        data_ = nullptr;
+        (void)cudaGetLastError();  // a runtime error it may have left behind
+        throw BackendError(rank_prefix(rank) + what + " failed: " +
+                           (result != ncclSuccess ? nccl_text(result, nullptr)
+                                                  : std::string("it returned a null pointer")));
+      }
+#else
+      throw BackendError(rank_prefix(rank) + what + ": this build's NCCL has no ncclMemAlloc");
+#endif
+    } else {
+      const cudaError_t error = cudaMalloc(&data_, bytes);
+      if (error != cudaSuccess) {
+        data_ = nullptr;
+        (void)cudaGetLastError();  // clear the (non-sticky) allocation error
+        throw BackendError(rank_prefix(rank) + what + " failed: " + cuda_text(error));
+      }
     }
     // Stream-ordered, so every later operation on the communicator's stream
     // sees zeros; the stream is non-blocking, so a plain cudaMemset (legacy
     // default stream) would not be ordered before it.
     const cudaError_t set = cudaMemsetAsync(data_, 0, bytes, stream);
     if (set != cudaSuccess) {
-      (void)cudaFree(data_);
-      data_ = nullptr;
+      release();
       check_cuda(set, "cudaMemsetAsync", rank);
     }
   }
   ~DeviceBuffer() override {
     if (data_ == nullptr) return;
     (void)cudaSetDevice(device_);
-    (void)cudaFree(data_);
+    release();
   }
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
@@ -221,9 +301,63 @@ class DeviceBuffer : public Buffer {
   size_t bytes() const override { return bytes_; }
 
  private:
+  void release() noexcept {
+    if (data_ == nullptr) return;
+#if CCSCOPE_NCCL_HAS_MEM_ALLOC
+    if (allocator_ == choices::Allocator::kNcclMemAlloc) {
+      (void)ncclMemFree(data_);
+      data_ = nullptr;
+      return;
+    }
+#endif
+    (void)cudaFree(data_);
+    data_ = nullptr;
+  }
+
   void* data_ = nullptr;
   size_t bytes_ = 0;
   int device_ = 0;
+  choices::Allocator allocator_ = choices::Allocator::kCudaMalloc;
+};
+
+// The CUDA graph of Communicator::capture(): graph and executable destroyed
+// with it. Holds the stream (shared) and the communicator's liveness check, so
+// a launch after the communicator went fails with a message instead of using a
+// destroyed communicator's resources.
+class CudaGraph : public CapturedOperations {
+ public:
+  CudaGraph(cudaGraph_t graph, cudaGraphExec_t exec, std::shared_ptr<Stream> stream, int device,
+            int rank, std::shared_ptr<std::function<void()>> alive)
+      : graph_(graph),
+        exec_(exec),
+        stream_(std::move(stream)),
+        device_(device),
+        rank_(rank),
+        alive_(std::move(alive)) {}
+  ~CudaGraph() override {
+    (void)cudaSetDevice(device_);
+    if (exec_ != nullptr) (void)cudaGraphExecDestroy(exec_);
+    if (graph_ != nullptr) (void)cudaGraphDestroy(graph_);
+  }
+  CudaGraph(const CudaGraph&) = delete;
+  CudaGraph& operator=(const CudaGraph&) = delete;
+
+  void launch() override {
+    if (!alive_ || !*alive_) {
+      throw UsageError(rank_prefix(rank_) +
+                       "captured NCCL operations launched after their communicator was destroyed");
+    }
+    check_cuda(cudaSetDevice(device_), "cudaSetDevice", rank_);
+    check_cuda(cudaGraphLaunch(exec_, stream_->get()), "cudaGraphLaunch", rank_);
+  }
+
+ private:
+  cudaGraph_t graph_ = nullptr;
+  cudaGraphExec_t exec_ = nullptr;
+  std::shared_ptr<Stream> stream_;
+  int device_ = 0;
+  int rank_ = 0;
+  std::shared_ptr<std::function<void()>> alive_;
 };
 
 // Checks NCCL's asynchronous error state; throws on an error. Shared with the
@@ -374,12 +508,18 @@ class NcclCommunicator : public Communicator {
     // Phase 1, local: pick the GPU, make the stream, rank 0 makes the id.
     ncclUniqueId id{};
     int device_count = 0;
-    agree_on_setup(world, failure_of([&] {
-                     select_device(world, device_count);
-                     stream_ = std::make_shared<Stream>(rank_);
-                     if (rank_ == 0)
-                       check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId", rank_, nullptr);
-                   }));
+    agree_on_setup(
+        world, failure_of([&] {
+          select_device(world, device_count);
+          stream_ = std::make_shared<Stream>(rank_);
+          library_code_ = nccl_library_code();
+          if (library_code_ <= 0) {
+            throw BackendError(rank_prefix(rank_) +
+                               "ncclGetVersion failed: cannot tell which NCCL is loaded");
+          }
+          if (rank_ == 0) check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId", rank_, nullptr);
+        }));
+    decide(world, options);
 
     // Phase 2: every rank gets the id, then joins the communicator.
     if (size_ > 1) {
@@ -399,11 +539,32 @@ class NcclCommunicator : public Communicator {
     // No agreement round after this: a rank whose init failed must not wait
     // in an MPI collective while its peers may still wait for it inside NCCL's
     // bootstrap; it throws, and its peers see the broken bootstrap.
-    const ncclResult_t result = ncclCommInitRank(&comm_, size_, id, rank_);
+#if CCSCOPE_NCCL_HAS_CONFIG
+    // As nccl-tests 2.19's initComms: NCCL's defaults (blocking included, so
+    // NCCL_COMM_BLOCKING=0 still makes it non-blocking) and, from NCCL 2.28 on,
+    // nvlinkCentricSched = 1.
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+#if CCSCOPE_NCCL_HAS_NVLINK_CENTRIC_SCHED
+    config.nvlinkCentricSched = 1;
+#endif
+    const char* init_call = "ncclCommInitRankConfig";
+    ncclResult_t result = ncclCommInitRankConfig(&comm_, size_, id, rank_, &config);
+#else
+    const char* init_call = "ncclCommInitRank";
+    ncclResult_t result = ncclCommInitRank(&comm_, size_, id, rank_);
+#endif
+    if (in_progress(result) && comm_ != nullptr) {
+      // Non-blocking communicator: initialization goes on in NCCL's threads.
+      result = settle_init();
+    }
     if (result != ncclSuccess) {
+      // A non-blocking init hands out the communicator before it fails (it is
+      // ours to abort); a failed blocking one leaves nothing to free.
+      const ncclComm_t failed = blocking_ == 0 ? comm_ : nullptr;
+      const std::string text = nccl_text(result, failed);
+      if (failed != nullptr) (void)ncclCommAbort(failed);
       comm_ = nullptr;
-      std::string message =
-          rank_prefix(rank_) + "ncclCommInitRank failed: " + nccl_text(result, nullptr);
+      std::string message = rank_prefix(rank_) + init_call + " failed: " + text;
       if (result == ncclInvalidUsage && !options.isolate_ranks &&
           world.local_size() > device_count) {
         message += "; " + std::to_string(world.local_size()) + " ranks on host " +
@@ -415,12 +576,18 @@ class NcclCommunicator : public Communicator {
   }
 
   ~NcclCommunicator() override {
-    *async_error_check_ = nullptr;  // clocks that outlive this no longer call into it
+    *async_error_check_ = nullptr;  // clocks and graphs that outlive this see it
     if (comm_ == nullptr) return;
     (void)cudaSetDevice(device_);
+    // A group left open by an exception between group_start() and group_end():
+    // close it, or every later NCCL call of this thread stays deferred.
+    for (; group_depth_ > 0; --group_depth_) (void)ncclGroupEnd();
     if (drained_cleanly()) {
+      destroy_premul_ops();
 #if CCSCOPE_NCCL_HAS_FINALIZE
-      if (ncclCommFinalize(comm_) == ncclSuccess) {
+      ncclResult_t finalized = ncclCommFinalize(comm_);
+      if (in_progress(finalized)) finalized = settle_quietly(kDestructorDrain);
+      if (finalized == ncclSuccess) {
         (void)ncclCommDestroy(comm_);
       } else {
         (void)ncclCommAbort(comm_);
@@ -445,12 +612,14 @@ class NcclCommunicator : public Communicator {
   std::string device_name() const override { return device_name_; }
 
   std::unique_ptr<Buffer> allocate(size_t bytes) override {
+    not_while_capturing("allocate");
     activate();
-    return std::make_unique<DeviceBuffer>(bytes, device_, rank_, stream());
+    return std::make_unique<DeviceBuffer>(bytes, device_, rank_, stream(), allocator_);
   }
 
   void copy_from_host(Buffer& dst, size_t dst_offset, const void* src, size_t bytes) override {
     check_range(dst.bytes(), dst_offset, bytes, "copy_from_host");
+    not_while_capturing("copy_from_host");
     if (bytes == 0) return;
     if (src == nullptr) throw UsageError(rank_prefix(rank_) + "copy_from_host from a null pointer");
     activate();
@@ -480,6 +649,7 @@ class NcclCommunicator : public Communicator {
 
   void copy_to_host(void* dst, const Buffer& src, size_t src_offset, size_t bytes) override {
     check_range(src.bytes(), src_offset, bytes, "copy_to_host");
+    not_while_capturing("copy_to_host");
     if (bytes == 0) return;
     if (dst == nullptr) throw UsageError(rank_prefix(rank_) + "copy_to_host into a null pointer");
     activate();
@@ -511,36 +681,45 @@ class NcclCommunicator : public Communicator {
   }
 
   void all_reduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op) override {
-    const ncclDataType_t nccl_type = to_nccl(type);
-    const ncclRedOp_t nccl_op = to_nccl(op);
-    check_nccl(ncclAllReduce(send, recv, count, nccl_type, nccl_op, live_comm(), stream()),
-               "ncclAllReduce", rank_, comm_);
+    const ncclDataType_t nccl_type = nccl_type_of(type);
+    ncclComm_t comm = live_comm();
+    const ncclRedOp_t nccl_op = nccl_op_of(op, type);
+    check_call(ncclAllReduce(send, recv, count, nccl_type, nccl_op, comm, stream()),
+               "ncclAllReduce");
   }
 
   void all_gather(const void* send, void* recv, size_t send_count, DataType type) override {
-    const ncclDataType_t nccl_type = to_nccl(type);
-    check_nccl(ncclAllGather(send, recv, send_count, nccl_type, live_comm(), stream()),
-               "ncclAllGather", rank_, comm_);
+    const ncclDataType_t nccl_type = nccl_type_of(type);
+    check_call(ncclAllGather(send, recv, send_count, nccl_type, live_comm(), stream()),
+               "ncclAllGather");
   }
 
   void reduce_scatter(const void* send, void* recv, size_t recv_count, DataType type,
                       ReduceOp op) override {
-    const ncclDataType_t nccl_type = to_nccl(type);
-    const ncclRedOp_t nccl_op = to_nccl(op);
-    check_nccl(ncclReduceScatter(send, recv, recv_count, nccl_type, nccl_op, live_comm(), stream()),
-               "ncclReduceScatter", rank_, comm_);
+    const ncclDataType_t nccl_type = nccl_type_of(type);
+    ncclComm_t comm = live_comm();
+    const ncclRedOp_t nccl_op = nccl_op_of(op, type);
+    check_call(ncclReduceScatter(send, recv, recv_count, nccl_type, nccl_op, comm, stream()),
+               "ncclReduceScatter");
   }
 
   void broadcast(const void* send, void* recv, size_t count, DataType type, int root) override {
     check_peer(root, "broadcast root");
-    const ncclDataType_t nccl_type = to_nccl(type);
-    check_nccl(ncclBroadcast(send, recv, count, nccl_type, root, live_comm(), stream()),
-               "ncclBroadcast", rank_, comm_);
+    const ncclDataType_t nccl_type = nccl_type_of(type);
+    check_call(ncclBroadcast(send, recv, count, nccl_type, root, live_comm(), stream()),
+               "ncclBroadcast");
   }
 
   void all_to_all(const void* send, void* recv, size_t count_per_peer, DataType type) override {
-    const ncclDataType_t nccl_type = to_nccl(type);
+    const ncclDataType_t nccl_type = nccl_type_of(type);
     ncclComm_t comm = live_comm();
+#if CCSCOPE_NCCL_HAS_ALLTOALL
+    if (all_to_all_ == choices::AllToAll::kNcclAlltoAll) {
+      check_call(ncclAlltoAll(send, recv, count_per_peer, nccl_type, comm, stream()),
+                 "ncclAlltoAll");
+      return;
+    }
+#endif
     const size_t block = count_per_peer * element_size(type);
     const char* send_bytes = static_cast<const char*>(send);
     char* recv_bytes = static_cast<char*>(recv);
@@ -560,14 +739,14 @@ class NcclCommunicator : public Communicator {
     }
     const ncclResult_t end = ncclGroupEnd();
     check_nccl(first, failed_call, rank_, comm);
-    check_nccl(end, "ncclGroupEnd (all_to_all)", rank_, comm);
+    check_call(end, "ncclGroupEnd (all_to_all)");
   }
 
   void send_recv(const void* send, int send_peer, void* recv, int recv_peer, size_t count,
                  DataType type) override {
     check_peer(send_peer, "send_recv send peer");
     check_peer(recv_peer, "send_recv receive peer");
-    const ncclDataType_t nccl_type = to_nccl(type);
+    const ncclDataType_t nccl_type = nccl_type_of(type);
     ncclComm_t comm = live_comm();
     check_nccl(ncclGroupStart(), "ncclGroupStart", rank_, comm);
     const ncclResult_t sent = ncclSend(send, count, nccl_type, send_peer, comm, stream());
@@ -577,11 +756,12 @@ class NcclCommunicator : public Communicator {
     const ncclResult_t end = ncclGroupEnd();
     check_nccl(sent, "ncclSend (send_recv)", rank_, comm);
     check_nccl(received, "ncclRecv (send_recv)", rank_, comm);
-    check_nccl(end, "ncclGroupEnd (send_recv)", rank_, comm);
+    check_call(end, "ncclGroupEnd (send_recv)");
   }
 
   void wait(std::chrono::milliseconds timeout) override {
     live_comm();
+    not_while_capturing("wait");
     sync_timeout_ = timeout;
     poll_until_done([this] { return cudaStreamQuery(stream()); }, "wait", timeout);
   }
@@ -589,6 +769,83 @@ class NcclCommunicator : public Communicator {
   std::unique_ptr<StampClock> make_clock(size_t stamps) override {
     activate();
     return std::make_unique<EventClock>(stamps, stream_, device_, rank_, async_error_check_);
+  }
+
+  void group_start() override {
+    live_comm();
+    check_call(ncclGroupStart(), "ncclGroupStart");
+    ++group_depth_;
+  }
+
+  void group_end() override {
+    if (group_depth_ <= 0) {
+      throw UsageError(rank_prefix(rank_) + "group_end() without a group_start()");
+    }
+    --group_depth_;
+    // ncclGroupEnd launches what the group collected; with a non-blocking
+    // communicator it may still be in progress when it returns.
+    check_call(ncclGroupEnd(), "ncclGroupEnd");
+  }
+
+  // nccl-tests -G: the operations of one timed loop captured on the
+  // communicator's stream in thread-local mode (as its BenchTime does: NCCL may
+  // cudaMalloc while connecting peers during capture, which global mode forbids).
+  std::unique_ptr<CapturedOperations> capture(const std::function<void()>& issue) override {
+#if CCSCOPE_CUDA_HAS_GRAPHS
+    live_comm();
+    not_while_capturing("capture");
+    activate();
+    check_cuda(cudaStreamBeginCapture(stream(), cudaStreamCaptureModeThreadLocal),
+               "cudaStreamBeginCapture", rank_);
+    capturing_ = true;
+    cudaGraph_t graph = nullptr;
+    try {
+      issue();
+    } catch (...) {
+      // End the capture before anything else uses the stream; the partial
+      // graph is discarded.
+      capturing_ = false;
+      if (cudaStreamEndCapture(stream(), &graph) == cudaSuccess && graph != nullptr) {
+        (void)cudaGraphDestroy(graph);
+      }
+      (void)cudaGetLastError();  // an invalidated capture's error is not ours to keep
+      throw;
+    }
+    capturing_ = false;
+    const cudaError_t ended = cudaStreamEndCapture(stream(), &graph);
+    if (ended != cudaSuccess || graph == nullptr) {
+      if (graph != nullptr) (void)cudaGraphDestroy(graph);
+      (void)cudaGetLastError();
+      throw BackendError(rank_prefix(rank_) + "cudaStreamEndCapture failed: " + cuda_text(ended) +
+                         " (an operation in the captured loop cannot be captured)");
+    }
+    cudaGraphExec_t exec = nullptr;
+    const cudaError_t instantiated = cudaGraphInstantiateWithFlags(&exec, graph, 0);
+    if (instantiated != cudaSuccess) {
+      (void)cudaGraphDestroy(graph);
+      (void)cudaGetLastError();
+      check_cuda(instantiated, "cudaGraphInstantiate", rank_);
+    }
+    return std::make_unique<CudaGraph>(graph, exec, stream_, device_, rank_, async_error_check_);
+#else
+    (void)issue;
+    return nullptr;
+#endif
+  }
+
+  std::string resources() const override {
+    choices::Resources r;
+    r.header_code = NCCL_VERSION_CODE;
+    r.library_code = library_code_;
+    r.allocator = allocator_;
+    r.all_to_all = all_to_all_;
+    r.init_rank_config = CCSCOPE_NCCL_HAS_CONFIG;
+    r.nvlink_centric_sched = CCSCOPE_NCCL_HAS_NVLINK_CENTRIC_SCHED;
+    r.blocking = blocking_;
+    r.min_compute_capability = min_compute_capability_;
+    r.fp8 = fp8_unsupported_.empty();
+    r.isolate_ranks = isolate_ranks_;
+    return choices::resources_text(r);
   }
 
  private:
@@ -614,6 +871,154 @@ class NcclCommunicator : public Communicator {
     check_cuda(cudaGetDeviceProperties(&properties, device_), "cudaGetDeviceProperties", rank_);
     // prop.name is a fixed char array; bound the read by its size.
     device_name_.assign(properties.name, strnlen(properties.name, sizeof(properties.name)));
+    compute_capability_ = properties.major * 10 + properties.minor;
+  }
+
+  // Collective (after phase 1 succeeded everywhere): the choices nccl_choices.h
+  // makes. The all-to-all call and fp8 support must be the same on every rank,
+  // so they follow the oldest NCCL library and the oldest GPU of the world (as
+  // nccl-tests takes the minimum compute capability over its ranks).
+  void decide(const World& world, const NcclOptions& options) {
+    isolate_ranks_ = options.isolate_ranks;
+    blocking_ = choices::effective_blocking(std::getenv("NCCL_COMM_BLOCKING"));
+    allocator_ = choices::choose_allocator(NCCL_VERSION_CODE, library_code_);
+    int min_library = library_code_;
+    min_compute_capability_ = compute_capability_;
+    if (size_ > 1) {
+      const std::vector<std::string> all = world.all_gather(std::to_string(compute_capability_) +
+                                                            " " + std::to_string(library_code_));
+      for (const std::string& text : all) {
+        char* end = nullptr;
+        const long cc = std::strtol(text.c_str(), &end, 10);
+        const long code = std::strtol(end, nullptr, 10);
+        if (cc > 0 && cc < INT_MAX)
+          min_compute_capability_ = std::min(min_compute_capability_, static_cast<int>(cc));
+        if (code > 0 && code < INT_MAX) min_library = std::min(min_library, static_cast<int>(code));
+      }
+    }
+    all_to_all_ = choices::choose_all_to_all(NCCL_VERSION_CODE, min_library);
+    fp8_unsupported_ =
+        choices::fp8_unsupported_reason(NCCL_VERSION_CODE, min_library, min_compute_capability_);
+  }
+
+  ncclDataType_t nccl_type_of(DataType type) const {
+    if ((type == DataType::kFloat8E4M3 || type == DataType::kFloat8E5M2) &&
+        !fp8_unsupported_.empty()) {
+      throw UsageError(rank_prefix(rank_) + fp8_unsupported_);
+    }
+    return to_nccl(type);
+  }
+
+  // NCCL's op for `op` on `type`; mulsum is ncclRedOpCreatePreMulSum with this
+  // rank's scalar (premul_scalar) in the element type, made once per type and
+  // destroyed before the communicator (destroy_premul_ops).
+  ncclRedOp_t nccl_op_of(ReduceOp op, DataType type) {
+    if (op != ReduceOp::kMulSum) return to_nccl(op);
+#if CCSCOPE_NCCL_HAS_PREMULSUM
+    for (const auto& [made_for, made] : premul_ops_) {
+      if (made_for == type) return made;
+    }
+    const ncclDataType_t nccl_type = nccl_type_of(type);
+    ncclComm_t comm = live_comm();
+    uint64_t scalar[1] = {0};  // room and alignment for every element type
+    store_element(scalar, type, 0, premul_scalar(rank_));
+    ncclRedOp_t made{};
+    // ncclScalarHostImmediate: NCCL reads the scalar before the call returns.
+    check_call(ncclRedOpCreatePreMulSum(&made, scalar, nccl_type, ncclScalarHostImmediate, comm),
+               "ncclRedOpCreatePreMulSum");
+    premul_ops_.emplace_back(type, made);
+    return made;
+#else
+    (void)type;
+    throw UsageError("reduce op mulsum needs NCCL >= 2.11; use sum");
+#endif
+  }
+
+  void destroy_premul_ops() noexcept {
+#if CCSCOPE_NCCL_HAS_PREMULSUM
+    if (comm_ != nullptr) {
+      for (const auto& entry : premul_ops_) (void)ncclRedOpDestroy(entry.second, comm_);
+    }
+#endif
+    premul_ops_.clear();
+  }
+
+  void not_while_capturing(const char* what) const {
+    if (!capturing_) return;
+    throw UsageError(rank_prefix(rank_) + what +
+                     " called while capturing a CUDA graph: inside Communicator::capture() "
+                     "issue only collectives (and group_start/group_end)");
+  }
+
+  // Waits (bounded) until a call that returned ncclInProgress - possible only
+  // with a non-blocking communicator (NCCL_COMM_BLOCKING=0) - has finished;
+  // returns its final result. Throws TimeoutError, aborting the communicator,
+  // when it does not finish within `timeout`.
+  ncclResult_t settle(ncclResult_t result, std::chrono::milliseconds timeout, const char* call) {
+    if (!in_progress(result) || comm_ == nullptr) return result;
+    const auto deadline = Clock::now() + timeout;
+    for (;;) {
+      ncclResult_t state = ncclSuccess;
+      const ncclResult_t queried = ncclCommGetAsyncError(comm_, &state);
+      if (queried != ncclSuccess) return queried;
+      if (!in_progress(state)) return state;
+      if (Clock::now() >= deadline) {
+        abort_comm();
+        throw TimeoutError(rank_prefix(rank_) + call + " was still in progress after " +
+                           seconds_text(timeout) +
+                           " (non-blocking NCCL communicator); the communicator was aborted. "
+                           "A peer rank may have stopped; rerun with NCCL_DEBUG=WARN");
+      }
+      std::this_thread::sleep_for(kPollInterval);
+    }
+  }
+
+  // check_nccl for calls on the live communicator, with ncclInProgress waited
+  // for. An error that arrived while waiting is asynchronous: the communicator
+  // is aborted, as check_async_error does.
+  void check_call(ncclResult_t result, const char* call) {
+    const bool was_in_progress = in_progress(result);
+    result = settle(result, sync_timeout_, call);
+    if (result == ncclSuccess) return;
+    const std::string text = nccl_text(result, comm_);
+    if (was_in_progress) {
+      abort_comm();
+      throw BackendError(rank_prefix(rank_) + call + " failed asynchronously: " + text +
+                         "; the communicator was aborted");
+    }
+    throw BackendError(rank_prefix(rank_) + call + " failed: " + text);
+  }
+
+  // A non-blocking ncclCommInitRankConfig: polls its state (bounded).
+  ncclResult_t settle_init() {
+    const auto deadline = Clock::now() + kInitTimeout;
+    for (;;) {
+      ncclResult_t state = ncclSuccess;
+      const ncclResult_t queried = ncclCommGetAsyncError(comm_, &state);
+      if (queried != ncclSuccess) return queried;
+      if (!in_progress(state)) return state;
+      if (Clock::now() >= deadline) {
+        (void)ncclCommAbort(comm_);
+        comm_ = nullptr;
+        throw TimeoutError(rank_prefix(rank_) +
+                           "ncclCommInitRankConfig (non-blocking) did not complete within " +
+                           seconds_text(kInitTimeout) +
+                           "; a peer rank may not have joined. Rerun with NCCL_DEBUG=WARN");
+      }
+      std::this_thread::sleep_for(kPollInterval);
+    }
+  }
+
+  // For the destructor: the final state of an in-progress call within
+  // `timeout`, or ncclInProgress when it did not finish.
+  ncclResult_t settle_quietly(std::chrono::milliseconds timeout) noexcept {
+    const auto deadline = Clock::now() + timeout;
+    for (;;) {
+      ncclResult_t state = ncclSuccess;
+      if (ncclCommGetAsyncError(comm_, &state) != ncclSuccess) return ncclInternalError;
+      if (!in_progress(state) || Clock::now() >= deadline) return state;
+      std::this_thread::sleep_for(kPollInterval);
+    }
   }
 
   cudaStream_t stream() const { return stream_->get(); }
@@ -695,7 +1100,7 @@ class NcclCommunicator : public Communicator {
       abort_comm();
       throw BackendError(rank_prefix(rank_) + "ncclCommGetAsyncError failed: " + text);
     }
-    if (async == ncclSuccess || async == ncclInProgress) return;
+    if (async == ncclSuccess || in_progress(async)) return;
     const std::string text = nccl_text(async, comm_);
     abort_comm();
     throw BackendError(rank_prefix(rank_) + "NCCL reported an asynchronous error during " + what +
@@ -706,6 +1111,7 @@ class NcclCommunicator : public Communicator {
     if (comm_ == nullptr) return;
     (void)ncclCommAbort(comm_);
     comm_ = nullptr;
+    premul_ops_.clear();  // went with the communicator
   }
 
   // True when the stream finished its work without NCCL errors within a short
@@ -716,7 +1122,7 @@ class NcclCommunicator : public Communicator {
     for (;;) {
       ncclResult_t async = ncclSuccess;
       if (ncclCommGetAsyncError(comm_, &async) != ncclSuccess ||
-          (async != ncclSuccess && async != ncclInProgress)) {
+          (async != ncclSuccess && !in_progress(async))) {
         return false;
       }
       const cudaError_t state = cudaStreamQuery(stream());
@@ -737,6 +1143,18 @@ class NcclCommunicator : public Communicator {
   AsyncErrorCheck async_error_check_ = std::make_shared<std::function<void()>>(
       [this] { check_async_error("a warm-up or timed loop"); });
   std::vector<std::unique_ptr<Staging>> staging_;
+  // What nccl_choices decided in decide() (resources() reports them).
+  int compute_capability_ = 0;      // this rank's GPU, major*10+minor
+  int min_compute_capability_ = 0;  // over all ranks
+  int library_code_ = 0;            // ncclGetVersion of the loaded library
+  int blocking_ = 1;
+  bool isolate_ranks_ = false;
+  choices::Allocator allocator_ = choices::Allocator::kCudaMalloc;
+  choices::AllToAll all_to_all_ = choices::AllToAll::kGroupedSendRecv;
+  std::string fp8_unsupported_;  // "" when fp8 is usable
+  std::vector<std::pair<DataType, ncclRedOp_t>> premul_ops_;
+  int group_depth_ = 0;  // group_start() calls not yet closed by group_end()
+  bool capturing_ = false;
   ncclComm_t comm_ = nullptr;
 };
 
