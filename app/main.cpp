@@ -4,6 +4,7 @@
 #include <ios>
 #include <new>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ccscope/bench/bench_command.h"
@@ -29,6 +30,22 @@ void print_usage(std::FILE* out) {
       "  baseline save NAME FILES... | list: keep fingerprinted baselines for compare\n\n"
       "options: --help, --version\n",
       ccscope::kVersion);
+}
+
+// nccl-tests' program names: `all_reduce_perf ARGS` is `ccscope bench allreduce ARGS`
+// (installed as symbolic links to ccscope).
+const char* collective_for_program(const std::string& argv0) {
+  const std::string base = std::filesystem::path(argv0).filename().string();
+  static const std::pair<const char*, const char*> kPrograms[] = {
+      {"all_reduce_perf", "allreduce"},
+      {"all_gather_perf", "allgather"},
+      {"reduce_scatter_perf", "reducescatter"},
+      {"broadcast_perf", "broadcast"},
+      {"alltoall_perf", "alltoall"},
+      {"sendrecv_perf", "sendrecv"}};
+  for (const auto& [program, collective] : kPrograms)
+    if (base == program) return collective;
+  return nullptr;
 }
 
 constexpr int kExitFailed = 1;
@@ -66,6 +83,15 @@ int main(int argc, char** argv) {
     if (words[i] == "--version") {
       std::printf("ccscope %s (commit %s)\n", ccscope::kVersion, ccscope::kGitCommit);
       return 0;
+    }
+  }
+  if (!words.empty()) {
+    if (const char* collective = collective_for_program(words[0])) {
+      // Every argument is bench's (nccl-tests has no verbs); --version answered above.
+      std::vector<std::string> bench_args{collective};
+      bench_args.insert(bench_args.end(), words.begin() + 1, words.end());
+      return guarded("bench", kExitFailed,
+                     [&] { return ccscope::bench::bench_main(bench_args, words); });
     }
   }
   if (words.size() < 2 || words[1] == "--help" || words[1] == "-h" || words[1] == "help") {

@@ -4,8 +4,10 @@
 #include <cstdlib>
 #include <exception>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <thread>
+#include <vector>
 
 #include "backend_choice.h"
 #include "ccscope/collectives/backends.h"
@@ -48,12 +50,41 @@ std::string default_backend(const BenchOptions& options, const World& world) {
   return choice.backend;
 }
 
-std::unique_ptr<Communicator> make_communicator(const BenchOptions& options, const World& world) {
-  std::string backend = options.backend;
-  if (backend.empty()) backend = default_backend(options, world);
+// The backend this run uses: --backend, else the default choice.
+std::string resolve_backend(const BenchOptions& options, const World& world) {
+  return options.backend.empty() ? default_backend(options, world) : options.backend;
+}
+
+std::unique_ptr<Communicator> make_communicator(const BenchOptions& options, const World& world,
+                                                const std::string& backend) {
   if (backend == "nccl") return make_nccl_communicator(world, NcclOptions{options.isolate_ranks});
   if (backend == "ring") return make_ring_communicator(world);
   return make_mpi_communicator(world);
+}
+
+// One run_sweep per (collective, type, op, root), in nccl-tests' order: types,
+// then ops (only for collectives that reduce), then roots (only for rooted
+// collectives with -r -1).
+std::vector<BenchOptions> sweep_runs(const BenchOptions& options, int ranks) {
+  std::vector<BenchOptions> runs;
+  for (Collective collective : options.collectives) {
+    const std::vector<ReduceOp> ops =
+        has_reduction(collective) ? options.ops : std::vector<ReduceOp>{options.ops.front()};
+    std::vector<int> roots{options.root < 0 ? 0 : options.root};
+    if (options.root < 0 && has_root(collective))
+      for (int r = 1; r < ranks; ++r) roots.push_back(r);
+    for (DataType type : options.types)
+      for (ReduceOp op : ops)
+        for (int root : roots) {
+          BenchOptions one = options;
+          one.collective = collective;
+          one.type = type;
+          one.op = op;
+          one.root = root;
+          runs.push_back(one);
+        }
+  }
+  return runs;
 }
 
 }  // namespace
@@ -92,9 +123,12 @@ int bench_main(const std::vector<std::string>& args, const std::vector<std::stri
     if (leader) std::fprintf(stderr, "ccscope bench: error: %s\n", error.what());
     return kExitUsage;
   }
-  if (leader)
+  if (leader) {
+    for (const auto& warning : options.warnings)
+      std::fprintf(stderr, "ccscope bench: warning: %s\n", warning.c_str());
     for (const auto& note : options.notes)
       std::fprintf(stderr, "ccscope bench: note: %s\n", note.c_str());
+  }
 
   // The watchdog starts first so that --timeout also bounds the backend's
   // start-up (ncclCommInitRank blocks until every rank joins).
@@ -102,6 +136,7 @@ int bench_main(const std::vector<std::string>& args, const std::vector<std::stri
   try {
     watchdog = std::make_unique<HangWatchdog>(
         world, std::chrono::milliseconds(static_cast<long long>(options.timeout_seconds * 1000)));
+    // (-T 0: a zero timeout, which the watchdog takes as none.)
   } catch (const std::exception& error) {
     std::fprintf(stderr, "ccscope bench: rank %d (%s): cannot start the watchdog: %s\n",
                  world.rank(), world.hostname().c_str(), error.what());
@@ -113,7 +148,9 @@ int bench_main(const std::vector<std::string>& args, const std::vector<std::stri
                           (options.backend.empty() ? std::string("default") : options.backend) +
                           " backend");
     watchdog->operation_started();
-    comm = make_communicator(options, world);
+    const std::string backend = resolve_backend(options, world);
+    validate_for_backend(options, backend);  // every rank has the same backend: one answer
+    comm = make_communicator(options, world, backend);
     watchdog->end_phase();
   } catch (const UsageError& error) {
     // Every rank fails the same way; one line is enough.
@@ -127,9 +164,14 @@ int bench_main(const std::vector<std::string>& args, const std::vector<std::stri
     world.abort(kExitFailed);
   }
 
-  if (const std::string problem = preflight(options, world, *comm); !problem.empty()) {
-    if (leader) std::fprintf(stderr, "ccscope bench: error: %s\n", problem.c_str());
-    return kExitUsage;
+  // Every type of -d (all): element counts and sizes depend on it.
+  for (DataType type : options.types) {
+    BenchOptions typed = options;
+    typed.type = type;
+    if (const std::string problem = preflight(typed, world, *comm); !problem.empty()) {
+      if (leader) std::fprintf(stderr, "ccscope bench: error: %s\n", problem.c_str());
+      return kExitUsage;
+    }
   }
 
   // Output files are opened before measuring so a bad path fails at once.
@@ -161,12 +203,12 @@ int bench_main(const std::vector<std::string>& args, const std::vector<std::stri
     reports::RunMetadata metadata = collect_run_metadata(world, *comm, command_line);
     if (leader) reporters.begin(metadata);
     SweepOutcome outcome;
-    for (int repeat = 0;
-         repeat < options.repeats && !outcome.stopped_by_signal && outcome.refused.empty();
+    const std::vector<BenchOptions> runs = sweep_runs(options, world.size());
+    // -N/--repeat 0: until stopped (a signal ends the sweep after its record).
+    for (int repeat = 0; (options.repeats == 0 || repeat < options.repeats) &&
+                         !outcome.stopped_by_signal && outcome.refused.empty();
          ++repeat) {
-      for (Collective collective : options.collectives) {
-        BenchOptions one = options;
-        one.collective = collective;
+      for (const BenchOptions& one : runs) {
         const SweepOutcome part =
             run_sweep(one, world, *comm, *watchdog, leader ? &reporters : nullptr, repeat,
                       &InterruptHandlers::pending_signal);
@@ -176,6 +218,7 @@ int bench_main(const std::vector<std::string>& args, const std::vector<std::stri
         outcome.refused = part.refused;
         if (outcome.stopped_by_signal || !outcome.refused.empty()) break;
       }
+      if (repeat == std::numeric_limits<int>::max() - 1) break;  // -N 0 for 2^31 sweeps
     }
     metadata.end_time_utc = utc_now_iso8601();
     if (outcome.stopped_by_signal) metadata.stopped_by = signal_name(outcome.stopped_by_signal);

@@ -44,19 +44,24 @@ struct BenchOptions {
   bool report_cputime = false;
   // -z 1: wait for every operation before issuing the next (nccl-tests' blocking).
   bool blocking = false;
+  // -r: root of broadcast; -1 (nccl-tests) = every rank in turn, resolved by
+  // bench_main, so run_sweep always sees 0..ranks-1.
   int root = 0;
   TimeAcrossRanks time_across_ranks = TimeAcrossRanks::kMaximum;
   std::string backend;  // "", "mpi" or "nccl"; "" = nccl when usable, else mpi
   bool isolate_ranks = false;
-  double timeout_seconds = 300;
+  double timeout_seconds = 300;  // -T/--timeout; 0 = no timeout (nccl-tests' -T 0)
   std::string csv_path;
   std::string json_path;
   bool progress = true;
-  int repeats = 1;                 // whole sweeps, for repeated samples (records carry `repeat`)
+  // -N/--repeat: whole sweeps, for repeated samples (records carry `repeat`);
+  // 0 = until stopped (nccl-tests' -N 0), SIGINT/SIGTERM end the run cleanly.
+  int repeats = 1;
   int corrupt_rank = -1;           // test only: corrupt one output element on this rank
   int shift_block_rank = -1;       // test only: shift this rank's first output block by one element
   bool stale_output = false;       // test only: checks read the previous run's output
   std::vector<std::string> notes;  // things the user should know (printed by rank 0)
+  std::vector<std::string> warnings;  // choices that remove a safety net (printed by rank 0)
 };
 
 struct ParsedBenchArguments {
@@ -70,6 +75,9 @@ std::string bench_help_text();
 
 // Checks that need the rank count (root range); throws UsageError.
 void validate_for_ranks(const BenchOptions& options, int ranks);
+// Checks that need the backend ("mpi", "nccl", "ring"; -G needs nccl), once it
+// is chosen (bench_main: after the default choice); throws UsageError.
+void validate_for_backend(const BenchOptions& options, const std::string& backend);
 
 std::string time_statistic_description(TimeAcrossRanks mode);
 

@@ -102,7 +102,8 @@ TEST(Options, EveryBadInputIsOneClearLine) {
       {{"allreduce", "-n", "1.5"}, "not a whole number"},
       {{"allreduce", "-n", "99999999999999999999"}, "out of range"},
       {{"allreduce", "-w", "-1"}, "-w/--warmup_iters"},
-      {{"allreduce", "-c", "2"}, "-c/--check"},
+      {{"allreduce", "-c", "-1"}, "-c/--check"},
+      {{"allreduce", "-c", "1001"}, "-c/--check"},
       {{"allreduce", "-a", "4"}, "-a/--average"},
       {{"allreduce", "-f", "0"}, "-f/--stepfactor"},
       // 2^70: used to be accepted
@@ -111,17 +112,242 @@ TEST(Options, EveryBadInputIsOneClearLine) {
       {{"allreduce", "-f", "2x"}, "-f/--stepfactor '2x' is not a whole number"},
       {{"allreduce", "--timeout", "nan"}, "--timeout"},
       {{"allreduce", "--repeat", "+"}, "--repeat"},
-      {{"broadcast", "-r", "-1"}, "-r/--root"},
       {{"allreduce", "--backend", "gloo"}, "--backend 'gloo'"},
-      {{"allreduce", "--timeout", "0"}, "--timeout"},
-      {{"allreduce", "--repeat", "0"}, "--repeat"},
+      {{"allreduce", "--timeout", "-1"}, "-T/--timeout '-1'"},
+      {{"allreduce", "-T", "5s"}, "-T/--timeout '5s'"},
+      {{"allreduce", "--repeat", "-1"}, "--repeat"},
+      {{"allreduce", "-N", "10001"}, "-N/--repeat 10001 is out of range"},
+      {{"allreduce", "-m", "0"}, "-m/--agg_iters"},
+      {{"allreduce", "-m", "x"}, "-m/--agg_iters 'x'"},
+      {{"allreduce", "-n", "100000", "-m", "10000"}, "lower -n or -m"},
+      {{"allreduce", "-z", "2"}, "-z/--blocking 2"},
+      {{"allreduce", "-z", "yes"}, "-z/--blocking yes"},
+      {{"allreduce", "-C", "2"}, "-C/--report_cputime 2"},
+      {{"allreduce", "-G", "-1"}, "-G/--cudagraph"},
+      {{"allreduce", "-G", "1", "--backend", "mpi"}, "needs the nccl backend"},
+      {{"allreduce", "-G", "2", "--backend", "ring"}, "needs the nccl backend"},
+      {{"allreduce", "-t", "2"}, "launch one rank per GPU"},
+      {{"allreduce", "-g", "8"}, "launch one rank per GPU"},
+      {{"allreduce", "-g", "0"}, "-g/--ngpus 0 is out of range"},
+      {{"allreduce", "--nthreads", "4"}, "-t/--nthreads 4"},
+      {{"allreduce", "-p", "2"}, "-p/--parallel_init 2"},
+      {{"allreduce", "-y", "1"}, "-y/--stream_null 1"},
+      {{"allreduce", "-R", "1"}, "-R/--local_register 1"},
+      {{"allreduce", "--local_register", "2"}, "not supported"},
+      {{"allreduce", "-S", "1"}, "-S/--report_timestamps 1"},
+      {{"allreduce", "-M", "1"}, "-M/--memory 1"},
+      {{"allreduce", "-u", "1"}, "-u/--unalign 1"},
+      {{"allreduce", "-I", "1"}, "-I/--per_iter_timing 1"},
+      {{"allreduce", "-K", "3"}, "-K/--per_iter_skip 3"},
+      {{"allreduce", "-x", "1"}, "-x/--cta_policy 1"},
+      {{"allreduce", "-D", "1"}, "-D/--device_implementation 1"},
+      {{"allreduce", "-V", "32"}, "-V/--device_cta_count 32"},
+      {{"allreduce", "-J", "out.txt"}, "only a .json file"},
+      {{"allreduce", "-J", "dir.json/out"}, "only a .json file"},
+      {{"allreduce", "-J", "a.json", "--json", "b.json"}, "two JSON files"},
+      {{"allreduce", "-d", "all2"}, "unknown data type 'all2'"},
+      {{"allreduce", "-o", "any"}, "unknown reduction op 'any'"},
+      {{"broadcast", "-r", "-2"}, "-r/--root"},
+      {{"allreduce", "--test-shift-block", "-2"}, "--test-shift-block"},
+
       {{"allreduce", "--frobnicate"}, "frobnicate"},
   };
   for (const auto& c : cases) {
     const std::string message = usage_error(c.args);
-    EXPECT_NE(message.find(c.must_contain), std::string::npos) << "message: '" << message << "'";
+    std::string joined;
+    for (const auto& a : c.args) joined += a + " ";
+    EXPECT_NE(message.find(c.must_contain), std::string::npos)
+        << joined << "-> message: '" << message << "'";
     EXPECT_EQ(message.find('\n'), std::string::npos) << message;
   }
+}
+
+TEST(Options, NcclTestsLongSpellings) {
+  const BenchOptions o = parse({"allreduce", "--agg_iters",
+                                "4",         "--run_cycles",
+                                "3",         "--check",
+                                "5",         "--blocking",
+                                "1",         "--report_cputime",
+                                "1",         "--cudagraph",
+                                "0",         "--average",
+                                "2",         "--nthreads",
+                                "1",         "--ngpus",
+                                "1",         "--parallel_init",
+                                "1",         "--stream_null",
+                                "0",         "--local_register",
+                                "0",         "--report_timestamps",
+                                "0",         "--memory",
+                                "0",         "--unalign",
+                                "0",         "--per_iter_timing",
+                                "0",         "--per_iter_skip",
+                                "0",         "--device_implementation",
+                                "0",         "--device_cta_count",
+                                "16",        "--output_file",
+                                "r.JSON",    "--timeout",
+                                "7"});
+  EXPECT_EQ(o.aggregate_iterations, 4);
+  EXPECT_EQ(o.repeats, 3);
+  EXPECT_EQ(o.check_iterations, 5);
+  EXPECT_TRUE(o.blocking);
+  EXPECT_TRUE(o.report_cputime);
+  EXPECT_EQ(o.graph_launches, 0);
+  EXPECT_EQ(o.time_across_ranks, TimeAcrossRanks::kMinimum);
+  EXPECT_EQ(o.json_path, "r.JSON");
+  EXPECT_DOUBLE_EQ(o.timeout_seconds, 7);
+  EXPECT_TRUE(o.warnings.empty());
+}
+
+TEST(Options, NewFlagDefaults) {
+  const BenchOptions o = parse({"allreduce"});
+  EXPECT_EQ(o.aggregate_iterations, 1);
+  EXPECT_EQ(o.graph_launches, 0);
+  EXPECT_FALSE(o.blocking);
+  EXPECT_FALSE(o.report_cputime);
+  EXPECT_TRUE(o.rotate_buffers);
+  EXPECT_FALSE(o.stale_output);
+  EXPECT_EQ(o.shift_block_rank, -1);
+  EXPECT_EQ(o.corrupt_rank, -1);
+  EXPECT_EQ(o.repeats, 1);
+  EXPECT_EQ(o.types, std::vector<DataType>{DataType::kFloat32});
+  EXPECT_EQ(o.ops, std::vector<ReduceOp>{ReduceOp::kSum});
+  EXPECT_DOUBLE_EQ(o.timeout_seconds, 300);
+  EXPECT_TRUE(o.warnings.empty());
+  EXPECT_TRUE(o.notes.empty());
+}
+
+TEST(Options, ShortNcclTestsFlags) {
+  const BenchOptions o = parse({"allreduce", "-m", "8", "-N", "2", "-c", "3",  "-z", "1",     "-C",
+                                "1",         "-G", "5", "-t", "1", "-g", "1",  "-p", "0",     "-y",
+                                "0",         "-R", "0", "-S", "0", "-M", "0",  "-u", "0",     "-I",
+                                "0",         "-K", "0", "-D", "0", "-V", "16", "-J", "x.json"});
+  EXPECT_EQ(o.aggregate_iterations, 8);
+  EXPECT_EQ(o.repeats, 2);
+  EXPECT_EQ(o.check_iterations, 3);
+  EXPECT_TRUE(o.blocking);
+  EXPECT_TRUE(o.report_cputime);
+  EXPECT_EQ(o.graph_launches, 5);  // backend not chosen yet: judged by validate_for_backend
+  EXPECT_EQ(o.json_path, "x.json");
+  // getopt-style attached values
+  const BenchOptions attached = parse({"allreduce", "-b8", "-e1K", "-m2", "--iters=3"});
+  EXPECT_EQ(attached.min_bytes, 8u);
+  EXPECT_EQ(attached.max_bytes, 1024u);
+  EXPECT_EQ(attached.aggregate_iterations, 2);
+  EXPECT_EQ(attached.iterations, 3);
+}
+
+TEST(Options, CheckIterationsCountAndZeroIsNoCheck) {
+  EXPECT_EQ(parse({"allreduce", "-c", "0"}).check_iterations, 0);
+  EXPECT_EQ(parse({"allreduce", "-c", "1"}).check_iterations, 1);
+  EXPECT_EQ(parse({"allreduce", "-c", "10"}).check_iterations, 10);
+}
+
+TEST(Options, AllTypesAndOpsInNcclTestsOrder) {
+  const BenchOptions o = parse({"allreduce", "-d", "all", "-o", "all"});
+  EXPECT_EQ(o.types, all_data_types());
+  EXPECT_EQ(o.ops, all_reduce_ops());
+  EXPECT_EQ(o.type, DataType::kInt8);
+  EXPECT_EQ(o.op, ReduceOp::kSum);
+  std::vector<std::string> type_names, op_names;
+  for (DataType t : o.types) type_names.emplace_back(name(t));
+  for (ReduceOp r : o.ops) op_names.emplace_back(name(r));
+  EXPECT_EQ(type_names,
+            (std::vector<std::string>{"int8", "uint8", "int32", "uint32", "int64", "uint64", "half",
+                                      "float", "double", "bfloat16", "f8e4m3", "f8e5m2"}));
+  EXPECT_EQ(op_names, (std::vector<std::string>{"sum", "prod", "max", "min", "avg", "mulsum"}));
+  // Every nccl-tests name parses to the type it names.
+  for (const std::string& n : type_names)
+    EXPECT_EQ(std::string(name(parse({"allreduce", "-d", n}).type)), n);
+  for (const std::string& n : op_names)
+    EXPECT_EQ(std::string(name(parse({"allreduce", "-o", n}).op)), n);
+  const BenchOptions moving = parse({"allgather", "-o", "all"});
+  ASSERT_EQ(moving.notes.size(), 1u);
+  EXPECT_NE(moving.notes[0].find("run once per type"), std::string::npos);
+}
+
+TEST(Options, RepeatZeroRunsUntilStopped) {
+  const BenchOptions o = parse({"allreduce", "-N", "0"});
+  EXPECT_EQ(o.repeats, 0);
+  ASSERT_EQ(o.notes.size(), 1u);
+  EXPECT_NE(o.notes[0].find("until stopped"), std::string::npos);
+  EXPECT_EQ(parse({"allreduce", "--repeat", "4"}).repeats, 4);
+}
+
+TEST(Options, TimeoutZeroIsNoneWithOneWarning) {
+  const BenchOptions o = parse({"allreduce", "-T", "0"});
+  EXPECT_DOUBLE_EQ(o.timeout_seconds, 0);
+  ASSERT_EQ(o.warnings.size(), 1u);
+  EXPECT_NE(o.warnings[0].find("no timeout"), std::string::npos);
+  EXPECT_EQ(o.warnings[0].find('\n'), std::string::npos);
+  EXPECT_DOUBLE_EQ(parse({"allreduce", "-T", "2.5"}).timeout_seconds, 2.5);
+}
+
+TEST(Options, TestOnlyFlags) {
+  const BenchOptions o =
+      parse({"allgather", "--no-rotate", "--test-stale-output", "--test-shift-block", "1"});
+  EXPECT_FALSE(o.rotate_buffers);
+  EXPECT_TRUE(o.stale_output);
+  EXPECT_EQ(o.shift_block_rank, 1);
+  EXPECT_THROW(validate_for_ranks(o, 1), UsageError);  // rank 1 of 1
+  EXPECT_NO_THROW(validate_for_ranks(o, 2));
+  const std::string help = bench_help_text();
+  for (const char* flag : {"--test-shift-block", "--test-stale-output", "--test-corrupt-rank"}) {
+    const size_t at = help.find(flag);
+    ASSERT_NE(at, std::string::npos) << flag;
+    EXPECT_NE(help.substr(at, 200).find("TESTING ONLY"), std::string::npos) << flag;
+  }
+}
+
+TEST(Options, GraphLaunchesNeedNccl) {
+  const BenchOptions o = parse({"allreduce", "-G", "3"});
+  EXPECT_NO_THROW(validate_for_backend(o, "nccl"));
+  EXPECT_THROW(validate_for_backend(o, "mpi"), UsageError);
+  EXPECT_THROW(validate_for_backend(o, "ring"), UsageError);
+  EXPECT_NO_THROW(validate_for_backend(parse({"allreduce"}), "mpi"));
+  EXPECT_EQ(parse({"allreduce", "-G", "2", "--backend", "nccl"}).graph_launches, 2);
+}
+
+TEST(Options, HelpNamesTheTimeStatisticAndEveryNcclTestsFlag) {
+  const std::string help = bench_help_text();
+  EXPECT_NE(help.find("MAXIMUM over ranks"), std::string::npos);
+  for (const char* flag : {"--nthreads",
+                           "--ngpus",
+                           "--minbytes",
+                           "--maxbytes",
+                           "--stepbytes",
+                           "--stepfactor",
+                           "--iters",
+                           "--agg_iters",
+                           "--warmup_iters",
+                           "--run_cycles",
+                           "--parallel_init",
+                           "--check",
+                           "--op",
+                           "--datatype",
+                           "--root",
+                           "--blocking",
+                           "--stream_null",
+                           "--timeout",
+                           "--cudagraph",
+                           "--report_cputime",
+                           "--report_timestamps",
+                           "--output_file",
+                           "--average",
+                           "--local_register",
+                           "--cta_policy",
+                           "--device_implementation",
+                           "--device_cta_count",
+                           "--memory",
+                           "--unalign",
+                           "--per_iter_timing",
+                           "--per_iter_skip",
+                           "--help"})
+    EXPECT_NE(help.find(flag), std::string::npos) << flag;
+}
+
+TEST(Options, RootMinusOneIsEveryRank) {
+  const BenchOptions o = parse({"broadcast", "-r", "-1"});
+  EXPECT_EQ(o.root, -1);
+  EXPECT_NO_THROW(validate_for_ranks(o, 3));
 }
 
 TEST(Options, RootOutOfRangeNeedsTheRankCount) {

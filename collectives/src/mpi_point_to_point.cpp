@@ -27,8 +27,25 @@ std::string mpi_error_text(int code) {
   return line.substr(0, line.find('\n'));
 }
 
-void check(int code, const std::string& what) {
-  if (code != MPI_SUCCESS) throw BackendError(what + " failed: " + mpi_error_text(code));
+[[noreturn]] void fail(int code, const std::string& what) {
+  throw BackendError(what + " failed: " + mpi_error_text(code));
+}
+
+void check(int code, const char* what) {
+  if (code != MPI_SUCCESS) fail(code, what);
+}
+
+// Per-message calls: the text (bytes, peer) is only built once a call failed,
+// so the success path formats nothing.
+std::string message_text(const char* call, size_t bytes, const char* direction, int peer) {
+  return std::string(call) + " of " + std::to_string(bytes) + " bytes " + direction + " rank " +
+         std::to_string(peer);
+}
+
+std::string sendrecv_text(size_t send_bytes, int send_peer, size_t recv_bytes, int recv_peer) {
+  return "MPI_Sendrecv (" + std::to_string(send_bytes) + " bytes to rank " +
+         std::to_string(send_peer) + ", " + std::to_string(recv_bytes) + " bytes from rank " +
+         std::to_string(recv_peer) + ")";
 }
 
 class MpiPointToPoint final : public PointToPoint {
@@ -65,8 +82,9 @@ class MpiPointToPoint final : public PointToPoint {
     check_peer(peer, "send to");
     const auto* base = static_cast<const char*>(data);
     for (size_t k = 0, chunks = chunk_count(bytes); k < chunks; ++k) {
-      check(MPI_Send(base + k * chunk_, chunk_length(bytes, k), MPI_BYTE, peer, kTag, comm_),
-            "MPI_Send of " + std::to_string(bytes) + " bytes to rank " + std::to_string(peer));
+      const int code =
+          MPI_Send(base + k * chunk_, chunk_length(bytes, k), MPI_BYTE, peer, kTag, comm_);
+      if (code != MPI_SUCCESS) fail(code, message_text("MPI_Send", bytes, "to", peer));
     }
   }
 
@@ -76,10 +94,10 @@ class MpiPointToPoint final : public PointToPoint {
     for (size_t k = 0, chunks = chunk_count(bytes); k < chunks; ++k) {
       MPI_Status status;
       int length = chunk_length(bytes, k);
-      std::string what =
-          "MPI_Recv of " + std::to_string(bytes) + " bytes from rank " + std::to_string(peer);
-      check(MPI_Recv(base + k * chunk_, length, MPI_BYTE, peer, kTag, comm_, &status), what);
-      check_count(status, length, what);
+      const int code = MPI_Recv(base + k * chunk_, length, MPI_BYTE, peer, kTag, comm_, &status);
+      if (code != MPI_SUCCESS) fail(code, message_text("MPI_Recv", bytes, "from", peer));
+      if (const int received = received_count(status); received != length)
+        wrong_count(message_text("MPI_Recv", bytes, "from", peer), length, received);
     }
   }
 
@@ -99,15 +117,16 @@ class MpiPointToPoint final : public PointToPoint {
       int send_length = sending ? chunk_length(send_bytes, k) : 0;
       int recv_length = receiving ? chunk_length(recv_bytes, k) : 0;
       MPI_Status status;
-      std::string what = "MPI_Sendrecv (" + std::to_string(send_bytes) + " bytes to rank " +
-                         std::to_string(send_peer) + ", " + std::to_string(recv_bytes) +
-                         " bytes from rank " + std::to_string(recv_peer) + ")";
-      check(MPI_Sendrecv(sending ? send_base + k * chunk_ : nullptr, send_length, MPI_BYTE,
-                         sending ? send_peer : MPI_PROC_NULL, kTag,
-                         receiving ? recv_base + k * chunk_ : nullptr, recv_length, MPI_BYTE,
-                         receiving ? recv_peer : MPI_PROC_NULL, kTag, comm_, &status),
-            what);
-      if (receiving) check_count(status, recv_length, what);
+      const int code = MPI_Sendrecv(
+          sending ? send_base + k * chunk_ : nullptr, send_length, MPI_BYTE,
+          sending ? send_peer : MPI_PROC_NULL, kTag, receiving ? recv_base + k * chunk_ : nullptr,
+          recv_length, MPI_BYTE, receiving ? recv_peer : MPI_PROC_NULL, kTag, comm_, &status);
+      if (code != MPI_SUCCESS)
+        fail(code, sendrecv_text(send_bytes, send_peer, recv_bytes, recv_peer));
+      if (!receiving) continue;
+      if (const int received = received_count(status); received != recv_length)
+        wrong_count(sendrecv_text(send_bytes, send_peer, recv_bytes, recv_peer), recv_length,
+                    received);
     }
   }
 
@@ -126,14 +145,16 @@ class MpiPointToPoint final : public PointToPoint {
     return static_cast<int>(std::min(chunk_, bytes - k * chunk_));
   }
 
-  static void check_count(const MPI_Status& status, int expected, const std::string& what) {
+  static int received_count(const MPI_Status& status) {
     int received = 0;
     check(MPI_Get_count(&status, MPI_BYTE, &received), "MPI_Get_count");
-    if (received != expected) {
-      throw BackendError(what + ": expected a message of " + std::to_string(expected) +
-                         " bytes, got " + std::to_string(received) +
-                         " (the ranks disagree on the message size)");
-    }
+    return received;
+  }
+
+  [[noreturn]] static void wrong_count(const std::string& what, int expected, int received) {
+    throw BackendError(what + ": expected a message of " + std::to_string(expected) +
+                       " bytes, got " + std::to_string(received) +
+                       " (the ranks disagree on the message size)");
   }
 
   size_t chunk_;

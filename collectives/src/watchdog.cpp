@@ -1076,7 +1076,8 @@ class HangWatchdog::Impl {
         last_change_ = now;
         return;
       }
-      if (!busy_ || now - last_change_ < timeout_ || expired_) return;
+      // A timeout of 0 is none (-T 0): stalls are never reported; deaths still are.
+      if (!busy_ || timeout_.count() <= 0 || now - last_change_ < timeout_ || expired_) return;
       expired_ = true;
     }
     // Ask the others from a separate thread so that this one keeps answering.

@@ -115,7 +115,8 @@ bool watchdog_is_ending_job() noexcept;
 
 class HangWatchdog {
  public:
-  // Collective over the world: opens the side channel on every rank.
+  // Collective over the world: opens the side channel on every rank. A timeout
+  // of 0 disables the stall report (nccl-tests' -T 0); deaths are still named.
   HangWatchdog(const World& world, std::chrono::milliseconds timeout);
   ~HangWatchdog();
   HangWatchdog(const HangWatchdog&) = delete;
