@@ -21,12 +21,50 @@ namespace {
 
 std::string opt(const std::optional<int>& v) { return v ? std::to_string(*v) : "?"; }
 
+// How a series was measured: the values its records state for each aspect
+// (an aspect a source does not state, such as nccl-tests' rotation, is left
+// out). Times measured differently are not like with like.
+struct Method {
+  std::set<std::string> rotation, aggregate, graph, time_method;
+};
+
+void note_method(const LoadedRecord& r, Method& m) {
+  if (r.rotated) m.rotation.insert(*r.rotated ? "on" : "off");
+  if (r.aggregate_iterations) m.aggregate.insert(std::to_string(*r.aggregate_iterations));
+  if (r.graph_launches) m.graph.insert(std::to_string(*r.graph_launches));
+  if (!r.time_method.empty()) m.time_method.insert(printable(r.time_method));
+}
+
+std::string joined(const std::set<std::string>& values) {
+  std::string out;
+  for (const auto& v : values) out += (out.empty() ? "" : " and ") + v;
+  return out;
+}
+
+// "" when both sides were measured alike (as far as both state it), else
+// what differs: "buffer rotation: baseline off, current on; ...".
+std::string method_difference(const Method& base, const Method& cur) {
+  std::string out;
+  auto aspect = [&](const char* what, const std::set<std::string>& b,
+                    const std::set<std::string>& c) {
+    if (b.empty() || c.empty() || (b == c && b.size() == 1)) return;
+    out += fmt::format("{}{}: baseline {}, current {}", out.empty() ? "" : "; ", what, joined(b),
+                       joined(c));
+  };
+  aspect("buffer rotation", base.rotation, cur.rotation);
+  aspect("operations per timed iteration (-m)", base.aggregate, cur.aggregate);
+  aspect("CUDA graph launches (-G)", base.graph, cur.graph);
+  aspect("time method", base.time_method, cur.time_method);
+  return out;
+}
+
 // Records of one series (everything but the size equal): size -> times.
 struct Series {
   std::string name;
   std::string shape;  // the key without ranks and nodes
   std::optional<int> ranks, nodes;
   std::map<size_t, std::vector<double>> times;
+  Method method;
 };
 
 std::map<std::string, Series> group(const std::vector<LoadedRun>& runs) {
@@ -48,6 +86,7 @@ std::map<std::string, Series> group(const std::vector<LoadedRun>& runs) {
       s.ranks = r.ranks;
       s.nodes = r.nodes;
       s.times[r.size_bytes].push_back(*r.time_s);
+      note_method(r, s.method);
     }
   return out;
 }
@@ -113,6 +152,11 @@ SeriesVerdict judge(const Series& base, const Series* cur,
         return v;
       }
     v.cannot_judge = "the current results have no records of this series";
+    return v;
+  }
+  if (std::string differs = method_difference(base.method, cur->method); !differs.empty()) {
+    v.cannot_judge = "measured differently (" + differs +
+                     "); compare runs made with the same options, e.g. rerun the baseline";
     return v;
   }
   const auto base_med = medians(base), cur_med = medians(*cur);

@@ -1,7 +1,7 @@
 // nccl-tests' table on a stream: one line per size with the out-of-place and
-// in-place results side by side, "# Out of bounds values" and "# Avg bus
-// bandwidth" at the end. Every line is flushed as soon as it is complete so
-// that a run which dies keeps what it measured.
+// in-place results side by side, "# Out of bounds values" (failed checks, as
+// nccl-tests counts them) and "# Avg bus bandwidth" at the end. Every line is flushed as soon as it
+// is complete so that a run which dies keeps what it measured.
 #include <fmt/format.h>
 
 #include <cmath>
@@ -69,19 +69,24 @@ class ConsoleReporter : public Reporter {
     if (!m.nccl_version.empty()) line(fmt::format("# NCCL version: {}", m.nccl_version));
     if (!m.cuda_version.empty()) line(fmt::format("# CUDA version: {}", m.cuda_version));
     if (!m.driver_version.empty()) line(fmt::format("# GPU driver: {}", m.driver_version));
+    if (!m.backend_resources.empty())
+      line(fmt::format("# Backend resources: {}", m.backend_resources));
     line("#");
   }
 
   void add(const BenchRecord& r) override {
     if (!table_ || r.collective != table_->collective || r.dtype != table_->dtype ||
         r.op != table_->op || r.root != table_->root ||
-        r.time_statistic != table_->time_statistic) {
+        r.time_statistic != table_->time_statistic || r.time_method != table_->time_method) {
       flush_pending();
       print_table_header(r);
     }
     busbw_sum_ += r.busbw_GBps;
     ++records_;
-    wrong_total_ += r.wrong;
+    // nccl-tests counts errors per check, not per element: a record's failed
+    // checks, or 1 for a record with wrong elements but no count of checks
+    // (written before failed_checks existed).
+    failed_checks_ += r.failed_checks > 0 ? r.failed_checks : r.wrong > 0 ? 1 : 0;
 
     std::optional<BenchRecord>& slot = r.in_place ? in_place_ : out_of_place_;
     const BenchRecord* held = out_of_place_ ? &*out_of_place_ : in_place_ ? &*in_place_ : nullptr;
@@ -99,8 +104,9 @@ class ConsoleReporter : public Reporter {
                        records_));
       line("#");
     }
-    line(fmt::format("# Out of bounds values : {} {}", wrong_total_,
-                     wrong_total_ ? "FAILED" : "OK"));
+    // Failed checks, as nccl-tests counts them; #wrong per row stays elements.
+    line(fmt::format("# Out of bounds values : {} {}", failed_checks_,
+                     failed_checks_ ? "FAILED" : "OK"));
     double avg = records_ ? busbw_sum_ / static_cast<double>(records_) : 0.0;
     // %g and the trailing space, as nccl-tests prints it.
     char avg_text[64];
@@ -119,7 +125,10 @@ class ConsoleReporter : public Reporter {
   void print_table_header(const BenchRecord& r) {
     table_ = r;
     line(fmt::format("# Collective: {}", r.collective));
-    if (!r.time_statistic.empty()) line(fmt::format("# time: {}", r.time_statistic));
+    // Which statistic the time column is, and how it was measured.
+    line(fmt::format("# time: {}",
+                     r.time_statistic.empty() ? "statistic not recorded" : r.time_statistic));
+    if (!r.time_method.empty()) line(fmt::format("# time method: {}", r.time_method));
     line("#");
     line(
         "#                                                              out-of-place              "
@@ -154,7 +163,7 @@ class ConsoleReporter : public Reporter {
   std::optional<BenchRecord> in_place_;
   double busbw_sum_ = 0;
   int64_t records_ = 0;
-  int64_t wrong_total_ = 0;
+  int64_t failed_checks_ = 0;  // "# Out of bounds values"
 };
 
 }  // namespace

@@ -57,6 +57,15 @@ const std::vector<std::string>& csv_columns() {
       "repeat",
       "driver_version",
       "iterations_per_sample",
+      // Since nccl-tests 2.19 semantics; absent in older files (read as the
+      // defaults of BenchRecord / RunMetadata).
+      "rotated",
+      "aggregate_iterations",
+      "graph_launches",
+      "time_method",
+      "check_iterations",
+      "failed_checks",
+      "backend_resources",
   };
   return columns;
 }
@@ -153,6 +162,13 @@ class CsvReporter : public Reporter {
         std::to_string(r.repeat),
         m.driver_version,
         std::to_string(r.iterations_per_sample),
+        r.rotated ? "1" : "0",
+        std::to_string(r.aggregate_iterations),
+        std::to_string(r.graph_launches),
+        r.time_method,
+        std::to_string(r.check_iterations),
+        std::to_string(r.failed_checks),
+        m.backend_resources,
     };
     write_row(fields);
   }

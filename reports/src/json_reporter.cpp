@@ -40,6 +40,7 @@ json metadata_json(const RunMetadata& m) {
       {"command_line", m.command_line},
       {"start_time_utc", m.start_time_utc},
       {"end_time_utc", m.end_time_utc},
+      {"backend_resources", m.backend_resources},
   };
 }
 
@@ -69,8 +70,14 @@ json record_json(const BenchRecord& r) {
       {"iteration_time_p50_s", r.iteration_time_p50_s},
       {"iteration_time_p99_s", r.iteration_time_p99_s},
       {"iterations_per_sample", r.iterations_per_sample},
+      {"rotated", r.rotated},
+      {"aggregate_iterations", r.aggregate_iterations},
+      {"graph_launches", r.graph_launches},
+      {"time_method", r.time_method},
       {"checked", r.checked},
       {"wrong", r.wrong},
+      {"check_iterations", r.check_iterations},
+      {"failed_checks", r.failed_checks},
       {"record_time_utc", r.record_time_utc},
       {"repeat", r.repeat},
   };

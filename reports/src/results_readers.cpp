@@ -206,7 +206,7 @@ std::string unfold(const std::string& field) {
   return out;
 }
 
-constexpr unsigned kCsvColumns = 39;
+constexpr unsigned kCsvColumns = 46;
 using CsvReader = io::CSVReader<kCsvColumns, io::trim_chars<>, io::double_quote_escape<',', '"'>>;
 
 template <size_t... I>
@@ -300,6 +300,13 @@ LoadedRun read_ccscope_csv(const std::string& path, const std::string& raw) {
       r.iteration_time_p99_s = number("iteration_time_p99_s");
       r.wrong = integer("wrong", 0, kLongMax);
       if (auto v = integer("repeat", 0)) r.repeat = static_cast<int>(*v);
+      // Absent (files from before these columns): BenchRecord's defaults.
+      r.rotated = integer("rotated", 0, 1).value_or(0) != 0;
+      r.aggregate_iterations = static_cast<int>(integer("aggregate_iterations", 1).value_or(1));
+      r.graph_launches = static_cast<int>(integer("graph_launches", 0).value_or(0));
+      r.time_method = text("time_method");
+      r.check_iterations = static_cast<int>(integer("check_iterations", 0).value_or(0));
+      r.failed_checks = static_cast<int>(integer("failed_checks", 0).value_or(0));
       if (r.time_s && *r.time_s < 0) fail(where, "negative time_s; is the file unedited?");
       if (run.records.empty()) {  // every row repeats the run metadata: take the first
         RunMetadata& m = run.metadata;
@@ -322,6 +329,7 @@ LoadedRun read_ccscope_csv(const std::string& path, const std::string& raw) {
         }
         m.command_line = text("command_line");
         m.start_time_utc = text("run_start_utc");
+        m.backend_resources = text("backend_resources");
       }
       run.records.push_back(std::move(r));
     }
@@ -446,6 +454,7 @@ LoadedRun read_ccscope_json(const std::string& path, const json& doc) {
   m.command_line = jstring(*meta, "command_line", mw);
   m.start_time_utc = jstring(*meta, "start_time_utc", mw);
   m.end_time_utc = jstring(*meta, "end_time_utc", mw);
+  m.backend_resources = jstring(*meta, "backend_resources", mw);
 
   const json* records = member(doc, "records");
   if (!records || !records->is_array()) fail(jwhere(path, "records"), "missing or not an array");
@@ -483,6 +492,18 @@ LoadedRun read_ccscope_json(const std::string& path, const json& doc) {
     r.iteration_time_p99_s = jnumber(j, "iteration_time_p99_s", w);
     r.wrong = jinteger(j, "wrong", w, 0, kLongMax);
     if (auto v = jinteger(j, "repeat", w, 0)) r.repeat = static_cast<int>(*v);
+    // Absent (files from before these keys): BenchRecord's defaults.
+    r.rotated = false;
+    if (const json* rot = member(j, "rotated")) {
+      if (!rot->is_boolean()) fail(w + ".rotated", "expected true or false");
+      r.rotated = rot->get<bool>();
+    }
+    r.aggregate_iterations =
+        static_cast<int>(jinteger(j, "aggregate_iterations", w, 1).value_or(1));
+    r.graph_launches = static_cast<int>(jinteger(j, "graph_launches", w, 0).value_or(0));
+    r.time_method = jstring(j, "time_method", w);
+    r.check_iterations = static_cast<int>(jinteger(j, "check_iterations", w, 0).value_or(0));
+    r.failed_checks = static_cast<int>(jinteger(j, "failed_checks", w, 0).value_or(0));
     run.records.push_back(std::move(r));
   }
   if (run.records.empty()) fail(jwhere(path, "records"), "empty: the run measured nothing");
@@ -541,6 +562,13 @@ LoadedRun read_nccl_tests_json(const std::string& path, const json& doc) {
       }
   }
   derive_layout(m);
+  // -m and -G, as nccl-tests' config block states them.
+  std::optional<int> aggregate, graph;
+  if (const json* config = member(doc, "config")) {
+    const std::string cw = jwhere(path, "config");
+    if (auto v = jinteger(*config, "aggregated_iterations", cw, 1)) aggregate = *v;
+    if (auto v = jinteger(*config, "graph", cw, 0)) graph = *v;
+  }
   const json* results = member(doc, "results");
   if (!results || !results->is_array()) fail(jwhere(path, "results"), "missing or not an array");
   for (size_t i = 0; i < results->size(); ++i) {
@@ -559,6 +587,8 @@ LoadedRun read_nccl_tests_json(const std::string& path, const json& doc) {
     r.size_bytes = static_cast<size_t>(*size);
     if (auto v = jinteger(j, "count", w, 0, kLongMax)) r.count = static_cast<size_t>(*v);
     apply_layout(m, r);
+    r.aggregate_iterations = aggregate;
+    r.graph_launches = graph;
     nccl_tests_group(r, member(j, "out_of_place"), false, w + ".out_of_place", run.records);
     nccl_tests_group(r, member(j, "in_place"), true, w + ".in_place", run.records);
   }
@@ -575,6 +605,7 @@ LoadedRun read_nccl_tests_text(const std::string& path, const std::string& raw) 
   RunMetadata& m = run.metadata;
   m.backend = "nccl";
   std::string collective;
+  std::optional<int> aggregate, graph;  // -m and -G from the "# nThread" line
   std::vector<std::pair<size_t, std::vector<std::string>>> rows;
   std::istringstream in(raw);
   size_t line_no = 0;
@@ -593,6 +624,15 @@ LoadedRun read_nccl_tests_text(const std::string& path, const std::string& raw) 
       for (const auto& w : words)
         if (starts_with(w, "nccl-library="))
           if (auto code = to_integer(w.substr(13))) m.nccl_version = nccl_version_from_code(*code);
+    // "# nThread 1 nGpus 1 ... iters: 10 agg iters: 1 validation: 1 graph: 0 unalign: 0"
+    if (starts_with(t, "# nThread"))
+      for (size_t i = 0; i + 1 < words.size(); ++i) {
+        auto value = to_integer(words[i + 1]);
+        if (!value || *value < 0 || *value > kIntMax) continue;
+        if (words[i] == "graph:") graph = static_cast<int>(*value);
+        if (words[i] == "iters:" && i > 0 && words[i - 1] == "agg" && *value >= 1)
+          aggregate = static_cast<int>(*value);
+      }
     // "#  Rank  0 Group  0 Pid   1472 on         vm device  0 [0000:00:06] NVIDIA H200"
     if (words.size() >= 8 && words[0] == "Rank" && words[6] == "on") {
       m.hosts.push_back(words[7]);
@@ -623,6 +663,8 @@ LoadedRun read_nccl_tests_text(const std::string& path, const std::string& raw) 
     if (long long root = need_integer(f[4], where, "root", -1); root >= 0)
       base.root = static_cast<int>(root);
     apply_layout(m, base);
+    base.aggregate_iterations = aggregate;
+    base.graph_launches = graph;
     for (int group = 0; group < 2; ++group) {
       LoadedRecord r = base;
       r.in_place = group == 1;

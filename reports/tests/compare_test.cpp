@@ -2,6 +2,7 @@
 // files written by ccscope's own writers.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <random>
 
 #include "ccscope/reports/compare_command.h"
@@ -166,6 +167,61 @@ TEST_F(Compare, NcclTestsFilesCompare) {
   Outcome o = compare({data_file("all_reduce_perf-h200-2rank-socket.txt"),
                        data_file("all_reduce_perf-h200-2rank-socket.txt")});
   EXPECT_EQ(o.code, 0) << o.out;
+}
+
+// Records measured with other options (nccl-tests' rotation, -m, -G, or
+// another clock) are not like with like: no verdict, exit 125, saying why.
+TEST_F(Compare, DifferentMeasurementMethodsCannotBeJudged) {
+  auto measured = [](const std::function<void(BenchRecord&)>& set) {
+    auto records = sweep(2, 1, same);
+    for (auto& r : records) set(r);
+    return records;
+  };
+  auto base = write("base.csv", sweep(2, 1, same));  // no rotation, -m 1, no graph
+  Outcome rotated =
+      compare({base, write("rot.json", measured([](BenchRecord& r) { r.rotated = true; }))});
+  EXPECT_EQ(rotated.code, 125) << rotated.out;
+  EXPECT_NE(rotated.out.find("cannot judge: measured differently (buffer rotation: baseline "
+                             "off, current on)"),
+            std::string::npos)
+      << rotated.out;
+  EXPECT_EQ(rotated.out.find("busbw ratio"), std::string::npos) << rotated.out;  // no table
+
+  Outcome aggregated = compare(
+      {base, write("agg.csv", measured([](BenchRecord& r) { r.aggregate_iterations = 4; }))});
+  EXPECT_EQ(aggregated.code, 125) << aggregated.out;
+  EXPECT_NE(aggregated.out.find("operations per timed iteration (-m): baseline 1, current 4"),
+            std::string::npos)
+      << aggregated.out;
+
+  Outcome graph =
+      compare({base, write("graph.csv", measured([](BenchRecord& r) { r.graph_launches = 1; }))});
+  EXPECT_EQ(graph.code, 125) << graph.out;
+  EXPECT_NE(graph.out.find("CUDA graph launches (-G): baseline 0, current 1"), std::string::npos)
+      << graph.out;
+
+  auto timed = [&](const char* name, const char* method) {
+    return write(name, measured([&](BenchRecord& r) { r.time_method = method; }));
+  };
+  const char* wall = "host wall clock over -n iterations + one sync (nccl-tests)";
+  const char* issue = "host time to issue -n iterations (-C)";
+  Outcome clock = compare({timed("wall.csv", wall), timed("issue.csv", issue)});
+  EXPECT_EQ(clock.code, 125) << clock.out;
+  EXPECT_NE(clock.out.find(std::string("time method: baseline ") + wall + ", current " + issue),
+            std::string::npos)
+      << clock.out;
+
+  // Pooling samples measured two ways on one side is no better.
+  Outcome mixed = compare(
+      {base + "," + write("rot2.csv", measured([](BenchRecord& r) { r.rotated = true; })), base});
+  EXPECT_EQ(mixed.code, 125) << mixed.out;
+  EXPECT_NE(mixed.out.find("buffer rotation: baseline off and on, current off"), std::string::npos)
+      << mixed.out;
+
+  // Measured alike: judged as before. A side that does not state its time
+  // method (a file from before the field) is not refused for it.
+  EXPECT_EQ(compare({timed("wall2.csv", wall), timed("wall3.json", wall)}).code, 0);
+  EXPECT_EQ(compare({base, timed("wall4.csv", wall)}).code, 0);
 }
 
 TEST_F(Compare, BaselinesKeepAFingerprint) {

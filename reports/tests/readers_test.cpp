@@ -47,6 +47,12 @@ TEST(NcclTestsText, OneRankFixture) {
   EXPECT_EQ(run.records[27].source.substr(run.records[27].source.rfind(':')), ":24");
   EXPECT_EQ(run.metadata.nccl_version, "2.28.3");
   EXPECT_EQ(run.metadata.gpu_names, std::vector<std::string>{"NVIDIA H200"});
+  // "agg iters: 1 ... graph: 0" in the "# nThread" line; rotation is not printed.
+  EXPECT_EQ(first.aggregate_iterations, 1);
+  EXPECT_EQ(first.graph_launches, 0);
+  EXPECT_FALSE(first.rotated.has_value());
+  EXPECT_FALSE(first.failed_checks.has_value());
+  EXPECT_EQ(first.time_method, "");
 }
 
 TEST(NcclTestsText, TwoRanksOnOneNode) {
@@ -86,6 +92,10 @@ TEST(NcclTestsJson, FourRankFixture) {
   EXPECT_EQ(run.metadata.nccl_version, "2.28.3");
   EXPECT_EQ(run.metadata.ranks_per_node, 4);
   EXPECT_NE(run.metadata.command_line.find("all_reduce_perf"), std::string::npos);
+  // config.aggregated_iterations and config.graph; rotation is not stated.
+  EXPECT_EQ(run.records[1].aggregate_iterations, 1);
+  EXPECT_EQ(run.records[1].graph_launches, 0);
+  EXPECT_FALSE(run.records[1].rotated.has_value());
 }
 
 TEST(Osu, LatencyOnly) {
@@ -157,6 +167,118 @@ TEST(CcscopeJson, ReadsItsOwnOutput) {
   EXPECT_EQ(run.metadata.command_line, awkward_metadata().command_line);
   EXPECT_EQ(run.metadata.driver_version, "570.86.15;575.51.03");
   EXPECT_EQ(run.records[3].source, dir.file("run.json") + ": records[3]");
+}
+
+// The fields of nccl-tests 2.19's way of timing and checking, through both writers and back.
+TEST(CcscopeFiles, MeasurementFieldsRoundTrip) {
+  for (const char* name : {"run.csv", "run.json"}) {
+    TempDir dir;
+    auto records = sweep(2, 1, [](size_t, int) { return 1.0; });
+    for (auto& r : records) {
+      r.rotated = true;
+      r.aggregate_iterations = 8;
+      r.graph_launches = 3;
+      r.time_method = "host time to issue -n iterations (-C), \"quoted\"";
+      r.check_iterations = 4;
+      r.failed_checks = 1;
+    }
+    records[2].rotated = false;
+    records[2].failed_checks = 0;
+    RunMetadata m = awkward_metadata();
+    m.backend_resources = "alloc=ncclMemAlloc, alltoall=ncclAlltoAll, blocking=0";
+    write_run(dir.file(name), records, m);
+    LoadedRun run = read_results(dir.file(name));
+    ASSERT_EQ(run.records.size(), 9u) << name;
+    const LoadedRecord& r = run.records[0];
+    EXPECT_EQ(r.rotated, true) << name;
+    EXPECT_EQ(r.aggregate_iterations, 8) << name;
+    EXPECT_EQ(r.graph_launches, 3) << name;
+    EXPECT_EQ(r.time_method, "host time to issue -n iterations (-C), \"quoted\"") << name;
+    EXPECT_EQ(r.check_iterations, 4) << name;
+    EXPECT_EQ(r.failed_checks, 1) << name;
+    EXPECT_EQ(run.records[2].rotated, false) << name;
+    EXPECT_EQ(run.records[2].failed_checks, 0) << name;
+    EXPECT_EQ(run.metadata.backend_resources,
+              "alloc=ncclMemAlloc, alltoall=ncclAlltoAll, blocking=0")
+        << name;
+  }
+}
+
+// Checks BenchRecord's defaults for the measurement fields.
+void expect_measurement_defaults(const LoadedRun& run) {
+  ASSERT_FALSE(run.records.empty());
+  for (const auto& r : run.records) {
+    EXPECT_EQ(r.rotated, false) << r.source;
+    EXPECT_EQ(r.aggregate_iterations, 1) << r.source;
+    EXPECT_EQ(r.graph_launches, 0) << r.source;
+    EXPECT_EQ(r.time_method, "") << r.source;
+    EXPECT_EQ(r.check_iterations, 0) << r.source;
+    EXPECT_EQ(r.failed_checks, 0) << r.source;
+  }
+  EXPECT_EQ(run.metadata.backend_resources, "");
+}
+
+// A CSV file as ccscope wrote it before the measurement columns existed.
+TEST(CcscopeCsv, FileWithoutTheMeasurementColumnsReadsTheDefaults) {
+  TempDir dir;
+  spit(dir.file("old.csv"),
+       "schema,collective,backend,dtype,op,root,in_place,size_bytes,count,ranks,nodes,"
+       "ranks_per_node,iterations,warmup_iterations,time_s,time_statistic,algbw_GBps,busbw_GBps,"
+       "rank_time_min_s,rank_time_avg_s,rank_time_max_s,iteration_time_p50_s,"
+       "iteration_time_p99_s,checked,wrong,ccscope_version,git_commit,mpi_library,nccl_version,"
+       "cuda_version,hosts,gpu_names,environment,command_line,run_start_utc,record_time_utc,"
+       "repeat,driver_version,iterations_per_sample\n"
+       "ccscope.bench/1,allreduce,mpi,float,sum,-1,0,1024,256,2,1,2,20,5,2.5e-05,"
+       "max over ranks of mean over iterations,0.04096,0.04096,2e-05,2.2e-05,2.5e-05,2.4e-05,"
+       "3e-05,1,7,0.1.0,abc123,MPICH Version: 4.0.2,,,node0;node0,cpu;cpu,"
+       "\"NCCL_DEBUG=INFO;UCX_TLS=tcp,self\",ccscope bench allreduce,2026-11-30T03:04:05Z,"
+       "2026-11-30T03:04:06Z,0,,1\n");
+  LoadedRun run = read_results(dir.file("old.csv"));
+  ASSERT_EQ(run.records.size(), 1u);
+  EXPECT_EQ(run.records[0].wrong, 7);
+  EXPECT_DOUBLE_EQ(*run.records[0].time_s, 2.5e-5);
+  expect_measurement_defaults(run);
+}
+
+// A JSON file as ccscope wrote it before the measurement keys existed.
+TEST(CcscopeJson, FileWithoutTheMeasurementKeysReadsTheDefaults) {
+  TempDir dir;
+  spit(dir.file("old.json"), R"({
+  "schema": "ccscope.bench/1", "complete": true,
+  "metadata": {"ccscope_version": "0.1.0", "git_commit": "abc123", "backend": "mpi",
+    "mpi_library": "MPICH Version: 4.0.2", "nccl_version": "", "cuda_version": "",
+    "driver_version": "", "hosts": ["node0", "node0"], "gpu_names": ["cpu", "cpu"],
+    "ranks": 2, "nodes": 1, "ranks_per_node": 2, "environment": {"NCCL_DEBUG": "INFO"},
+    "command_line": "ccscope bench allreduce", "start_time_utc": "2026-11-30T03:04:05Z",
+    "end_time_utc": "2026-11-30T03:05:05Z"},
+  "records": [{"collective": "allreduce", "backend": "mpi", "dtype": "float", "op": "sum",
+    "root": -1, "in_place": false, "size_bytes": 1024, "count": 256, "ranks": 2, "nodes": 1,
+    "ranks_per_node": 2, "iterations": 20, "warmup_iterations": 5, "time_s": 2.5e-05,
+    "time_statistic": "max over ranks of mean over iterations", "algbw_GBps": 0.04096,
+    "busbw_GBps": 0.04096, "rank_time_min_s": 2e-05, "rank_time_avg_s": 2.2e-05,
+    "rank_time_max_s": 2.5e-05, "iteration_time_p50_s": 2.4e-05,
+    "iteration_time_p99_s": 3e-05, "iterations_per_sample": 1, "checked": true, "wrong": 7,
+    "record_time_utc": "2026-11-30T03:04:06Z", "repeat": 0}]
+}
+)");
+  LoadedRun run = read_results(dir.file("old.json"));
+  ASSERT_EQ(run.records.size(), 1u);
+  EXPECT_EQ(run.records[0].wrong, 7);
+  expect_measurement_defaults(run);
+}
+
+TEST(CcscopeFiles, BadMeasurementFieldsAreNamed) {
+  TempDir dir;
+  auto records = sweep(2, 1, [](size_t, int) { return 1.0; });
+  records[1].aggregate_iterations = 0;  // -m 0 is not a thing
+  write_run(dir.file("bad.csv"), records, test_metadata());
+  EXPECT_NE(error_of(dir.file("bad.csv")).find("aggregate_iterations 0 is out of range"),
+            std::string::npos)
+      << error_of(dir.file("bad.csv"));
+  write_run(dir.file("bad.json"), records, test_metadata());
+  EXPECT_NE(error_of(dir.file("bad.json")).find("records[1].aggregate_iterations"),
+            std::string::npos)
+      << error_of(dir.file("bad.json"));
 }
 
 TEST(Errors, NameFileAndLine) {

@@ -185,7 +185,14 @@ TEST(CsvReporter, HeaderIsTheDocumentedColumnList) {
                                              "record_time_utc",
                                              "repeat",
                                              "driver_version",
-                                             "iterations_per_sample"};
+                                             "iterations_per_sample",
+                                             "rotated",
+                                             "aggregate_iterations",
+                                             "graph_launches",
+                                             "time_method",
+                                             "check_iterations",
+                                             "failed_checks",
+                                             "backend_resources"};
   EXPECT_EQ(csv_columns(), expected);
 
   TempDir dir;
@@ -205,9 +212,16 @@ TEST(CsvReporter, RowRoundTripsAndIsOnDiskRightAfterAdd) {
   const std::string path = dir.file("run.csv");
   auto reporter = make_csv_reporter(path);
   RunMetadata m = sample_metadata();
+  m.backend_resources = "alloc=ncclMemAlloc, alltoall=ncclAlltoAll, blocking=0";
   reporter->begin(m);
   BenchRecord r = sample_record(1048576, true, 1.0 / 7.0);
   r.wrong = 3;
+  r.rotated = true;
+  r.aggregate_iterations = 4;
+  r.graph_launches = 2;
+  r.time_method = "host wall clock over -n iterations + one sync (nccl-tests)";
+  r.check_iterations = 5;
+  r.failed_checks = 2;
   reporter->add(r);
 
   // Read before end(): the row must already be there (a crash keeps it).
@@ -260,6 +274,13 @@ TEST(CsvReporter, RowRoundTripsAndIsOnDiskRightAfterAdd) {
   EXPECT_EQ(col("command_line"), "ccscope bench -b 8 -e 128M");
   EXPECT_EQ(col("run_start_utc"), "2026-11-30T03:04:05Z");
   EXPECT_EQ(col("record_time_utc"), "2026-11-30T03:04:06Z");
+  EXPECT_EQ(col("rotated"), "1");
+  EXPECT_EQ(col("aggregate_iterations"), "4");
+  EXPECT_EQ(col("graph_launches"), "2");
+  EXPECT_EQ(col("time_method"), "host wall clock over -n iterations + one sync (nccl-tests)");
+  EXPECT_EQ(col("check_iterations"), "5");
+  EXPECT_EQ(col("failed_checks"), "2");
+  EXPECT_EQ(col("backend_resources"), "alloc=ncclMemAlloc, alltoall=ncclAlltoAll, blocking=0");
 
   BenchRecord r2 = sample_record(2048, false, 2.5);
   r2.checked = false;
@@ -319,7 +340,7 @@ TEST(JsonReporter, ValidAfterEveryStepAndCompleteAtEnd) {
   for (const char* key :
        {"ccscope_version", "git_commit", "backend", "mpi_library", "nccl_version", "cuda_version",
         "driver_version", "hosts", "gpu_names", "ranks", "nodes", "ranks_per_node", "environment",
-        "command_line", "start_time_utc", "end_time_utc"})
+        "command_line", "start_time_utc", "end_time_utc", "backend_resources"})
     EXPECT_TRUE(md.contains(key)) << key;
   EXPECT_EQ(md.at("hosts"), json(m.hosts));
   EXPECT_EQ(md.at("ranks"), 3);
@@ -327,6 +348,7 @@ TEST(JsonReporter, ValidAfterEveryStepAndCompleteAtEnd) {
   EXPECT_EQ(md.at("environment").at("CCSCOPE_NOTE"), "line one\nline two");
   EXPECT_EQ(md.at("environment").at("NCCL_DEBUG"), "INFO");
   EXPECT_EQ(md.at("end_time_utc"), "");
+  EXPECT_EQ(md.at("backend_resources"), "");
 
   BenchRecord r1 = sample_record(1024, false, 0.5);
   reporter->add(r1);
@@ -360,14 +382,27 @@ TEST(JsonReporter, ValidAfterEveryStepAndCompleteAtEnd) {
                           "iteration_time_p50_s",
                           "iteration_time_p99_s",
                           "iterations_per_sample",
+                          "rotated",
+                          "aggregate_iterations",
+                          "graph_launches",
+                          "time_method",
                           "checked",
                           "wrong",
+                          "check_iterations",
+                          "failed_checks",
                           "record_time_utc",
                           "repeat"}) {
     EXPECT_TRUE(rec.contains(key)) << key;
     EXPECT_NE(std::find(columns.begin(), columns.end(), key), columns.end()) << key;
   }
-  EXPECT_EQ(rec.size(), 27u);
+  EXPECT_EQ(rec.size(), 33u);
+  // The defaults: no rotation, one operation per iteration, no graph, unchecked.
+  EXPECT_EQ(rec.at("rotated"), false);
+  EXPECT_EQ(rec.at("aggregate_iterations"), 1);
+  EXPECT_EQ(rec.at("graph_launches"), 0);
+  EXPECT_EQ(rec.at("time_method"), "");
+  EXPECT_EQ(rec.at("check_iterations"), 0);
+  EXPECT_EQ(rec.at("failed_checks"), 0);
   EXPECT_EQ(rec.at("size_bytes"), 1024u);
   EXPECT_EQ(rec.at("in_place"), false);
   EXPECT_EQ(rec.at("root"), -1);
@@ -530,9 +565,83 @@ TEST(ConsoleReporter, InPlaceOnlyWrongValuesAndAverage) {
   EXPECT_EQ(w[7], "0.50");
   EXPECT_EQ(w[11], "0.12");
   std::string text = out.str();
-  EXPECT_NE(text.find("# Out of bounds values : 5 FAILED\n"), std::string::npos) << text;
+  // A record with wrong elements and no count of failed checks (as written
+  // before failed_checks existed) counts as one failed check.
+  EXPECT_NE(text.find("# Out of bounds values : 1 FAILED\n"), std::string::npos) << text;
   // (0.25 + 0.5 + 0.125) / 3
   EXPECT_NE(text.find("# Avg bus bandwidth    : 0.291667 \n"), std::string::npos) << text;
+}
+
+TEST(ConsoleReporter, OutOfBoundsCountsFailedChecksNotElements) {
+  std::ostringstream out;
+  auto reporter = make_console_reporter(out);
+  RunMetadata m = sample_metadata();
+  reporter->begin(m);
+  BenchRecord a = sample_record(64, false, 0.25);
+  a.check_iterations = 3;
+  a.wrong = 5;  // 5 wrong elements found by 2 of the 3 checks
+  a.failed_checks = 2;
+  reporter->add(a);
+  BenchRecord b = sample_record(64, true, 0.25);
+  b.check_iterations = 3;
+  reporter->add(b);
+  reporter->end(m);
+  std::string text = out.str();
+  auto lines = data_lines(text);
+  ASSERT_EQ(lines.size(), 1u) << text;
+  auto w = words(lines[0]);
+  ASSERT_EQ(w.size(), 13u);
+  EXPECT_EQ(w[8], "5");   // #wrong: elements
+  EXPECT_EQ(w[12], "0");  // in-place: none wrong
+  EXPECT_NE(text.find("\n# Out of bounds values : 2 FAILED\n"), std::string::npos) << text;
+}
+
+TEST(ConsoleReporter, PassedChecksAreOk) {
+  std::ostringstream out;
+  auto reporter = make_console_reporter(out);
+  RunMetadata m = sample_metadata();
+  reporter->begin(m);
+  BenchRecord a = sample_record(64, false, 0.25);
+  a.check_iterations = 20;
+  reporter->add(a);
+  reporter->end(m);
+  EXPECT_NE(out.str().find("\n# Out of bounds values : 0 OK\n"), std::string::npos) << out.str();
+}
+
+TEST(ConsoleReporter, HeaderNamesTheTimeStatisticAndMethod) {
+  std::ostringstream out;
+  auto reporter = make_console_reporter(out);
+  RunMetadata m = sample_metadata();
+  m.backend_resources = "alloc=ncclMemAlloc, alltoall=ncclAlltoAll, blocking=0";
+  reporter->begin(m);
+  EXPECT_NE(out.str().find(
+                "\n# Backend resources: alloc=ncclMemAlloc, alltoall=ncclAlltoAll, blocking=0\n"),
+            std::string::npos)
+      << out.str();
+  BenchRecord a = sample_record(64, false, 0.25);
+  a.time_method = "host wall clock over -n iterations + one sync (nccl-tests)";
+  reporter->add(a);
+  // Another time method: a table of its own, saying so.
+  BenchRecord b = sample_record(128, false, 0.25);
+  b.time_method = "host time to issue -n iterations (-C)";
+  reporter->add(b);
+  // Records that do not name their statistic say that too.
+  BenchRecord c = sample_record(256, false, 0.25);
+  c.time_statistic.clear();
+  reporter->add(c);
+  reporter->end(m);
+  std::string text = out.str();
+  EXPECT_NE(text.find("# Collective: allreduce\n"
+                      "# time: max over ranks of mean over iterations\n"
+                      "# time method: host wall clock over -n iterations + one sync (nccl-tests)\n"
+                      "#\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("\n# time method: host time to issue -n iterations (-C)\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("\n# time: statistic not recorded\n"), std::string::npos) << text;
+  EXPECT_EQ(data_lines(text).size(), 3u) << text;
 }
 
 TEST(ConsoleReporter, NewTableWhenTheCollectiveChanges) {

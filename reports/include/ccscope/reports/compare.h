@@ -2,7 +2,9 @@
 // The regression verdict behind `ccscope compare` (and `git bisect run`):
 // records of a baseline and a current run matched by (collective, backend,
 // dtype, op, in-place, ranks, nodes) and size; per size the ratio
-// current/baseline of busbw (= baseline time / current time).
+// current/baseline of busbw (= baseline time / current time). A series whose
+// two sides were measured differently (buffer rotation, -m, -G, time method,
+// where both sides state it) cannot be judged (exit 125).
 #include <cstddef>
 #include <optional>
 #include <string>

@@ -42,6 +42,16 @@ struct LoadedRecord {
   std::optional<double> iteration_time_p99_s;
   std::optional<int64_t> wrong;
   std::optional<int> repeat;  // sample index when a run holds repeated sweeps
+  // How the timed iterations ran (BenchRecord's fields of the same names).
+  // ccscope files written before these fields existed read as BenchRecord's
+  // defaults (no rotation, -m 1, no graph, unchecked); other formats fill what
+  // they print (nccl-tests: -m and -G) and leave the rest absent.
+  std::optional<bool> rotated;
+  std::optional<int> aggregate_iterations;
+  std::optional<int> graph_launches;
+  std::string time_method;  // "" when absent or not said
+  std::optional<int> check_iterations;
+  std::optional<int> failed_checks;
 };
 
 struct LoadedRun {

@@ -33,6 +33,10 @@ struct RunMetadata {
   std::string end_time_utc;    // "" until the run ends
   // The signal that stopped the run early ("SIGTERM"); "" when it ran to the end.
   std::string stopped_by;
+  // What the backend used, in its own words, e.g. "alloc=ncclMemAlloc,
+  // alltoall=ncclAlltoAll, blocking=0"; "" when it has nothing to say (and in
+  // files written before the field existed).
+  std::string backend_resources;
 };
 
 struct BenchRecord {
@@ -62,8 +66,19 @@ struct BenchRecord {
   // 10 us enough consecutive iterations that a sample lasts 10 us (each sample
   // is then their mean), so that reading the clock costs well under 1%.
   size_t iterations_per_sample = 1;
-  bool checked = false;  // correctness check ran
-  int64_t wrong = 0;     // wrong elements over all ranks (0 when unchecked)
+  // How the timed iterations ran, as nccl-tests 2.19 runs them. Files written
+  // before these fields existed read back with these defaults.
+  bool rotated = false;          // buffer rotation: each timed iteration at the next
+                                 // offset of the largest buffer (nccl-tests' default)
+  int aggregate_iterations = 1;  // nccl-tests -m: operations per timed iteration
+  int graph_launches = 0;        // nccl-tests -G: CUDA graph launches; 0 = no graph
+  // How time_s was measured, e.g. "host wall clock over -n iterations + one
+  // sync (nccl-tests)" or "host time to issue -n iterations (-C)"; "" = not said.
+  std::string time_method;
+  bool checked = false;      // correctness check ran
+  int64_t wrong = 0;         // wrong elements over all ranks (0 when unchecked)
+  int check_iterations = 0;  // checks that ran (nccl-tests -c N); 0 = unchecked
+  int failed_checks = 0;     // of those, checks that found a wrong element on some rank
   std::string record_time_utc;
   int repeat = 0;  // which of the `bench --repeat K` sweeps (0-based): repeated samples
 };
