@@ -3,9 +3,11 @@
 
 #include <chrono>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <utility>
 #include <vector>
 
 #include "ccscope/collectives/backends.h"
@@ -19,28 +21,52 @@ namespace {
 
 using detail::check_mpi;
 
-// MPI has no 16-bit float types: both are carried as 2-byte opaque types and
-// reduced by our own MPI_Op. Two distinct handles let the op tell them apart.
+// MPI has no 16-bit or 8-bit float types: each is carried as an opaque type of
+// its size (contiguous bytes) and reduced by our own MPI_Ops. Distinct handles
+// let the op tell the formats apart. They are shared by every MpiCommunicator
+// alive (created with the first, freed with the last).
 MPI_Datatype g_float16 = MPI_DATATYPE_NULL;
 MPI_Datatype g_bfloat16 = MPI_DATATYPE_NULL;
+MPI_Datatype g_fp8_e4m3 = MPI_DATATYPE_NULL;
+MPI_Datatype g_fp8_e5m2 = MPI_DATATYPE_NULL;
+int g_communicators = 0;
 
 // The MPI user function: inout[i] = in[i] op inout[i], through the reference
 // algorithms' local kernel (computes in float, rounds once per step).
-void reduce_16bit(void* in, void* inout, int* length, MPI_Datatype* type, ReduceOp op) {
-  const DataType element = *type == g_float16 ? DataType::kFloat16 : DataType::kBFloat16;
+void reduce_opaque(void* in, void* inout, int* length, MPI_Datatype* type, ReduceOp op) {
+  DataType element;
+  if (*type == g_float16) {
+    element = DataType::kFloat16;
+  } else if (*type == g_bfloat16) {
+    element = DataType::kBFloat16;
+  } else if (*type == g_fp8_e4m3) {
+    element = DataType::kFloat8E4M3;
+  } else if (*type == g_fp8_e5m2) {
+    element = DataType::kFloat8E5M2;
+  } else {
+    // Only our own types are ever passed with these ops; an exception cannot
+    // cross MPI's C frames.
+    std::fputs("ccscope: MPI user reduction called with an unknown datatype\n", stderr);
+    std::abort();
+  }
   reduce_elements(inout, in, inout, static_cast<size_t>(*length), element, op);
 }
-void sum_16bit(void* in, void* inout, int* n, MPI_Datatype* t) {
-  reduce_16bit(in, inout, n, t, ReduceOp::kSum);
+void sum_opaque(void* in, void* inout, int* n, MPI_Datatype* t) {
+  reduce_opaque(in, inout, n, t, ReduceOp::kSum);
 }
-void prod_16bit(void* in, void* inout, int* n, MPI_Datatype* t) {
-  reduce_16bit(in, inout, n, t, ReduceOp::kProd);
+void prod_opaque(void* in, void* inout, int* n, MPI_Datatype* t) {
+  reduce_opaque(in, inout, n, t, ReduceOp::kProd);
 }
-void min_16bit(void* in, void* inout, int* n, MPI_Datatype* t) {
-  reduce_16bit(in, inout, n, t, ReduceOp::kMin);
+void min_opaque(void* in, void* inout, int* n, MPI_Datatype* t) {
+  reduce_opaque(in, inout, n, t, ReduceOp::kMin);
 }
-void max_16bit(void* in, void* inout, int* n, MPI_Datatype* t) {
-  reduce_16bit(in, inout, n, t, ReduceOp::kMax);
+void max_opaque(void* in, void* inout, int* n, MPI_Datatype* t) {
+  reduce_opaque(in, inout, n, t, ReduceOp::kMax);
+}
+
+bool is_opaque(DataType type) {
+  return type == DataType::kFloat16 || type == DataType::kBFloat16 ||
+         type == DataType::kFloat8E4M3 || type == DataType::kFloat8E5M2;
 }
 
 int to_int_count(size_t count) {
@@ -56,22 +82,26 @@ using detail::HostStampClock;
 class MpiCommunicator : public Communicator {
  public:
   explicit MpiCommunicator(const World& world) : rank_(world.rank()), size_(world.size()) {
-    if (g_float16 == MPI_DATATYPE_NULL) {
-      check_mpi(MPI_Type_contiguous(2, MPI_BYTE, &g_float16), "MPI_Type_contiguous");
-      check_mpi(MPI_Type_commit(&g_float16), "MPI_Type_commit");
-      check_mpi(MPI_Type_contiguous(2, MPI_BYTE, &g_bfloat16), "MPI_Type_contiguous");
-      check_mpi(MPI_Type_commit(&g_bfloat16), "MPI_Type_commit");
+    if (g_communicators == 0) {
+      for (auto [handle, bytes] : {std::pair{&g_float16, 2}, std::pair{&g_bfloat16, 2},
+                                   std::pair{&g_fp8_e4m3, 1}, std::pair{&g_fp8_e5m2, 1}}) {
+        check_mpi(MPI_Type_contiguous(bytes, MPI_BYTE, handle), "MPI_Type_contiguous");
+        check_mpi(MPI_Type_commit(handle), "MPI_Type_commit");
+      }
     }
-    check_mpi(MPI_Op_create(sum_16bit, 1, &op_sum_16_), "MPI_Op_create");
-    check_mpi(MPI_Op_create(prod_16bit, 1, &op_prod_16_), "MPI_Op_create");
-    check_mpi(MPI_Op_create(min_16bit, 1, &op_min_16_), "MPI_Op_create");
-    check_mpi(MPI_Op_create(max_16bit, 1, &op_max_16_), "MPI_Op_create");
+    ++g_communicators;
+    check_mpi(MPI_Op_create(sum_opaque, 1, &op_sum_opaque_), "MPI_Op_create");
+    check_mpi(MPI_Op_create(prod_opaque, 1, &op_prod_opaque_), "MPI_Op_create");
+    check_mpi(MPI_Op_create(min_opaque, 1, &op_min_opaque_), "MPI_Op_create");
+    check_mpi(MPI_Op_create(max_opaque, 1, &op_max_opaque_), "MPI_Op_create");
   }
   ~MpiCommunicator() override {
-    for (MPI_Op* op : {&op_sum_16_, &op_prod_16_, &op_min_16_, &op_max_16_})
+    for (MPI_Op* op : {&op_sum_opaque_, &op_prod_opaque_, &op_min_opaque_, &op_max_opaque_})
       if (*op != MPI_OP_NULL) MPI_Op_free(op);
-    for (MPI_Datatype* type : {&g_float16, &g_bfloat16})
-      if (*type != MPI_DATATYPE_NULL) MPI_Type_free(type);  // resets the handle to NULL
+    if (--g_communicators == 0) {
+      for (MPI_Datatype* type : {&g_float16, &g_bfloat16, &g_fp8_e4m3, &g_fp8_e5m2})
+        if (*type != MPI_DATATYPE_NULL) MPI_Type_free(type);  // resets the handle to NULL
+    }
   }
   MpiCommunicator(const MpiCommunicator&) = delete;
   MpiCommunicator& operator=(const MpiCommunicator&) = delete;
@@ -94,10 +124,17 @@ class MpiCommunicator : public Communicator {
   }
 
   void all_reduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op) override {
+    const int mpi_count = to_int_count(count);
     const void* source = send == recv ? MPI_IN_PLACE : send;
-    check_mpi(MPI_Allreduce(source, recv, to_int_count(count), mpi_type(type), mpi_op(type, op),
-                            MPI_COMM_WORLD),
-              "MPI_Allreduce");
+    if (op == ReduceOp::kMulSum) {
+      // No MPI op for it: this rank's input times its scalar, made in recv (in
+      // place recv is the input), then an in-place MPI sum.
+      premultiply_elements(recv, send, count, type, premul_scalar(rank_));
+      source = MPI_IN_PLACE;
+    }
+    check_mpi(
+        MPI_Allreduce(source, recv, mpi_count, mpi_type(type), mpi_op(type, op), MPI_COMM_WORLD),
+        "MPI_Allreduce");
     if (op == ReduceOp::kAvg) divide_by_size(recv, count, type);
   }
 
@@ -116,7 +153,18 @@ class MpiCommunicator : public Communicator {
     const size_t block = recv_count * element_size(type);
     char* own_block =
         const_cast<char*>(static_cast<const char*>(send)) + static_cast<size_t>(rank_) * block;
-    if (recv == own_block) {
+    if (op == ReduceOp::kMulSum) {
+      // No MPI op for it: the whole input times this rank's scalar, made in a
+      // scratch buffer kept between calls (so the input, in place too, is not
+      // modified), then an MPI sum from there.
+      const int mpi_count = to_int_count(recv_count);
+      const size_t total = recv_count * static_cast<size_t>(size_);
+      if (scratch_.size() < total * element_size(type)) scratch_.resize(total * element_size(type));
+      premultiply_elements(scratch_.data(), send, total, type, premul_scalar(rank_));
+      check_mpi(MPI_Reduce_scatter_block(scratch_.data(), recv, mpi_count, mpi_type(type),
+                                         mpi_op(type, op), MPI_COMM_WORLD),
+                "MPI_Reduce_scatter_block");
+    } else if (recv == own_block) {
       // MPI's in-place form leaves the result at the start of the buffer;
       // NCCL's convention (and ccscope's) wants it in the rank's own block.
       void* whole = const_cast<void*>(send);
@@ -178,22 +226,33 @@ class MpiCommunicator : public Communicator {
         return MPI_INT8_T;
       case DataType::kUInt8:
         return MPI_UINT8_T;
+      case DataType::kUInt32:
+        return MPI_UINT32_T;
+      case DataType::kInt64:
+        return MPI_INT64_T;
+      case DataType::kUInt64:
+        return MPI_UINT64_T;
+      case DataType::kFloat8E4M3:
+        return g_fp8_e4m3;
+      case DataType::kFloat8E5M2:
+        return g_fp8_e5m2;
     }
     throw UsageError("unsupported data type");
   }
 
   MPI_Op mpi_op(DataType type, ReduceOp op) const {
-    const bool sixteen = type == DataType::kFloat16 || type == DataType::kBFloat16;
+    const bool opaque = is_opaque(type);
     switch (op) {
       case ReduceOp::kSum:
-      case ReduceOp::kAvg:  // sum, then divide_by_size
-        return sixteen ? op_sum_16_ : MPI_SUM;
+      case ReduceOp::kAvg:     // sum, then divide_by_size
+      case ReduceOp::kMulSum:  // premultiplied, then sum
+        return opaque ? op_sum_opaque_ : MPI_SUM;
       case ReduceOp::kProd:
-        return sixteen ? op_prod_16_ : MPI_PROD;
+        return opaque ? op_prod_opaque_ : MPI_PROD;
       case ReduceOp::kMin:
-        return sixteen ? op_min_16_ : MPI_MIN;
+        return opaque ? op_min_opaque_ : MPI_MIN;
       case ReduceOp::kMax:
-        return sixteen ? op_max_16_ : MPI_MAX;
+        return opaque ? op_max_opaque_ : MPI_MAX;
     }
     throw UsageError("unsupported reduction");
   }
@@ -205,10 +264,11 @@ class MpiCommunicator : public Communicator {
 
   int rank_;
   int size_;
-  MPI_Op op_sum_16_ = MPI_OP_NULL;
-  MPI_Op op_prod_16_ = MPI_OP_NULL;
-  MPI_Op op_min_16_ = MPI_OP_NULL;
-  MPI_Op op_max_16_ = MPI_OP_NULL;
+  MPI_Op op_sum_opaque_ = MPI_OP_NULL;
+  MPI_Op op_prod_opaque_ = MPI_OP_NULL;
+  MPI_Op op_min_opaque_ = MPI_OP_NULL;
+  MPI_Op op_max_opaque_ = MPI_OP_NULL;
+  std::vector<unsigned char> scratch_;  // kMulSum reduce_scatter's premultiplied input
 };
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "ccscope/collectives/error.h"
@@ -32,6 +33,40 @@ struct BFloat16 {
   static float load(uint16_t bits) { return bfloat16_to_float(bits); }
   static uint16_t store(float value) { return float_to_bfloat16(value); }
 };
+struct Fp8E4M3 {
+  using Storage = uint8_t;
+  using Compute = float;
+  static float load(uint8_t bits) { return fp8_e4m3_to_float(bits); }
+  static uint8_t store(float value) { return float_to_fp8_e4m3(value); }
+};
+struct Fp8E5M2 {
+  using Storage = uint8_t;
+  using Compute = float;
+  static float load(uint8_t bits) { return fp8_e5m2_to_float(bits); }
+  static uint8_t store(float value) { return float_to_fp8_e5m2(value); }
+};
+
+// Integer sums and products wrap: a signed 64-bit compute type is combined in
+// its unsigned counterpart (signed overflow is undefined), every other compute
+// type is wide enough for one step of its storage type.
+template <typename C>
+C wrapping_add(C x, C y) {
+  if constexpr (std::is_integral_v<C> && std::is_signed_v<C>) {
+    using U = std::make_unsigned_t<C>;
+    return static_cast<C>(static_cast<U>(x) + static_cast<U>(y));
+  } else {
+    return x + y;
+  }
+}
+template <typename C>
+C wrapping_mul(C x, C y) {
+  if constexpr (std::is_integral_v<C> && std::is_signed_v<C>) {
+    using U = std::make_unsigned_t<C>;
+    return static_cast<C>(static_cast<U>(x) * static_cast<U>(y));
+  } else {
+    return x * y;
+  }
+}
 
 // Calls fn.template operator()<Traits>() for the traits of `type`.
 template <typename Fn>
@@ -51,6 +86,16 @@ void dispatch(DataType type, Fn&& fn) {
       return fn.template operator()<Plain<int8_t, int32_t>>();
     case DataType::kUInt8:
       return fn.template operator()<Plain<uint8_t, uint32_t>>();
+    case DataType::kUInt32:
+      return fn.template operator()<Plain<uint32_t, uint64_t>>();
+    case DataType::kInt64:
+      return fn.template operator()<Plain<int64_t, int64_t>>();
+    case DataType::kUInt64:
+      return fn.template operator()<Plain<uint64_t, uint64_t>>();
+    case DataType::kFloat8E4M3:
+      return fn.template operator()<Fp8E4M3>();
+    case DataType::kFloat8E5M2:
+      return fn.template operator()<Fp8E5M2>();
   }
   throw UsageError("reference algorithms: unknown data type " +
                    std::to_string(static_cast<int>(type)));
@@ -118,6 +163,11 @@ void finish_average(void* data, size_t count, DataType type, ReduceOp op, int n)
   if (op == ReduceOp::kAvg) divide_elements(data, count, type, n);
 }
 
+// kMulSum: this rank's copy of its own input, `data`, times its scalar.
+void premultiply_own_input(void* data, size_t count, DataType type, ReduceOp op, int rank) {
+  if (op == ReduceOp::kMulSum) premultiply_elements(data, data, count, type, premul_scalar(rank));
+}
+
 }  // namespace
 
 void reduce_elements(void* out, const void* a, const void* b, size_t count, DataType type,
@@ -127,9 +177,12 @@ void reduce_elements(void* out, const void* a, const void* b, size_t count, Data
     switch (op) {
       case ReduceOp::kSum:
       case ReduceOp::kAvg:
-        return combine_all<Traits>(out, a, b, count, [](C x, C y) -> C { return x + y; });
+      case ReduceOp::kMulSum:  // the inputs were premultiplied (premultiply_elements)
+        return combine_all<Traits>(out, a, b, count,
+                                   [](C x, C y) -> C { return wrapping_add(x, y); });
       case ReduceOp::kProd:
-        return combine_all<Traits>(out, a, b, count, [](C x, C y) -> C { return x * y; });
+        return combine_all<Traits>(out, a, b, count,
+                                   [](C x, C y) -> C { return wrapping_mul(x, y); });
       case ReduceOp::kMin:
         return combine_all<Traits>(out, a, b, count, [](C x, C y) -> C { return y < x ? y : x; });
       case ReduceOp::kMax:
@@ -151,6 +204,17 @@ void divide_elements(void* data, size_t count, DataType type, int divisor) {
   });
 }
 
+void premultiply_elements(void* out, const void* in, size_t count, DataType type, double scalar) {
+  dispatch(type, [&]<typename Traits>() {
+    using C = typename Traits::Compute;
+    // The scalar as the element type holds it (NCCL converts it to T first).
+    const C factor = Traits::load(Traits::store(static_cast<C>(scalar)));
+    for (size_t i = 0; i < count; ++i) {
+      store_at<Traits>(out, i, wrapping_mul<C>(load_at<Traits>(in, i), factor));
+    }
+  });
+}
+
 void ring_all_reduce(PointToPoint& p2p, const void* send, void* recv, size_t count, DataType type,
                      ReduceOp op) {
   check_buffers("ring_all_reduce", send, recv, count);
@@ -158,6 +222,7 @@ void ring_all_reduce(PointToPoint& p2p, const void* send, void* recv, size_t cou
   const int n = p2p.size();
   const int r = p2p.rank();
   copy_if_distinct(recv, send, bytes_of(count, type));
+  premultiply_own_input(recv, count, type, op, r);
   if (n == 1) return finish_average(recv, count, type, op, n);
 
   const int right = mod(r + 1, n);
@@ -217,9 +282,17 @@ void ring_reduce_scatter(PointToPoint& p2p, const void* send, void* recv, size_t
   const int n = p2p.size();
   const int r = p2p.rank();
   const size_t block_bytes = bytes_of(recv_count, type);
-  auto own_block = [&](int b) { return at(send, static_cast<size_t>(b) * recv_count, type); };
+  // kMulSum: input block b times this rank's scalar, made in `scaled` when it is
+  // needed (each one is used before the next is made), so the input stays intact.
+  std::vector<unsigned char> scaled(op == ReduceOp::kMulSum ? block_bytes : 0);
+  auto own_block = [&](int b) -> const void* {
+    const void* block = at(send, static_cast<size_t>(b) * recv_count, type);
+    if (op != ReduceOp::kMulSum) return block;
+    premultiply_elements(scaled.data(), block, recv_count, type, premul_scalar(r));
+    return scaled.data();
+  };
   if (n == 1) {
-    copy_if_distinct(recv, send, block_bytes);
+    copy_if_distinct(recv, own_block(0), block_bytes);
     return finish_average(recv, recv_count, type, op, n);
   }
 
@@ -232,8 +305,8 @@ void ring_reduce_scatter(PointToPoint& p2p, const void* send, void* recv, size_t
   std::vector<unsigned char> outgoing(block_bytes);
   std::vector<unsigned char> incoming(block_bytes);
   for (int s = 0; s < n - 1; ++s) {
-    const void* out_data = s == 0 ? static_cast<const void*>(own_block(mod(r - 1, n)))
-                                  : static_cast<const void*>(outgoing.data());
+    const void* out_data =
+        s == 0 ? own_block(mod(r - 1, n)) : static_cast<const void*>(outgoing.data());
     p2p.send_recv(right, out_data, block_bytes, left, incoming.data(), block_bytes);
     int in_block = mod(r - s - 2, n);
     if (s < n - 2) {
@@ -255,6 +328,7 @@ void recursive_doubling_all_reduce(PointToPoint& p2p, const void* send, void* re
   const int r = p2p.rank();
   const size_t bytes = bytes_of(count, type);
   copy_if_distinct(recv, send, bytes);
+  premultiply_own_input(recv, count, type, op, r);
   if (n == 1) return finish_average(recv, count, type, op, n);
 
   int p = 1;

@@ -58,6 +58,9 @@ uint8_t encode_minifloat(float value, const MiniFloat& f) {
   const uint8_t sign = std::signbit(value) ? 0x80 : 0;
   const double magnitude = std::fabs(static_cast<double>(value));
   if (magnitude == 0) return sign;
+  if (std::isinf(magnitude))  // e5m2 keeps it; e4m3 has no infinity: NaN, as an overflow
+    return f.has_infinity ? static_cast<uint8_t>(sign | (0x1f << 2))
+                          : static_cast<uint8_t>(sign | 0x7f);
   const int min_exponent = 1 - f.bias;
   int exponent = 0;
   std::frexp(magnitude, &exponent);

@@ -6,7 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -20,130 +23,19 @@
 #include "ccscope/collectives/error.h"
 #include "ccscope/collectives/in_process_transport.h"
 #include "ccscope/collectives/types.h"
+#include "expected_values.h"
 
 namespace ccscope {
 namespace {
 
-const std::vector<DataType> kTypes = {DataType::kFloat32,  DataType::kFloat64, DataType::kFloat16,
-                                      DataType::kBFloat16, DataType::kInt32,   DataType::kInt8,
-                                      DataType::kUInt8};
-const std::vector<ReduceOp> kOps = {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMin, ReduceOp::kMax,
-                                    ReduceOp::kAvg};
+// Every type and op there is (a new one must be handled by expected_values.h).
+const std::vector<DataType>& kTypes = all_data_types();
+const std::vector<ReduceOp>& kOps = all_reduce_ops();
 
-// Writes an integer value (small enough to be exact in every type) as `type`.
-void put(std::vector<unsigned char>& buffer, DataType type, size_t index, int64_t value) {
-  unsigned char* p = buffer.data() + index * element_size(type);
-  auto write = [p](auto v) { std::memcpy(p, &v, sizeof(v)); };
-  switch (type) {
-    case DataType::kFloat32:
-      return write(static_cast<float>(value));
-    case DataType::kFloat64:
-      return write(static_cast<double>(value));
-    case DataType::kFloat16:
-      return write(float_to_half(static_cast<float>(value)));
-    case DataType::kBFloat16:
-      return write(float_to_bfloat16(static_cast<float>(value)));
-    case DataType::kInt32:
-      return write(static_cast<int32_t>(value));
-    case DataType::kInt8:
-      return write(static_cast<int8_t>(value));
-    case DataType::kUInt8:
-      return write(static_cast<uint8_t>(value));
-  }
-}
-
-// The average as the algorithms compute it: the exact sum divided in the type's
-// arithmetic (float for the 16-bit formats, truncation for integers).
-void put_average(std::vector<unsigned char>& buffer, DataType type, size_t index, int64_t sum,
-                 int n) {
-  unsigned char* p = buffer.data() + index * element_size(type);
-  auto write = [p](auto v) { std::memcpy(p, &v, sizeof(v)); };
-  float f = static_cast<float>(sum) / static_cast<float>(n);
-  switch (type) {
-    case DataType::kFloat32:
-      return write(f);
-    case DataType::kFloat64:
-      return write(static_cast<double>(sum) / n);
-    case DataType::kFloat16:
-      return write(float_to_half(f));
-    case DataType::kBFloat16:
-      return write(float_to_bfloat16(f));
-    default:
-      return put(buffer, type, index, sum / n);
-  }
-}
-
-double get(const unsigned char* p, DataType type) {
-  auto read = [p](auto v) {
-    std::memcpy(&v, p, sizeof(v));
-    return v;
-  };
-  switch (type) {
-    case DataType::kFloat32:
-      return read(float{});
-    case DataType::kFloat64:
-      return read(double{});
-    case DataType::kFloat16:
-      return half_to_float(read(uint16_t{}));
-    case DataType::kBFloat16:
-      return bfloat16_to_float(read(uint16_t{}));
-    case DataType::kInt32:
-      return read(int32_t{});
-    case DataType::kInt8:
-      return read(int8_t{});
-    case DataType::kUInt8:
-      return read(uint8_t{});
-  }
-  return 0;
-}
-
-// Input element `index` of `rank`: small integers chosen so that every result is
-// exact in every type (|sum| <= 24, |product| <= 64, min/max within [-50, 50]).
-int64_t input_value(DataType type, ReduceOp op, int rank, size_t index) {
-  const bool is_unsigned = type == DataType::kUInt8;
-  const int64_t i = static_cast<int64_t>(index % 1000003);
-  switch (op) {
-    case ReduceOp::kSum:
-    case ReduceOp::kAvg:
-      return is_unsigned ? (rank * 7 + i * 3) % 4 : (rank * 7 + i * 3) % 7 - 3;
-    case ReduceOp::kProd:
-      if (rank < 6 && (rank + i) % 3 == 0) return 2;
-      return !is_unsigned && (rank + i) % 2 == 1 ? -1 : 1;
-    case ReduceOp::kMin:
-    case ReduceOp::kMax:
-      return is_unsigned ? (rank * 37 + i * 11) % 101 : (rank * 37 + i * 11) % 101 - 50;
-  }
-  return 0;
-}
-
-// Element `index` of the reduction over ranks 0..n-1, written into `out`.
-void put_expected(std::vector<unsigned char>& out, size_t out_index, DataType type, ReduceOp op,
-                  int n, size_t index) {
-  int64_t acc = input_value(type, op, 0, index);
-  for (int rank = 1; rank < n; ++rank) {
-    int64_t v = input_value(type, op, rank, index);
-    switch (op) {
-      case ReduceOp::kSum:
-      case ReduceOp::kAvg:
-        acc += v;
-        break;
-      case ReduceOp::kProd:
-        acc *= v;
-        break;
-      case ReduceOp::kMin:
-        acc = std::min(acc, v);
-        break;
-      case ReduceOp::kMax:
-        acc = std::max(acc, v);
-        break;
-    }
-  }
-  if (op == ReduceOp::kAvg) {
-    put_average(out, type, out_index, acc, n);
-  } else {
-    put(out, type, out_index, acc);
-  }
-}
+using test::get;
+using test::input_value;
+using test::put;
+using test::put_expected;
 
 std::vector<size_t> counts_for(int n) {
   std::set<size_t> counts = {0,
@@ -393,6 +285,167 @@ TEST(ReferenceAlgorithms, LocalKernelsWrapAndRound) {
   EXPECT_EQ(half_to_float(h[0]), 2.0f);
   divide_elements(h.data(), 1, DataType::kFloat16, 3);
   EXPECT_EQ(h[0], float_to_half(2.0f / 3.0f));
+}
+
+TEST(ReferenceAlgorithms, TheMatrixCoversEveryTypeAndOp) {
+  EXPECT_EQ(kTypes.size(), 12u);
+  EXPECT_EQ(kOps.size(), 6u);
+  EXPECT_NE(std::find(kTypes.begin(), kTypes.end(), DataType::kFloat8E5M2), kTypes.end());
+  EXPECT_NE(std::find(kOps.begin(), kOps.end(), ReduceOp::kMulSum), kOps.end());
+}
+
+using ReduceCall = void (*)(PointToPoint&, const void*, void*, size_t, DataType, ReduceOp);
+struct NamedReduce {
+  const char* name;
+  ReduceCall call;
+  bool scatters;  // reduce_scatter: the input holds size() blocks of `count`
+};
+const NamedReduce kReduceCalls[] = {
+    {"ring_all_reduce", &ring_all_reduce, false},
+    {"recursive_doubling_all_reduce", &recursive_doubling_all_reduce, false},
+    {"ring_reduce_scatter", &ring_reduce_scatter, true},
+};
+
+// Rank r contributes r+1 (a different value per rank, so a scalar applied to the
+// wrong rank, twice or not at all shows); mulsum gives sum of (r+1)*(1+r%2).
+TEST(ReferenceAlgorithms, MulSumScalesEveryRanksOwnInputByItsScalarOnce) {
+  for (const NamedReduce& algorithm : kReduceCalls) {
+    for (int ranks = 1; ranks <= 8; ++ranks) {
+      double expected = 0;
+      for (int r = 0; r < ranks; ++r) expected += (r + 1) * (1 + r % 2);
+      for (bool in_place : {false, true}) {
+        const size_t count = 5;
+        std::vector<double> results(static_cast<size_t>(ranks) * count);
+        std::vector<int> input_intact(static_cast<size_t>(ranks), 1);
+        InProcessTransport::run(ranks, [&](PointToPoint& p2p) {
+          const size_t r = static_cast<size_t>(p2p.rank());
+          const size_t in_count = algorithm.scatters ? count * static_cast<size_t>(ranks) : count;
+          std::vector<double> input(in_count, static_cast<double>(r + 1));
+          const std::vector<double> original = input;
+          std::vector<double> output(count, -1);
+          double* out = output.data();
+          if (in_place) {
+            out = algorithm.scatters ? input.data() + r * count : input.data();
+            algorithm.call(p2p, input.data(), out, count, DataType::kFloat64, ReduceOp::kMulSum);
+          } else {
+            algorithm.call(p2p, input.data(), out, count, DataType::kFloat64, ReduceOp::kMulSum);
+            input_intact[r] = input == original;
+          }
+          std::copy(out, out + count, results.begin() + static_cast<std::ptrdiff_t>(r * count));
+        });
+        for (size_t i = 0; i < results.size(); ++i) {
+          EXPECT_EQ(results[i], expected) << algorithm.name << " ranks=" << ranks << " rank "
+                                          << i / count << (in_place ? " in place" : "");
+        }
+        for (int r = 0; r < ranks; ++r) {
+          EXPECT_TRUE(input_intact[static_cast<size_t>(r)])
+              << algorithm.name << " ranks=" << ranks << " rank " << r << " modified its input";
+        }
+      }
+    }
+  }
+}
+
+// NCCL premultiplies in the element type: the product is rounded to the type
+// before the sum, so a product beyond the type's range overflows even when the
+// sum would not. Rank 0 gives -v, rank 1 gives v: 2v overflows, -v + 2v = v fits.
+TEST(ReferenceAlgorithms, MulSumRoundsThePremultipliedInputToTheType) {
+  struct Overflow {
+    DataType type;
+    float v;
+    bool to_nan;  // e4m3 has no infinity
+  };
+  for (const Overflow& o : {Overflow{DataType::kFloat16, 40000.0f, false},
+                            Overflow{DataType::kFloat8E4M3, 256.0f, true},
+                            Overflow{DataType::kFloat8E5M2, 40960.0f, false}}) {
+    for (const NamedReduce& algorithm : kReduceCalls) {
+      std::vector<double> results(2);
+      InProcessTransport::run(2, [&](PointToPoint& p2p) {
+        const size_t r = static_cast<size_t>(p2p.rank());
+        std::vector<unsigned char> input((algorithm.scatters ? 2 : 1) * element_size(o.type));
+        for (size_t i = 0; i < input.size() / element_size(o.type); ++i)
+          store_element(input.data(), o.type, i, r == 0 ? -o.v : o.v);
+        std::vector<unsigned char> output(element_size(o.type));
+        algorithm.call(p2p, input.data(), output.data(), 1, o.type, ReduceOp::kMulSum);
+        results[r] = load_element(output.data(), o.type, 0);
+      });
+      for (double result : results) {
+        if (o.to_nan) {
+          EXPECT_TRUE(std::isnan(result))
+              << name(o.type) << " " << algorithm.name << ": " << result;
+        } else {
+          EXPECT_EQ(result, INFINITY) << name(o.type) << " " << algorithm.name;
+        }
+      }
+    }
+  }
+}
+
+TEST(ReferenceAlgorithms, LocalKernelsOnWideIntegersWrapAndStayExact) {
+  std::vector<int64_t> a = {INT64_MAX, int64_t{1} << 62, -7}, b = {1, 4, 2}, out(3);
+  reduce_elements(out.data(), a.data(), b.data(), 3, DataType::kInt64, ReduceOp::kSum);
+  EXPECT_EQ(out[0], INT64_MIN);
+  reduce_elements(out.data(), a.data(), b.data(), 3, DataType::kInt64, ReduceOp::kProd);
+  EXPECT_EQ(out[1], 0);
+  EXPECT_EQ(out[2], -14);
+  divide_elements(a.data(), 3, DataType::kInt64, 2);
+  EXPECT_EQ(a[2], -3);             // truncates toward zero
+  EXPECT_EQ(a[0], INT64_MAX / 2);  // not through a double
+  std::vector<uint64_t> u = {UINT64_MAX, UINT64_MAX - 1}, v = {2, 1}, uout(2);
+  reduce_elements(uout.data(), u.data(), v.data(), 2, DataType::kUInt64, ReduceOp::kSum);
+  EXPECT_EQ(uout, (std::vector<uint64_t>{1, UINT64_MAX}));
+  reduce_elements(uout.data(), u.data(), v.data(), 2, DataType::kUInt64, ReduceOp::kMin);
+  EXPECT_EQ(uout, (std::vector<uint64_t>{2, 1}));
+  reduce_elements(uout.data(), u.data(), v.data(), 2, DataType::kUInt64, ReduceOp::kMax);
+  EXPECT_EQ(uout, (std::vector<uint64_t>{UINT64_MAX, UINT64_MAX - 1}));
+  divide_elements(u.data(), 1, DataType::kUInt64, 3);
+  EXPECT_EQ(u[0], 0x5555555555555555u);
+  std::vector<uint32_t> w = {0xffffffffu, 0x10000u}, x = {1, 0x10000u}, wout(2);
+  reduce_elements(wout.data(), w.data(), x.data(), 2, DataType::kUInt32, ReduceOp::kSum);
+  EXPECT_EQ(wout[0], 0u);
+  reduce_elements(wout.data(), w.data(), x.data(), 2, DataType::kUInt32, ReduceOp::kProd);
+  EXPECT_EQ(wout[1], 0u);
+  EXPECT_EQ(wout[0], 0xffffffffu);
+  // The premultiplication wraps like the type too.
+  std::vector<int8_t> c = {100, -3};
+  premultiply_elements(c.data(), c.data(), 2, DataType::kInt8, 2);
+  EXPECT_EQ(c, (std::vector<int8_t>{-56, -6}));
+  premultiply_elements(uout.data(), v.data(), 1, DataType::kUInt64, 2);
+  EXPECT_EQ(uout[0], 4u);
+}
+
+TEST(ReferenceAlgorithms, LocalKernelsOnFp8RoundAfterEveryStep) {
+  auto e4m3 = [](std::vector<float> values) {
+    std::vector<uint8_t> bits;
+    for (float v : values) bits.push_back(float_to_fp8_e4m3(v));
+    return bits;
+  };
+  std::vector<uint8_t> a = e4m3({448, 448, 240, 16, -3, 7}), b = e4m3({448, 32, 8, 16, 5, 1});
+  std::vector<uint8_t> out(a.size());
+  reduce_elements(out.data(), a.data(), b.data(), a.size(), DataType::kFloat8E4M3, ReduceOp::kSum);
+  EXPECT_TRUE(std::isnan(fp8_e4m3_to_float(out[0])));  // 896: overflow
+  EXPECT_TRUE(std::isnan(fp8_e4m3_to_float(out[1])));  // 480 > 448
+  EXPECT_EQ(fp8_e4m3_to_float(out[2]), 256.0f);        // 248: a tie, to the even 256
+  EXPECT_EQ(fp8_e4m3_to_float(out[3]), 32.0f);
+  EXPECT_EQ(fp8_e4m3_to_float(out[4]), 2.0f);
+  reduce_elements(out.data(), a.data(), b.data(), a.size(), DataType::kFloat8E4M3, ReduceOp::kProd);
+  EXPECT_EQ(fp8_e4m3_to_float(out[3]), 256.0f);
+  EXPECT_EQ(fp8_e4m3_to_float(out[4]), -15.0f);  // 15 = 1.875 * 8: exact
+  reduce_elements(out.data(), a.data(), b.data(), a.size(), DataType::kFloat8E4M3, ReduceOp::kMin);
+  EXPECT_EQ(fp8_e4m3_to_float(out[4]), -3.0f);
+  divide_elements(a.data() + 5, 1, DataType::kFloat8E4M3, 2);
+  EXPECT_EQ(fp8_e4m3_to_float(a[5]), 3.5f);
+
+  std::vector<uint8_t> m = {float_to_fp8_e5m2(57344), float_to_fp8_e5m2(8)};
+  std::vector<uint8_t> n = {float_to_fp8_e5m2(57344), float_to_fp8_e5m2(1)};
+  reduce_elements(out.data(), m.data(), n.data(), 2, DataType::kFloat8E5M2, ReduceOp::kSum);
+  EXPECT_EQ(fp8_e5m2_to_float(out[0]), INFINITY);
+  EXPECT_EQ(fp8_e5m2_to_float(out[1]), 8.0f);  // 9: a tie between 8 and 10, to the even 8
+  reduce_elements(out.data(), m.data(), n.data(), 2, DataType::kFloat8E5M2, ReduceOp::kMax);
+  EXPECT_EQ(fp8_e5m2_to_float(out[0]), 57344.0f);
+  premultiply_elements(out.data(), m.data(), 2, DataType::kFloat8E5M2, 2);
+  EXPECT_EQ(fp8_e5m2_to_float(out[0]), INFINITY);
+  EXPECT_EQ(fp8_e5m2_to_float(out[1]), 16.0f);
 }
 
 // --- the transport itself ---

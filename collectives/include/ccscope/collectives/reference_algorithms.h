@@ -5,8 +5,17 @@
 //  all_gather:     in place when send == recv + rank*send_count*element_size.
 //  reduce_scatter: in place when recv == send + rank*recv_count*element_size.
 // Every rank must call with the same count, type and op. kAvg sums, then divides
-// by size() (integer types truncate toward zero). float16/bfloat16 are combined in
-// float and rounded back after every step. Integer sums and products wrap.
+// by size() (integer types truncate toward zero). float16/bfloat16 and the fp8
+// formats are combined in float and rounded back after every step (so fp8 sums
+// overflow like the type: e4m3 to NaN, e5m2 to infinity). Integer sums and
+// products wrap, 64-bit ones included.
+// kMulSum (NCCL's pre-multiplied sum): before the first step every rank
+// multiplies its own input by premul_scalar(rank), in the element type's
+// arithmetic (the scalar converted to the type, the product rounded to it or
+// wrapped), then the products are combined like kSum. The premultiplied copy is
+// the rank's own output (all_reduce) or a scratch block (reduce_scatter), never
+// the input: an out-of-place input is not modified, and in place the input is
+// read with its original values, each element scaled exactly once.
 #include <cstddef>
 
 #include "ccscope/collectives/point_to_point.h"
@@ -50,9 +59,14 @@ void pairwise_all_to_all(PointToPoint& p2p, const void* send, void* recv, size_t
 
 // Local kernels the algorithms use (also for backends that reduce on the host):
 // out[i] = a[i] op b[i] for count elements; out may be the same pointer as a or b.
-// kAvg combines like kSum; finish it with divide_elements.
+// kAvg combines like kSum; finish it with divide_elements. kMulSum combines like
+// kSum too: premultiply every rank's input first (premultiply_elements).
 void reduce_elements(void* out, const void* a, const void* b, size_t count, DataType type,
                      ReduceOp op);
+// out[i] = in[i] * scalar in the type's arithmetic: the scalar is first rounded
+// to the type (truncated for integers), the product rounded back (floating
+// types, fp8 and 16-bit through float) or wrapped (integers). out may be in.
+void premultiply_elements(void* out, const void* in, size_t count, DataType type, double scalar);
 // data[i] /= divisor (integer types truncate toward zero).
 void divide_elements(void* data, size_t count, DataType type, int divisor);
 
