@@ -75,6 +75,14 @@ constexpr std::chrono::milliseconds kDestructorDrain{std::chrono::seconds(10)};
 constexpr std::chrono::milliseconds kInitTimeout{std::chrono::minutes(5)};
 
 namespace choices = nccl_choices;
+// The tested decisions and the compile-time guards say the same.
+static_assert(choices::uses_init_rank_config(NCCL_VERSION_CODE) == CCSCOPE_NCCL_HAS_CONFIG);
+static_assert(choices::sets_nvlink_centric_sched(NCCL_VERSION_CODE) ==
+              CCSCOPE_NCCL_HAS_NVLINK_CENTRIC_SCHED);
+static_assert((choices::choose_allocator(NCCL_VERSION_CODE, NCCL_VERSION_CODE) ==
+               choices::Allocator::kNcclMemAlloc) == CCSCOPE_NCCL_HAS_MEM_ALLOC);
+static_assert((choices::choose_all_to_all(NCCL_VERSION_CODE, NCCL_VERSION_CODE) ==
+               choices::AllToAll::kNcclAlltoAll) == CCSCOPE_NCCL_HAS_ALLTOALL);
 
 // True for NCCL's "still in progress" result of a non-blocking communicator.
 bool in_progress(ncclResult_t result) {
@@ -839,8 +847,8 @@ class NcclCommunicator : public Communicator {
     r.library_code = library_code_;
     r.allocator = allocator_;
     r.all_to_all = all_to_all_;
-    r.init_rank_config = CCSCOPE_NCCL_HAS_CONFIG;
-    r.nvlink_centric_sched = CCSCOPE_NCCL_HAS_NVLINK_CENTRIC_SCHED;
+    r.init_rank_config = choices::uses_init_rank_config(NCCL_VERSION_CODE);
+    r.nvlink_centric_sched = choices::sets_nvlink_centric_sched(NCCL_VERSION_CODE);
     r.blocking = blocking_;
     r.min_compute_capability = min_compute_capability_;
     r.fp8 = fp8_unsupported_.empty();
