@@ -33,6 +33,8 @@ struct RawArguments {
 };
 
 void build_app(CLI::App& app, RawArguments& raw) {
+  // As getopt (nccl-tests): a flag given twice takes its last value.
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.description(
       "Measure a collective over a sweep of message sizes, check every result, and report "
       "algbw/busbw as nccl-tests does.\nLaunch with mpiexec/mpirun/srun; one rank per GPU "

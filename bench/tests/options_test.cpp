@@ -235,6 +235,12 @@ TEST(Options, ShortNcclTestsFlags) {
   EXPECT_EQ(attached.iterations, 3);
 }
 
+TEST(Options, RepeatedFlagTakesTheLastValueAsGetopt) {
+  const BenchOptions o = parse({"allreduce", "-n", "5", "--iters", "9", "-T", "60", "-T", "0"});
+  EXPECT_EQ(o.iterations, 9);
+  EXPECT_DOUBLE_EQ(o.timeout_seconds, 0);
+}
+
 TEST(Options, CheckIterationsCountAndZeroIsNoCheck) {
   EXPECT_EQ(parse({"allreduce", "-c", "0"}).check_iterations, 0);
   EXPECT_EQ(parse({"allreduce", "-c", "1"}).check_iterations, 1);
