@@ -130,6 +130,18 @@ int bench_main(const std::vector<std::string>& args, const std::vector<std::stri
       std::fprintf(stderr, "ccscope bench: note: %s\n", note.c_str());
   }
 
+  // The backend is chosen (an exchange of GPU identities, no backend start-up)
+  // and judged before the watchdog starts: a refusal then ends every rank
+  // before any watchdog connection exists to be taken for a death.
+  std::string backend;
+  try {
+    backend = resolve_backend(options, world);
+    validate_for_backend(options, backend);  // every rank has the same backend: one answer
+  } catch (const UsageError& error) {
+    if (leader) std::fprintf(stderr, "ccscope bench: error: %s\n", error.what());
+    return kExitUsage;
+  }
+
   // The watchdog starts first so that --timeout also bounds the backend's
   // start-up (ncclCommInitRank blocks until every rank joins).
   std::unique_ptr<HangWatchdog> watchdog;
@@ -144,12 +156,8 @@ int bench_main(const std::vector<std::string>& args, const std::vector<std::stri
   }
   std::unique_ptr<Communicator> comm;
   try {
-    watchdog->begin_phase("start-up of the " +
-                          (options.backend.empty() ? std::string("default") : options.backend) +
-                          " backend");
+    watchdog->begin_phase("start-up of the " + backend + " backend");
     watchdog->operation_started();
-    const std::string backend = resolve_backend(options, world);
-    validate_for_backend(options, backend);  // every rank has the same backend: one answer
     comm = make_communicator(options, world, backend);
     watchdog->end_phase();
   } catch (const UsageError& error) {
@@ -158,8 +166,7 @@ int bench_main(const std::vector<std::string>& args, const std::vector<std::stri
     return kExitUsage;
   } catch (const std::exception& error) {
     std::fprintf(stderr, "ccscope bench: rank %d (%s): cannot start the %s backend: %s\n",
-                 world.rank(), world.hostname().c_str(),
-                 options.backend.empty() ? "default" : options.backend.c_str(), error.what());
+                 world.rank(), world.hostname().c_str(), backend.c_str(), error.what());
     watchdog_say_goodbye();  // an exit on purpose, not a death
     world.abort(kExitFailed);
   }
