@@ -16,8 +16,14 @@ constexpr std::array<std::pair<Collective, std::string_view>, 6> kNames{{
     {Collective::kSendRecv, "sendrecv"},
 }};
 
-// nccl-tests keeps all-gather and reduce-scatter blocks a multiple of 4 elements.
-constexpr size_t kBlockAlign = 4;
+// nccl-tests 2.19 rounds each rank's block of all-gather, reduce-scatter and
+// all-to-all down to a multiple of 16 bytes: (count / ranks) & ~(16 / size - 1).
+constexpr size_t kBlockAlignBytes = 16;
+
+size_t aligned_block(size_t count, size_t ranks, size_t element_bytes) {
+  const size_t per_block = element_bytes >= kBlockAlignBytes ? 1 : kBlockAlignBytes / element_bytes;
+  return (count / ranks) & ~(per_block - 1);
+}
 
 }  // namespace
 
@@ -66,21 +72,21 @@ Layout layout_for(Collective collective, size_t requested_bytes, size_t element_
       layout.send_count = layout.recv_count = layout.param_count = count;
       break;
     case Collective::kAllGather: {
-      const size_t block = count / (kBlockAlign * n) * kBlockAlign;
+      const size_t block = aligned_block(count, n, element_bytes);
       layout.send_count = layout.param_count = block;
       layout.recv_count = block * n;
       layout.send_in_place_offset = r * block;
       break;
     }
     case Collective::kReduceScatter: {
-      const size_t block = count / (kBlockAlign * n) * kBlockAlign;
+      const size_t block = aligned_block(count, n, element_bytes);
       layout.recv_count = layout.param_count = block;
       layout.send_count = block * n;
       layout.recv_in_place_offset = r * block;
       break;
     }
     case Collective::kAllToAll: {
-      const size_t per_peer = count / n;
+      const size_t per_peer = aligned_block(count, n, element_bytes);
       layout.send_count = layout.recv_count = per_peer * n;
       layout.param_count = per_peer;
       break;
@@ -111,16 +117,16 @@ std::string size_convention(Collective collective) {
     case Collective::kAllReduce:
       return "size = bytes reduced per rank (send = receive buffer size)";
     case Collective::kAllGather:
-      return "size = the full OUTPUT per rank (ranks x block); rounded down to a multiple of "
-             "4 x ranks elements";
+      return "size = the full OUTPUT per rank (ranks x block); each block rounded down to a "
+             "multiple of 16 bytes";
     case Collective::kReduceScatter:
-      return "size = the full INPUT per rank (ranks x block); rounded down to a multiple of "
-             "4 x ranks elements";
+      return "size = the full INPUT per rank (ranks x block); each block rounded down to a "
+             "multiple of 16 bytes";
     case Collective::kBroadcast:
       return "size = bytes broadcast from the root";
     case Collective::kAllToAll:
-      return "size = the whole send buffer per rank (ranks x per-peer block); rounded down to "
-             "a multiple of ranks elements";
+      return "size = the whole send buffer per rank (ranks x per-peer block); each block "
+             "rounded down to a multiple of 16 bytes";
     case Collective::kSendRecv:
       return "size = bytes each rank sends to rank+1 (and receives from rank-1)";
   }

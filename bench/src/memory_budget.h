@@ -10,8 +10,9 @@
 
 namespace ccscope::bench {
 
-// Send plus receive bytes one rank needs for a message of `size` (the
-// collective's size convention), or nullopt when that overflows size_t.
+// Send plus receive bytes one rank needs for a sweep up to -e `size`: two
+// buffers of `size` bytes, as nccl-tests allocates them; nullopt when that
+// overflows size_t.
 std::optional<size_t> buffer_bytes(Collective collective, size_t size, size_t element_bytes,
                                    int ranks);
 

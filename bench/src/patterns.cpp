@@ -3,226 +3,249 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <limits>
+#include <vector>
 
 namespace ccscope::bench {
 namespace {
 
-// Data-movement values: (source_rank * 31 + index) mod 113, below 127 so they
-// are exact in every type including int8.
-constexpr size_t kMovementModulus = 113;
-// min/max values: (rank * 37 + index * 11) mod 101.
-constexpr int kMinMaxModulus = 101;
-constexpr int kSumModulus = 29;
-
-// Largest integer every value up to which is exact in the type (for sums).
-double exact_integer_limit(DataType type) {
-  switch (type) {
-    case DataType::kFloat16:
-      return 2048;
-    case DataType::kBFloat16:
-      return 256;
-    case DataType::kFloat32:
-      return 16777216.0;
-    case DataType::kFloat64:
-      return 9007199254740992.0;
-    case DataType::kInt32:
-      return 2147483647.0;
-    case DataType::kInt8:
-      return 127;
-    case DataType::kUInt8:
-      return 255;
-  }
-  return 127;
+// splitmix64's finaliser: a cheap bijection whose outputs look independent.
+uint64_t mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
 }
 
-// How many factors of two a product may have and stay exact and in range.
-int max_doublings(DataType type) {
+uint64_t mix2(uint64_t a, uint64_t b) { return mix(a ^ mix(b)); }
+
+// A double holds every integer up to 2^53; patterns stay below it.
+constexpr double kLargestDoubleInteger = 9007199254740992.0;
+
+// The largest e such that 2^(2e) is exact and in range for the type.
+int largest_product_exponent(DataType type) {
   switch (type) {
-    case DataType::kFloat16:
-      return 15;
     case DataType::kInt8:
-      return 6;
     case DataType::kUInt8:
-      return 7;
-    default:
+      return 3;  // 2^6 = 64 (int8), 2^7 would be the largest for uint8
+    case DataType::kFloat8E4M3:
+      return 4;  // 2^8 = 256 <= 448
+    case DataType::kFloat16:
+    case DataType::kFloat8E5M2:
+      return 7;  // 2^14 <= 65504 / 57344
+    case DataType::kInt32:
+    case DataType::kUInt32:
+      return 15;  // 2^30
+    case DataType::kInt64:
+    case DataType::kUInt64:
+      return 31;  // 2^62
+    case DataType::kBFloat16:
+    case DataType::kFloat32:
+    case DataType::kFloat64:
       return 30;
   }
+  return 3;
 }
 
-bool is_reduction(Collective c) { return has_reduction(c); }
+int mantissa_bits(DataType type) {
+  switch (type) {
+    case DataType::kFloat8E5M2:
+      return 2;
+    case DataType::kFloat8E4M3:
+      return 3;
+    case DataType::kBFloat16:
+      return 7;
+    case DataType::kFloat16:
+      return 10;
+    case DataType::kFloat32:
+      return 23;
+    case DataType::kFloat64:
+      return 52;
+    default:
+      return 0;
+  }
+}
+
+int min_normal_exponent(DataType type) {
+  switch (type) {
+    case DataType::kFloat8E5M2:
+    case DataType::kFloat16:
+      return -14;
+    case DataType::kFloat8E4M3:
+      return -6;
+    case DataType::kBFloat16:
+    case DataType::kFloat32:
+      return -126;
+    default:
+      return -1022;
+  }
+}
 
 }  // namespace
 
+uint64_t pattern_seed(Collective collective, DataType type, ReduceOp op, size_t size_bytes,
+                      bool in_place, int repeat, int check_iteration) {
+  uint64_t seed = mix(static_cast<uint64_t>(collective) + 1);
+  seed = mix2(seed, static_cast<uint64_t>(type));
+  seed = mix2(seed, static_cast<uint64_t>(op));
+  seed = mix2(seed, size_bytes);
+  seed = mix2(seed, in_place ? 1 : 0);
+  seed = mix2(seed, static_cast<uint64_t>(repeat));
+  return mix2(seed, static_cast<uint64_t>(check_iteration) + 0x1000);
+}
+
+double unit_in_last_place(DataType type, double value) {
+  if (!is_floating(type)) return 1;
+  int exponent = 0;
+  std::frexp(std::fabs(value), &exponent);  // |value| in [2^(e-1), 2^e)
+  const int binade = std::max(exponent - 1, min_normal_exponent(type));
+  return std::ldexp(1.0, binade - mantissa_bits(type));
+}
+
 DataPattern::DataPattern(Collective collective, DataType type, ReduceOp op, int ranks, int root,
-                         size_t block, double relative_tolerance)
+                         size_t block, uint64_t seed, int ulps)
     : collective_(collective),
       type_(type),
       op_(op),
       ranks_(ranks),
       root_(root),
       block_(block),
-      relative_tolerance_(relative_tolerance),
+      seed_(seed),
+      ulps_(ulps),
       element_bytes_(element_size(type)) {
-  if (is_reduction(collective)) {
-    // Slots: [rank * period + phase] for inputs, then [ranks * period + phase] for results.
-    const double limit = exact_integer_limit(type);
-    switch (op) {
-      case ReduceOp::kSum:
-      case ReduceOp::kAvg: {
-        const double fit = std::floor(limit / ranks_) + 1;  // n * (M - 1) <= limit
-        if (fit < 2) {
-          one_hot_ = true;  // more ranks than exact integers: a single 1 per element
-          period_ = static_cast<size_t>(ranks_);
-        } else {
-          modulus_ = static_cast<int>(std::min<double>(kSumModulus, fit));
-          period_ = static_cast<size_t>(modulus_);
-        }
-        break;
-      }
-      case ReduceOp::kProd: {
-        const int doublings = max_doublings(type);
-        modulus_ = std::max(1, (ranks_ + doublings - 1) / doublings);
-        period_ = static_cast<size_t>(modulus_);
-        break;
-      }
-      case ReduceOp::kMin:
-      case ReduceOp::kMax:
-        modulus_ = kMinMaxModulus;
-        period_ = static_cast<size_t>(kMinMaxModulus);
-        break;
-    }
-    values_.resize((static_cast<size_t>(ranks_) + 1) * period_);
-    for (int r = 0; r < ranks_; ++r)
-      for (size_t k = 0; k < period_; ++k)
-        values_[static_cast<size_t>(r) * period_ + k] = reduce_pattern(r, k);
-    for (size_t k = 0; k < period_; ++k) {
-      double result = values_[k];
-      double exact_sum = 0;
-      for (int r = 0; r < ranks_; ++r) {
-        const double v = values_[static_cast<size_t>(r) * period_ + k];
-        exact_sum += v;
-        if (r == 0) continue;
-        switch (op) {
-          case ReduceOp::kSum:
-          case ReduceOp::kAvg:
-            result += v;
-            break;
-          case ReduceOp::kProd:
-            result *= v;
-            break;
-          case ReduceOp::kMin:
-            result = std::min(result, v);
-            break;
-          case ReduceOp::kMax:
-            result = std::max(result, v);
-            break;
-        }
-      }
-      if (op == ReduceOp::kAvg) {
-        // Integers truncate (as NCCL and C); floats round the exact quotient once.
-        result = is_floating(type) ? exact_sum / ranks_ : std::trunc(exact_sum / ranks_);
-      }
-      values_[static_cast<size_t>(ranks_) * period_ + k] = result;
-    }
-  } else {
-    values_.resize(kMovementModulus);
-    for (size_t k = 0; k < kMovementModulus; ++k) values_[k] = static_cast<double>(k);
-  }
-  typed_.resize(values_.size() * element_bytes_);
-  for (size_t slot = 0; slot < values_.size(); ++slot)
-    store_element(typed_.data(), type_, slot, values_[slot]);
-  // The typed value is the reference: e.g. an avg of 1/3 rounds to the type.
-  for (size_t slot = 0; slot < values_.size(); ++slot)
-    values_[slot] = load_element(typed_.data(), type_, slot);
+  largest_ = std::min(largest_exact_integer(type), kLargestDoubleInteger);
+  // Two contributions v1 + v2 (mulsum: each times a scalar of at most 2) stay exact.
+  const double parts = op == ReduceOp::kMulSum ? 4 : 2;
+  contribution_ = static_cast<uint64_t>(std::max(1.0, std::floor(largest_ / parts)));
+  max_exponent_ = largest_product_exponent(type);
 }
 
-double DataPattern::reduce_pattern(int rank, size_t phase) const {
-  const size_t r = static_cast<size_t>(rank);
+double DataPattern::typed(double value) const {
+  unsigned char bytes[8];
+  store_element(bytes, type_, 0, value);
+  return load_element(bytes, type_, 0);
+}
+
+DataPattern::Contributors DataPattern::contributors(size_t element) const {
+  Contributors c;
+  c.hash = mix2(seed_, element);
+  const uint64_t n = static_cast<uint64_t>(ranks_);
+  c.first = static_cast<int>(c.hash % n);
+  if (n > 1) c.second = static_cast<int>((c.hash % n + 1 + (c.hash >> 32) % (n - 1)) % n);
+  return c;
+}
+
+double DataPattern::reduction_input(int rank, size_t element) const {
+  const Contributors c = contributors(element);
+  const bool first = rank == c.first, second = rank == c.second;
   switch (op_) {
     case ReduceOp::kSum:
     case ReduceOp::kAvg:
-      if (one_hot_) return (r == phase % static_cast<size_t>(ranks_)) ? 1 : 0;
-      return static_cast<double>((r + phase) % static_cast<size_t>(modulus_));
+    case ReduceOp::kMulSum:
+      if (!first && !second) return 0;
+      return static_cast<double>(1 + mix(c.hash + (first ? 1 : 2)) % contribution_);
     case ReduceOp::kProd:
-      return (r + phase) % static_cast<size_t>(modulus_) == 0 ? 2 : 1;
-    case ReduceOp::kMin:
+      if (!first && !second) return 1;
+      return std::ldexp(1.0, 1 + static_cast<int>(mix(c.hash + (first ? 1 : 2)) %
+                                                  static_cast<uint64_t>(max_exponent_)));
     case ReduceOp::kMax:
-      return static_cast<double>((r * 37 + phase * 11) % static_cast<size_t>(modulus_));
+    case ReduceOp::kMin: {
+      // The extreme m sits on rank `first`; the others are strictly below
+      // (max) or above (min) it.
+      const uint64_t span = static_cast<uint64_t>(largest_);  // values 0..largest_
+      const uint64_t extreme =
+          op_ == ReduceOp::kMax ? 1 + mix(c.hash + 1) % span : mix(c.hash + 1) % span;
+      if (first) return static_cast<double>(extreme);
+      const uint64_t other = mix2(c.hash, static_cast<uint64_t>(rank) + 3);
+      if (op_ == ReduceOp::kMax) return static_cast<double>(other % extreme);
+      return static_cast<double>(extreme + 1 + other % (span - extreme));
+    }
   }
   return 0;
 }
 
-static size_t movement_slot(size_t source, size_t index) {
-  return (source * 31 + index) % kMovementModulus;
-}
-
-size_t DataPattern::input_slot(int rank, size_t index) const {
-  if (is_reduction(collective_)) return static_cast<size_t>(rank) * period_ + index % period_;
-  const size_t r = static_cast<size_t>(rank);
-  switch (collective_) {
-    case Collective::kAllGather:
-      return movement_slot(r, r * block_ + index);  // the block's global position
-    default:  // broadcast (non-roots start with their own values), alltoall, sendrecv
-      return movement_slot(r, index);
+double DataPattern::reduction_result(size_t element) const {
+  const Contributors c = contributors(element);
+  const double a = reduction_input(c.first, element);
+  const double b = c.second >= 0 ? reduction_input(c.second, element) : 0;
+  switch (op_) {
+    case ReduceOp::kSum:
+      return a + b;
+    case ReduceOp::kAvg:
+      // Integers truncate (as NCCL and C); floats round the exact quotient once.
+      return is_floating(type_) ? (a + b) / ranks_ : std::trunc((a + b) / ranks_);
+    case ReduceOp::kMulSum:
+      return premul_scalar(c.first) * a + (c.second >= 0 ? premul_scalar(c.second) * b : 0);
+    case ReduceOp::kProd:
+      return a * (c.second >= 0 ? b : 1);
+    case ReduceOp::kMax:
+    case ReduceOp::kMin:
+      return a;  // the extreme
   }
+  return 0;
 }
 
-size_t DataPattern::expected_slot(int rank, size_t index) const {
+double DataPattern::movement_value(size_t source, size_t index) const {
+  const uint64_t span = static_cast<uint64_t>(largest_) + 1;  // 0..largest_
+  return static_cast<double>(mix2(mix2(seed_, source), index) % span);
+}
+
+double DataPattern::input_value(int rank, size_t index) const {
+  if (has_reduction(collective_)) return typed(reduction_input(rank, index));
+  return typed(movement_value(static_cast<size_t>(rank), index));
+}
+
+double DataPattern::expected_value(int rank, size_t index) const {
   const size_t r = static_cast<size_t>(rank);
   const size_t n = static_cast<size_t>(ranks_);
   switch (collective_) {
     case Collective::kAllReduce:
-      return n * period_ + index % period_;
+      return typed(reduction_result(index));
     case Collective::kReduceScatter:
-      return n * period_ + (r * block_ + index) % period_;
+      return typed(reduction_result(r * block_ + index));
     case Collective::kAllGather:
-      return movement_slot(block_ == 0 ? 0 : index / block_, index);
+      return block_ == 0 ? 0 : typed(movement_value(index / block_, index % block_));
     case Collective::kBroadcast:
-      return movement_slot(static_cast<size_t>(root_), index);
-    case Collective::kAllToAll: {
-      const size_t source = block_ == 0 ? 0 : index / block_;
-      return movement_slot(source, r * block_ + (block_ == 0 ? 0 : index % block_));
-    }
+      return typed(movement_value(static_cast<size_t>(root_), index));
+    case Collective::kAllToAll:
+      // Block p of rank s's send buffer goes to rank p: element j of rank r's
+      // output came from rank j / block, its element r * block + j % block.
+      return block_ == 0 ? 0 : typed(movement_value(index / block_, r * block_ + index % block_));
     case Collective::kSendRecv:
-      return movement_slot((r + n - 1) % n, index);
+      return typed(movement_value((r + n - 1) % n, index));
   }
   return 0;
 }
 
-double DataPattern::input_value(int rank, size_t index) const {
-  return values_[input_slot(rank, index)];
-}
-double DataPattern::expected_value(int rank, size_t index) const {
-  return values_[expected_slot(rank, index)];
-}
-
 void DataPattern::fill_input(int rank, size_t first, size_t count, void* out) const {
-  auto* bytes = static_cast<unsigned char*>(out);
-  const size_t width = element_bytes_;
-  for (size_t i = 0; i < count; ++i)
-    std::memcpy(bytes + i * width, typed_.data() + input_slot(rank, first + i) * width, width);
+  if (has_reduction(collective_)) {
+    for (size_t i = 0; i < count; ++i)
+      store_element(out, type_, i, reduction_input(rank, first + i));
+  } else {
+    for (size_t i = 0; i < count; ++i)
+      store_element(out, type_, i, movement_value(static_cast<size_t>(rank), first + i));
+  }
 }
 
 CheckResult DataPattern::check_output(int rank, size_t first, size_t count,
                                       const void* received) const {
   CheckResult result;
   const auto* bytes = static_cast<const unsigned char*>(received);
-  const size_t width = element_bytes_;
+  unsigned char expected_bytes[8];
   for (size_t i = 0; i < count; ++i) {
-    const size_t slot = expected_slot(rank, first + i);
-    bool ok = std::memcmp(bytes + i * width, typed_.data() + slot * width, width) == 0;
-    if (!ok && relative_tolerance_ > 0) {
-      const double got = load_element(received, type_, i);
-      ok = std::fabs(got - values_[slot]) <=
-           relative_tolerance_ * std::max(1.0, std::fabs(values_[slot]));
+    const double expected = expected_value(rank, first + i);
+    store_element(expected_bytes, type_, 0, expected);
+    bool ok = std::memcmp(bytes + i * element_bytes_, expected_bytes, element_bytes_) == 0;
+    double got = 0;
+    if (!ok) {
+      got = load_element(received, type_, i);
+      if (ulps_ > 0) ok = std::fabs(got - expected) <= ulps_ * unit_in_last_place(type_, expected);
     }
     if (ok) continue;
     if (!result.has_first) {
       result.has_first = true;
       result.first_index = first + i;
-      result.expected = values_[slot];
-      result.received = load_element(received, type_, i);
+      result.expected = expected;
+      result.received = got;
     }
     ++result.wrong;
   }

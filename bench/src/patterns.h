@@ -1,13 +1,20 @@
 #pragma once
-// Data patterns whose results are exact: every input element is a small
-// integer (or 1 or 2 for products) chosen from rank and element index so that
-// any reduction order gives the same bits in the element type. Sums stay
-// within the type's exactly representable integers, products are powers of two
-// within range, min/max/data movement use values below 101/113. The check is
-// then a bitwise comparison with the expected value (see patterns.cpp).
+// Data patterns whose results are known exactly, element by element, in closed
+// form (no table that grows with ranks or sizes). Every value depends on a
+// seed, so each check (nccl-tests' -c N) uses inputs no earlier run produced: a
+// backend that returns a previous output, or a block shifted by any amount,
+// fails. The values are integers the element type holds exactly:
+//  - sum / avg / mulsum: two ranks (chosen per element) contribute v1, v2 >= 1,
+//    every other rank 0, so that even NCCL's average (a pre-multiplied sum,
+//    x * (1/n) on every rank) is within 2 ulps of (v1 + v2) / n at any rank count;
+//  - prod: two ranks contribute powers of two, the others 1;
+//  - min / max: one rank (chosen per element) holds the extreme, the others
+//    values strictly on the other side of it;
+//  - data movement: each (source rank, element) has its own value.
+// The check compares the bits with the expected value (or, where the backend
+// rounds, allows `ulps` units in the last place).
 #include <cstddef>
 #include <cstdint>
-#include <vector>
 
 #include "ccscope/collectives/types.h"
 #include "collective_spec.h"
@@ -22,13 +29,22 @@ struct CheckResult {
   double received = 0;
 };
 
+// The seed of one check: the same on every rank (computed from what every rank
+// knows), different for every size, placement, check iteration, type and op.
+uint64_t pattern_seed(Collective collective, DataType type, ReduceOp op, size_t size_bytes,
+                      bool in_place, int repeat, int check_iteration);
+
+// The distance between `value` and the next representable number of a
+// floating-point type (1 for integer types).
+double unit_in_last_place(DataType type, double value);
+
 class DataPattern {
  public:
   // `block` is the layout's param_count (per-rank block of all-gather,
-  // reduce-scatter and all-to-all). `relative_tolerance` > 0 replaces the
-  // bitwise check (only for reductions that are not exact by construction).
+  // reduce-scatter and all-to-all). `ulps` > 0 accepts an output within that
+  // many units in the last place of the expected value instead of the exact bits.
   DataPattern(Collective collective, DataType type, ReduceOp op, int ranks, int root, size_t block,
-              double relative_tolerance = 0);
+              uint64_t seed, int ulps = 0);
 
   // Writes `count` typed input elements of `rank`, starting at send-buffer
   // element `first`, into `out`.
@@ -37,14 +53,22 @@ class DataPattern {
   // element `first`, with the expected values.
   CheckResult check_output(int rank, size_t first, size_t count, const void* received) const;
 
+  // As doubles, already rounded to the element type.
   double input_value(int rank, size_t index) const;
   double expected_value(int rank, size_t index) const;
 
  private:
-  // Index into the typed value tables for an input / expected element.
-  size_t input_slot(int rank, size_t index) const;
-  size_t expected_slot(int rank, size_t index) const;
-  double reduce_pattern(int rank, size_t index) const;
+  // Reductions: what every rank contributes to one element of the reduced vector.
+  struct Contributors {
+    int first = 0, second = -1;  // ranks (second = -1 with a single rank)
+    uint64_t hash = 0;
+  };
+  Contributors contributors(size_t element) const;
+  double reduction_input(int rank, size_t element) const;
+  double reduction_result(size_t element) const;
+  // Data movement: the value `source` holds at its send-buffer element `index`.
+  double movement_value(size_t source, size_t index) const;
+  double typed(double value) const;  // rounded to the element type
 
   Collective collective_;
   DataType type_;
@@ -52,15 +76,12 @@ class DataPattern {
   int ranks_;
   int root_;
   size_t block_;
-  double relative_tolerance_;
+  uint64_t seed_;
+  int ulps_;
   size_t element_bytes_;
-  // Reductions: inputs are periodic in the element index.
-  size_t period_ = 1;
-  int modulus_ = 1;
-  bool one_hot_ = false;
-  // values_[slot] as doubles and as typed bytes (slot layout documented in .cpp)
-  std::vector<double> values_;
-  std::vector<unsigned char> typed_;
+  double largest_ = 1;         // every integer 0..largest_ is exact in the type
+  uint64_t contribution_ = 1;  // sum / mulsum / avg: v in [1, contribution_]
+  int max_exponent_ = 1;       // prod: each factor 2^e with e in [1, max_exponent_]
 };
 
 }  // namespace ccscope::bench

@@ -67,6 +67,7 @@ reports::RunMetadata collect_run_metadata(const World& world, const Communicator
   metadata.ccscope_version = kVersion;
   metadata.git_commit = kGitCommit;
   metadata.backend = comm.backend_name();
+  metadata.backend_resources = comm.resources();
   metadata.mpi_library = MpiSession::library_version();
   if (comm.backend_name() == "nccl") {
     metadata.nccl_version = nccl_version_string();

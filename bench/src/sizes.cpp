@@ -8,17 +8,32 @@
 namespace ccscope::bench {
 
 std::optional<size_t> parse_size(std::string_view text) {
+  // nccl-tests reads a double and truncates (`-b 0.5M` is 524288 B): digits,
+  // an optional fraction, then an optional K/M/G/T suffix. The arithmetic is in
+  // integers so that every size below 2^64 is exact.
   size_t position = 0;
-  size_t value = 0;
-  if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0]))) return std::nullopt;
-  while (position < text.size() && std::isdigit(static_cast<unsigned char>(text[position]))) {
-    const size_t digit = static_cast<size_t>(text[position] - '0');
-    if (value > (std::numeric_limits<size_t>::max() - digit) / 10) return std::nullopt;
-    value = value * 10 + digit;
+  unsigned __int128 whole = 0;
+  const auto digit_at = [&](size_t i) {
+    return i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]));
+  };
+  if (!digit_at(0)) return std::nullopt;
+  for (; digit_at(position); ++position) {
+    whole = whole * 10 + static_cast<unsigned>(text[position] - '0');
+    if (whole > std::numeric_limits<size_t>::max()) return std::nullopt;
+  }
+  unsigned __int128 fraction = 0, scale = 1;  // fraction / scale, below 1
+  if (position < text.size() && text[position] == '.') {
     ++position;
+    if (!digit_at(position)) return std::nullopt;
+    for (; digit_at(position); ++position) {
+      if (scale < static_cast<unsigned __int128>(1e20)) {  // later digits are below a byte
+        fraction = fraction * 10 + static_cast<unsigned>(text[position] - '0');
+        scale *= 10;
+      }
+    }
   }
   std::string_view suffix = text.substr(position);
-  size_t multiplier = 1;
+  unsigned __int128 multiplier = 1;
   if (!suffix.empty()) {
     switch (std::toupper(static_cast<unsigned char>(suffix[0]))) {
       case 'K':
@@ -34,7 +49,6 @@ std::optional<size_t> parse_size(std::string_view text) {
         multiplier = size_t{1} << 40;
         break;
       case 'B':
-        multiplier = 1;
         break;
       default:
         return std::nullopt;
@@ -43,8 +57,9 @@ std::optional<size_t> parse_size(std::string_view text) {
     if (!(suffix.empty() || suffix == "B" || suffix == "b" || suffix == "iB" || suffix == "ib"))
       return std::nullopt;
   }
-  if (value > std::numeric_limits<size_t>::max() / multiplier) return std::nullopt;
-  return value * multiplier;
+  const unsigned __int128 bytes = whole * multiplier + fraction * multiplier / scale;
+  if (bytes > std::numeric_limits<size_t>::max()) return std::nullopt;
+  return static_cast<size_t>(bytes);
 }
 
 std::string format_size(size_t bytes) {

@@ -8,8 +8,9 @@
 
 namespace ccscope::bench {
 
-// "8", "1K", "64M", "2G", "1T" (binary multiples, as nccl-tests), optional "B"
-// or "iB" suffix. nullopt for anything else (negative, empty, overflow).
+// "8", "1K", "0.5M", "64M", "2G", "1T" (binary multiples; a fraction is
+// truncated to whole bytes, as nccl-tests' parser does), optional "B" or "iB"
+// suffix. nullopt for anything else (negative, empty, overflow).
 std::optional<size_t> parse_size(std::string_view text);
 // 1024 -> "1 KiB", 1536 -> "1.5 KiB", 8 -> "8 B".
 std::string format_size(size_t bytes);

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "ccscope/collectives/error.h"
 #include "memory_budget.h"
 #include "patterns.h"
 #include "run_metadata.h"
@@ -131,28 +132,6 @@ void run_collective(Communicator& comm, const BenchOptions& options, const Layou
   }
 }
 
-std::string fmt_value(double value) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.9g", value);
-  return text;
-}
-
-bool is_power_of_two(int n) { return n > 0 && (n & (n - 1)) == 0; }
-
-// NCCL computes a floating-point average as a pre-multiplied sum (x * 1/n):
-// exact only when n is a power of two. Elsewhere the check allows n ulps.
-double check_tolerance(const BenchOptions& options, const Communicator& comm) {
-  if (options.op != ReduceOp::kAvg || !is_floating(options.type) ||
-      !has_reduction(options.collective))
-    return 0;
-  if (comm.backend_name() != "nccl" || is_power_of_two(comm.size())) return 0;
-  const double epsilon = options.type == DataType::kFloat16    ? 1.0 / 1024
-                         : options.type == DataType::kBFloat16 ? 1.0 / 128
-                         : options.type == DataType::kFloat32  ? 1.0 / 8388608
-                                                               : 1.0 / 4503599627370496.0;
-  return epsilon * comm.size();
-}
-
 class ProgressLine {
  public:
   explicit ProgressLine(bool enabled) : enabled_(enabled && isatty(STDERR_FILENO)) {}
@@ -167,14 +146,482 @@ class ProgressLine {
   bool enabled_;
 };
 
+std::string fmt_value(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.9g", value);
+  return text;
+}
+
+bool is_power_of_two(int n) { return n > 0 && (n & (n - 1)) == 0; }
+
+// NCCL computes a floating-point average as a pre-multiplied sum (x * 1/n on
+// every rank): exact only when n is a power of two. Elsewhere the check allows
+// 2 ulps (nccl-tests' bound), which the two-contributor pattern keeps meaningful.
+int check_ulps(const BenchOptions& options, const Communicator& comm) {
+  if (options.op != ReduceOp::kAvg || !is_floating(options.type) ||
+      !has_reduction(options.collective))
+    return 0;
+  if (comm.backend_name() != "nccl" || is_power_of_two(comm.size())) return 0;
+  return 2;
+}
+
 // The first rank's non-empty `problem` (every rank gets the same), or "".
-std::string first_problem_over_ranks(const World& world, const std::string& problem) {
-  for (const std::string& text : world.all_gather(problem))
+std::string first_problem_over_ranks(const ControlPlane& control, const std::string& problem) {
+  for (const std::string& text : control.all_gather(problem))
     if (!text.empty()) return text;
   return "";
 }
 
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// One rank's timing of one (size, placement).
+struct Timing {
+  double seconds = 0;           // per operation: host wall clock over the timed pass
+  double issue_seconds = 0;     // per operation: host time to issue them (nccl-tests' -C)
+  size_t group = 1;             // iterations per distribution sample
+  std::vector<double> samples;  // per operation, one per sample of `group` iterations
+};
+
+// One rank's checks of one (size, placement).
+struct Checks {
+  CheckResult first;  // this rank's first wrong element, if any
+  size_t wrong = 0;   // this rank's wrong elements in the failing check
+  int ran = 0;        // checks run (stops at the first that fails, as nccl-tests)
+};
+
+// Across ranks.
+struct Figures {
+  double rank_min = 0, rank_avg = 0, rank_max = 0, reported = 0;
+  int64_t wrong = 0;
+  int failed_checks = 0;  // (rank, check) pairs with wrong elements, as nccl-tests counts them
+  std::vector<double> samples;  // element-wise max over ranks
+};
+
+// Everything one sweep shares between its steps.
+class Sweep {
+ public:
+  Sweep(const BenchOptions& options, const ControlPlane& control, const JobShape& shape,
+        Communicator& comm, SweepMonitor& monitor, reports::Reporter* reporter, int repeat)
+      : options_(options),
+        control_(control),
+        shape_(shape),
+        comm_(comm),
+        monitor_(monitor),
+        reporter_(reporter),
+        repeat_(repeat),
+        element_bytes_(element_size(options.type)),
+        rank_(comm.rank()),
+        ranks_(comm.size()),
+        access_(comm, element_bytes_),
+        wait_bound_(std::chrono::milliseconds(
+            static_cast<long long>(options.timeout_seconds * 1000) + 5000)) {}
+
+  // Buffers of -e bytes each, as nccl-tests: "" or why they could not be had
+  // (the same on every rank).
+  std::string allocate() {
+    buffer_bytes_ = options_.max_bytes;
+    std::string problem;
+    try {
+      send_ = comm_.allocate(buffer_bytes_);
+      recv_ = comm_.allocate(buffer_bytes_);
+      // Known contents everywhere (rotation reads all of it): no NaN or
+      // denormal slows a host reduction down.
+      for (Buffer* buffer : {send_.get(), recv_.get()})
+        access_.write(*buffer, 0, buffer_bytes_ / element_bytes_, [&](size_t, size_t n, void* out) {
+          std::memset(out, 0, n * element_bytes_);
+        });
+    } catch (const std::exception& error) {  // BackendError, std::bad_alloc
+      problem = "cannot allocate the buffers of -e " + format_size(options_.max_bytes) + " (2 x " +
+                format_size(buffer_bytes_) + ") on rank " + std::to_string(rank_) + " (" +
+                shape_.hostname + "): " + error.what() + "; use a smaller -e";
+    }
+    return first_problem_over_ranks(control_, problem);
+  }
+
+  Timing measure(const Layout& layout, bool in_place, const std::string& what);
+  Checks check(const Layout& layout, bool in_place, const std::string& what);
+  Figures reduce_across_ranks(const Timing& timing, const Checks& checks) const;
+  reports::BenchRecord make_record(const Layout& layout, bool in_place, const Timing& timing,
+                                   const Figures& figures) const;
+  void report_wrong(const std::string& what, const Checks& checks, int64_t wrong) const;
+
+ private:
+  // Where iteration `iteration` reads and writes.
+  struct Pointers {
+    const void* send;
+    void* recv;
+  };
+  Pointers pointers(const Placement& at, const Layout& layout, size_t iteration) const {
+    const size_t shift =
+        rotation_offset(layout.size_bytes, buffer_bytes_, iteration, options_.rotate_buffers);
+    return {
+        static_cast<char*>(at.input_buffer->data()) + shift + at.input_offset * element_bytes_,
+        static_cast<char*>(at.output_buffer->data()) + shift + at.output_offset * element_bytes_};
+  }
+  Placement placement(const Layout& layout, bool in_place) {
+    return place(options_.collective, in_place, layout, *send_, *recv_);
+  }
+  // One timed iteration: -m operations (nccl-tests' agg_iters) in one group.
+  void issue_iteration(const Placement& at, const Layout& layout, size_t iteration) {
+    const size_t per = static_cast<size_t>(options_.aggregate_iterations);
+    if (per > 1) comm_.group_start();
+    for (size_t k = 0; k < per; ++k) {
+      const Pointers p = pointers(at, layout, iteration * per + k);
+      monitor_.operation_started();
+      run_collective(comm_, options_, layout, p.send, p.recv);
+    }
+    if (per > 1) comm_.group_end();
+  }
+  void run_stamped(const Placement& at, const Layout& layout, size_t iterations, size_t group,
+                   std::vector<double>* samples);
+  void prepare(const Placement& at, const Layout& layout, bool in_place, const DataPattern& pattern,
+               bool clear_output);
+  void inject_faults(const Placement& at, const Layout& layout);
+
+  const BenchOptions& options_;
+  const ControlPlane& control_;
+  const JobShape& shape_;
+  Communicator& comm_;
+  SweepMonitor& monitor_;
+  reports::Reporter* reporter_;
+  int repeat_;
+  size_t element_bytes_;
+  int rank_;
+  int ranks_;
+  RegionAccess access_;
+  std::chrono::milliseconds wait_bound_;
+  size_t buffer_bytes_ = 0;
+  std::unique_ptr<Buffer> send_, recv_;
+};
+
+// Runs `iterations` back to back with a stamp after every `group` of them
+// (the last group may be shorter), then waits for them; each completed stamp
+// counts as progress for the watchdog, so a long queue of asynchronous (NCCL)
+// operations is not taken for a hang. Stamps (CUDA events) are taken in chunks
+// of kStampsPerClock so that a huge -n does not allocate them all up front.
+// samples[j] = the mean seconds per operation of group j.
+void Sweep::run_stamped(const Placement& at, const Layout& layout, size_t iterations, size_t group,
+                        std::vector<double>* samples) {
+  const size_t chunk = kStampsPerClock * group;
+  const double per_iteration = static_cast<double>(options_.aggregate_iterations);
+  for (size_t begin = 0; begin < iterations; begin += chunk) {
+    const size_t count = std::min(chunk, iterations - begin);
+    const size_t stamps = (count + group - 1) / group;
+    auto clock = comm_.make_clock(stamps + 1);
+    clock->stamp(0);
+    for (size_t i = 0; i < count; ++i) {
+      issue_iteration(at, layout, begin + i);
+      if (options_.blocking) comm_.wait(wait_bound_);
+      if ((i + 1) % group == 0 || i + 1 == count) clock->stamp((i + group) / group);
+    }
+    for (size_t done = 1; done <= stamps;) {
+      if (clock->completed(done)) {
+        ++done;
+        monitor_.operation_started();
+      } else {
+        std::this_thread::sleep_for(std::chrono::microseconds(20));
+      }
+    }
+    comm_.wait(wait_bound_);
+    if (samples != nullptr)
+      for (size_t j = 0; j < stamps; ++j) {
+        const size_t in_group = std::min(group, count - j * group);
+        (*samples)[begin / group + j] =
+            clock->seconds_between(j, j + 1) / (static_cast<double>(in_group) * per_iteration);
+      }
+  }
+}
+
+Timing Sweep::measure(const Layout& layout, bool in_place, const std::string& what) {
+  const Placement at = placement(layout, in_place);
+  // Inputs of their own seed, which no check uses.
+  const DataPattern inputs(options_.collective, options_.type, options_.op, ranks_, options_.root,
+                           layout.param_count,
+                           pattern_seed(options_.collective, options_.type, options_.op,
+                                        layout.size_bytes, in_place, repeat_, -1));
+  prepare(at, layout, in_place, inputs, true);
+
+  monitor_.begin_phase(what + ", warm-up");
+  const size_t warmup = static_cast<size_t>(options_.warmup_iterations);
+  std::vector<double> warmup_seconds(warmup);
+  run_stamped(at, layout, warmup, 1, &warmup_seconds);
+  // Every rank must use the same sample size (samples are reduced element by
+  // element across ranks): the fastest rank's median warm-up iteration sets it.
+  double typical = warmup_seconds.empty() ? 0.0 : median(warmup_seconds);
+  control_.all_reduce_min({&typical, 1});
+  const size_t iterations = static_cast<size_t>(options_.iterations);
+  Timing timing;
+  timing.group =
+      iterations_per_sample(typical * options_.aggregate_iterations, iterations, kMinSampleSeconds);
+
+  // The headline figure, nccl-tests' way: the host clock around -n iterations
+  // issued back to back and one wait at the end, no event between them.
+  monitor_.begin_phase(what + ", timed");
+  control_.barrier();
+  const double operations = static_cast<double>(iterations) * options_.aggregate_iterations *
+                            std::max(1, options_.graph_launches);
+  if (options_.graph_launches > 0) {
+    auto graph = comm_.capture([&] {
+      for (size_t i = 0; i < iterations; ++i) issue_iteration(at, layout, i);
+    });
+    if (!graph)
+      throw UsageError("-G " + std::to_string(options_.graph_launches) + ": the " +
+                       comm_.backend_name() + " backend cannot capture a graph; use -G 0");
+    control_.barrier();
+    const auto start = std::chrono::steady_clock::now();
+    for (int launch = 0; launch < options_.graph_launches; ++launch) {
+      monitor_.operation_started();
+      graph->launch();
+    }
+    // nccl-tests divides the issue time by -n x -m only, not by the launches.
+    timing.issue_seconds = seconds_since(start) / (operations / options_.graph_launches);
+    comm_.wait(wait_bound_);
+    timing.seconds = seconds_since(start) / operations;
+  } else {
+    const auto start = std::chrono::steady_clock::now();
+    for (size_t i = 0; i < iterations; ++i) {
+      issue_iteration(at, layout, i);
+      if (options_.blocking) comm_.wait(wait_bound_);
+    }
+    timing.issue_seconds = seconds_since(start) / operations;
+    comm_.wait(wait_bound_);
+    timing.seconds = seconds_since(start) / operations;
+  }
+
+  // The distribution (p50/p99) from a second pass with a stamp per sample, so
+  // that no stamp sits between the operations of the headline figure.
+  monitor_.begin_phase(what + ", per-iteration distribution");
+  timing.samples.assign((iterations + timing.group - 1) / timing.group, 0.0);
+  run_stamped(at, layout, iterations, timing.group, &timing.samples);
+  monitor_.end_phase();
+  return timing;
+}
+
+void Sweep::prepare(const Placement& at, const Layout& layout, bool in_place,
+                    const DataPattern& pattern, bool clear_output) {
+  if (clear_output) {  // a stale output must not pass the check
+    if (!in_place) {
+      access_.write(
+          *at.output_buffer, at.output_offset, layout.recv_count,
+          [&](size_t, size_t n, void* out) { std::memset(out, 0xff, n * element_bytes_); });
+    } else if (options_.collective == Collective::kAllGather) {
+      access_.write(*recv_, 0, layout.recv_count, [&](size_t, size_t n, void* out) {
+        std::memset(out, 0xff, n * element_bytes_);
+      });
+    }
+  }
+  access_.write(
+      *at.input_buffer, at.input_offset, layout.send_count,
+      [&](size_t first, size_t n, void* out) { pattern.fill_input(rank_, first, n, out); });
+}
+
+// Test-only faults (--test-corrupt-rank, --test-shift-block): the check must see them.
+void Sweep::inject_faults(const Placement& at, const Layout& layout) {
+  if (rank_ == options_.corrupt_rank && layout.recv_count > 0) {
+    const size_t victim = layout.recv_count / 2;
+    std::vector<unsigned char> element(element_bytes_);
+    access_.read(
+        *at.output_buffer, at.output_offset + victim, 1,
+        [&](size_t, size_t, const void* in) { std::memcpy(element.data(), in, element_bytes_); });
+    store_element(element.data(), options_.type, 0,
+                  load_element(element.data(), options_.type, 0) + 1);
+    access_.write(*at.output_buffer, at.output_offset + victim, 1, [&](size_t, size_t, void* out) {
+      std::memcpy(out, element.data(), element_bytes_);
+    });
+  }
+  if (rank_ == options_.shift_block_rank && layout.recv_count > 1) {
+    // The first block moved by one element, as a backend with an off-by-one
+    // offset would deliver it.
+    const bool blocked = options_.collective == Collective::kAllGather ||
+                         options_.collective == Collective::kAllToAll;
+    const size_t block =
+        std::min<size_t>(blocked ? layout.param_count : layout.recv_count, size_t{1} << 20);
+    if (block < 2) return;
+    std::vector<unsigned char> data(block * element_bytes_);
+    access_.read(*at.output_buffer, at.output_offset, block,
+                 [&](size_t first, size_t n, const void* in) {
+                   std::memcpy(data.data() + first * element_bytes_, in, n * element_bytes_);
+                 });
+    std::memmove(data.data(), data.data() + element_bytes_, (block - 1) * element_bytes_);
+    access_.write(*at.output_buffer, at.output_offset, block,
+                  [&](size_t first, size_t n, void* out) {
+                    std::memcpy(out, data.data() + first * element_bytes_, n * element_bytes_);
+                  });
+  }
+}
+
+Checks Sweep::check(const Layout& layout, bool in_place, const std::string& what) {
+  Checks checks;
+  if (options_.check_iterations <= 0) return checks;
+  const Placement at = placement(layout, in_place);
+  const int ulps = check_ulps(options_, comm_);
+  monitor_.begin_phase(what + ", check");
+  for (int c = 0; c < options_.check_iterations; ++c) {
+    const DataPattern pattern(options_.collective, options_.type, options_.op, ranks_,
+                              options_.root, layout.param_count,
+                              pattern_seed(options_.collective, options_.type, options_.op,
+                                           layout.size_bytes, in_place, repeat_, c),
+                              ulps);
+    // --test-stale-output: the output is whatever the previous run left.
+    prepare(at, layout, in_place, pattern, !options_.stale_output);
+    if (!options_.stale_output) {
+      const Pointers p = pointers(at, layout, 0);  // checks run at offset 0, as nccl-tests'
+      if (options_.graph_launches > 0) {
+        auto graph = comm_.capture([&] {
+          monitor_.operation_started();
+          run_collective(comm_, options_, layout, p.send, p.recv);
+        });
+        if (graph) graph->launch();
+      } else {
+        monitor_.operation_started();
+        run_collective(comm_, options_, layout, p.send, p.recv);
+      }
+      comm_.wait(wait_bound_);
+    }
+    inject_faults(at, layout);
+    CheckResult result;
+    access_.read(*at.output_buffer, at.output_offset, layout.recv_count,
+                 [&](size_t first, size_t n, const void* in) {
+                   CheckResult part = pattern.check_output(rank_, first, n, in);
+                   if (part.has_first && !result.has_first) result = part, result.wrong = 0;
+                   result.wrong += part.wrong;
+                 });
+    ++checks.ran;
+    checks.first = result;
+    checks.wrong = result.wrong;
+    // nccl-tests stops at the first check that fails on any rank.
+    if (control_.all_reduce_sum(static_cast<int64_t>(result.wrong)) != 0) break;
+  }
+  monitor_.end_phase();
+  return checks;
+}
+
+Figures Sweep::reduce_across_ranks(const Timing& timing, const Checks& checks) const {
+  Figures f;
+  const double mine = options_.report_cputime ? timing.issue_seconds : timing.seconds;
+  double min_max_sum[3] = {mine, -mine, mine};
+  control_.all_reduce_min({min_max_sum, 2});
+  control_.all_reduce_sum({min_max_sum + 2, 1});
+  f.rank_min = min_max_sum[0];
+  f.rank_max = -min_max_sum[1];
+  f.rank_avg = min_max_sum[2] / ranks_;
+  switch (options_.time_across_ranks) {
+    case TimeAcrossRanks::kRank0: {
+      double rank0 = rank_ == 0 ? mine : 0;
+      control_.all_reduce_sum({&rank0, 1});
+      f.reported = rank0;
+      break;
+    }
+    case TimeAcrossRanks::kAverage:
+      f.reported = f.rank_avg;
+      break;
+    case TimeAcrossRanks::kMinimum:
+      f.reported = f.rank_min;
+      break;
+    case TimeAcrossRanks::kMaximum:
+      f.reported = f.rank_max;
+      break;
+  }
+  f.samples = timing.samples;
+  control_.all_reduce_max(f.samples);
+  if (options_.check_iterations > 0) {
+    double wrong_and_failed[2] = {static_cast<double>(checks.wrong), checks.wrong > 0 ? 1.0 : 0.0};
+    control_.all_reduce_sum(wrong_and_failed);
+    f.wrong = static_cast<int64_t>(wrong_and_failed[0]);
+    f.failed_checks = static_cast<int>(wrong_and_failed[1]);
+  }
+  return f;
+}
+
+void Sweep::report_wrong(const std::string& what, const Checks& checks, int64_t wrong) const {
+  // Every rank offers its first bad element; rank 0 names the lowest bad rank.
+  const CheckResult& c = checks.first;
+  const std::string first = c.has_first
+                                ? "rank " + std::to_string(rank_) + " element " +
+                                      std::to_string(c.first_index) + ": expected " +
+                                      fmt_value(c.expected) + ", received " + fmt_value(c.received)
+                                : std::string();
+  const auto firsts = control_.all_gather(first);
+  if (rank_ != 0) return;
+  for (const auto& line : firsts) {
+    if (line.empty()) continue;
+    std::fprintf(
+        stderr,
+        "ccscope: WRONG RESULT in %s (check %d of %d): %s (%lld wrong element(s) over all ranks)\n",
+        what.c_str(), checks.ran, options_.check_iterations, line.c_str(),
+        static_cast<long long>(wrong));
+    break;
+  }
+}
+
+reports::BenchRecord Sweep::make_record(const Layout& layout, bool in_place, const Timing& timing,
+                                        const Figures& figures) const {
+  reports::BenchRecord record;
+  record.collective = std::string(name(options_.collective));
+  record.backend = comm_.backend_name();
+  record.dtype = std::string(name(options_.type));
+  record.op = has_reduction(options_.collective) ? std::string(name(options_.op)) : "none";
+  record.root = has_root(options_.collective) ? options_.root : -1;
+  record.in_place = in_place;
+  record.size_bytes = layout.size_bytes;
+  record.count = layout.param_count;
+  record.ranks = ranks_;
+  record.nodes = shape_.nodes;
+  record.ranks_per_node = shape_.ranks_per_node;
+  record.iterations = options_.iterations;
+  record.warmup_iterations = options_.warmup_iterations;
+  record.iterations_per_sample = timing.group;
+  record.rank_time_min_s = figures.rank_min;
+  record.rank_time_avg_s = figures.rank_avg;
+  record.rank_time_max_s = figures.rank_max;
+  record.time_s = figures.reported;
+  record.time_statistic = time_statistic_description(options_.time_across_ranks);
+  record.time_method = options_.report_cputime
+                           ? "host time to issue -n iterations (-C 1)"
+                           : (options_.graph_launches > 0
+                                  ? "host wall clock over -G graph launches of -n iterations + one "
+                                    "sync (nccl-tests)"
+                                  : "host wall clock over -n iterations + one sync (nccl-tests)");
+  record.rotated = options_.rotate_buffers;
+  record.aggregate_iterations = options_.aggregate_iterations;
+  record.graph_launches = options_.graph_launches;
+  record.algbw_GBps = algorithm_bandwidth_GBps(layout.size_bytes, record.time_s);
+  record.busbw_GBps = record.algbw_GBps * bus_bandwidth_factor(options_.collective, ranks_);
+  record.iteration_time_p50_s = median(figures.samples);
+  record.iteration_time_p99_s = percentile(figures.samples, 99);
+  record.checked = options_.check_iterations > 0;
+  record.check_iterations = options_.check_iterations;
+  record.failed_checks = figures.failed_checks;
+  record.wrong = figures.wrong;
+  record.record_time_utc = utc_now_iso8601();
+  record.repeat = repeat_;
+  return record;
+}
+
+class WatchdogMonitor : public SweepMonitor {
+ public:
+  explicit WatchdogMonitor(HangWatchdog& watchdog) : watchdog_(watchdog) {}
+  void begin_phase(const std::string& description) override { watchdog_.begin_phase(description); }
+  void operation_started() override { watchdog_.operation_started(); }
+  void end_phase() override { watchdog_.end_phase(); }
+
+ private:
+  HangWatchdog& watchdog_;
+};
+
 }  // namespace
+
+size_t rotation_offset(size_t size_bytes, size_t buffer_bytes, size_t iteration, bool rotate) {
+  if (!rotate || size_bytes == 0) return 0;
+  const size_t steps = std::max<size_t>(1, buffer_bytes / size_bytes);
+  return size_bytes * (iteration % steps);
+}
+
+JobShape job_shape(const World& world) {
+  return {world.node_count(), world.max_ranks_per_node(), world.hostname()};
+}
 
 std::string preflight(const BenchOptions& options, const World& world, const Communicator& comm) {
   std::string problem;
@@ -198,255 +645,60 @@ std::string preflight(const BenchOptions& options, const World& world, const Com
   return first_problem_over_ranks(world, problem);
 }
 
-SweepOutcome run_sweep(const BenchOptions& options, const World& world, Communicator& comm,
-                       HangWatchdog& watchdog, reports::Reporter* reporter, int repeat,
+SweepOutcome run_sweep(const BenchOptions& options, const ControlPlane& control,
+                       const JobShape& shape, Communicator& comm, SweepMonitor& monitor,
+                       reports::Reporter* reporter, int repeat,
                        const std::function<int()>& pending_signal) {
-  const size_t element_bytes = element_size(options.type);
   const int ranks = comm.size();
   const int rank = comm.rank();
+  const size_t element_bytes = element_size(options.type);
   const auto sizes =
       size_sequence(options.min_bytes, options.max_bytes, options.step_factor, options.step_bytes);
-  const auto wait_bound =
-      std::chrono::milliseconds(static_cast<long long>(options.timeout_seconds * 1000) + 5000);
-
-  // Buffers for the largest size, reused by every size (as nccl-tests does).
-  size_t send_bytes = 0, recv_bytes = 0;
   bool rounded = false;
-  for (size_t size : sizes) {
-    const Layout layout = layout_for(options.collective, size, element_bytes, ranks, rank);
-    send_bytes = std::max(send_bytes, layout.send_count * element_bytes);
-    recv_bytes = std::max(recv_bytes, layout.recv_count * element_bytes);
-    rounded = rounded || layout.size_bytes != size;
-  }
+  for (size_t size : sizes)
+    rounded = rounded ||
+              layout_for(options.collective, size, element_bytes, ranks, rank).size_bytes != size;
   if (rounded && rank == 0)
     std::fprintf(stderr, "ccscope: note: %s sizes were rounded down as nccl-tests does (%s)\n",
                  std::string(name(options.collective)).c_str(),
                  size_convention(options.collective).c_str());
+
+  Sweep sweep(options, control, shape, comm, monitor, reporter, repeat);
+  SweepOutcome outcome;
   // preflight() checked the sizes; an allocation can still fail (device
   // memory, another process): every rank says whether it has its buffers.
-  std::string problem;
-  std::unique_ptr<Buffer> send, recv;
-  try {
-    send = comm.allocate(send_bytes);
-    recv = comm.allocate(recv_bytes);
-  } catch (const std::exception& error) {  // BackendError, std::bad_alloc
-    problem = "cannot allocate the buffers of -e " + format_size(sizes.back()) + " (" +
-              format_size(send_bytes) + " + " + format_size(recv_bytes) + ") on rank " +
-              std::to_string(rank) + " (" + world.hostname() + "): " + error.what() +
-              "; use a smaller -e";
-  }
-  SweepOutcome outcome;
-  outcome.refused = first_problem_over_ranks(world, problem);
+  outcome.refused = sweep.allocate();
   if (!outcome.refused.empty()) {
     if (rank == 0) std::fprintf(stderr, "ccscope bench: error: %s\n", outcome.refused.c_str());
     return outcome;
   }
-  RegionAccess access(comm, element_bytes);
   ProgressLine progress(options.progress && rank == 0);
-
   const size_t steps = sizes.size() * (supports_in_place(options.collective) ? 2 : 1);
   size_t step = 0;
   for (size_t size : sizes) {
     const Layout layout = layout_for(options.collective, size, element_bytes, ranks, rank);
-    const DataPattern pattern(options.collective, options.type, options.op, ranks, options.root,
-                              layout.param_count, check_tolerance(options, comm));
     for (bool in_place : {false, true}) {
       if (in_place && !supports_in_place(options.collective)) continue;
       ++step;
-      const std::string what = std::string(name(options.collective)) + " " +
-                               format_size(layout.size_bytes) +
-                               (in_place ? " in-place" : " out-of-place");
+      const std::string what =
+          std::string(name(options.collective)) + " " + std::string(name(options.type)) +
+          (has_reduction(options.collective) ? " " + std::string(name(options.op))
+                                             : std::string()) +
+          " " + format_size(layout.size_bytes) + (in_place ? " in-place" : " out-of-place");
       progress.show(what + " (" + std::to_string(step) + "/" + std::to_string(steps) + ")");
-      const Placement at = place(options.collective, in_place, layout, *send, *recv);
-      const void* send_ptr =
-          static_cast<char*>(at.input_buffer->data()) + at.input_offset * element_bytes;
-      void* recv_ptr =
-          static_cast<char*>(at.output_buffer->data()) + at.output_offset * element_bytes;
-      const auto prepare = [&] {
-        if (!in_place) {  // stale results of earlier runs must not pass the check
-          access.write(
-              *at.output_buffer, at.output_offset, layout.recv_count,
-              [&](size_t, size_t n, void* out) { std::memset(out, 0xff, n * element_bytes); });
-        } else if (options.collective == Collective::kAllGather) {
-          access.write(*recv, 0, layout.recv_count, [&](size_t, size_t n, void* out) {
-            std::memset(out, 0xff, n * element_bytes);
-          });
-        }
-        access.write(
-            *at.input_buffer, at.input_offset, layout.send_count,
-            [&](size_t first, size_t n, void* out) { pattern.fill_input(rank, first, n, out); });
-      };
-      const auto run_once = [&] {
-        watchdog.operation_started();
-        run_collective(comm, options, layout, send_ptr, recv_ptr);
-      };
 
-      // Runs `iterations` back to back with a stamp after every `group` of
-      // them (the last group may be shorter), then waits for them; each
-      // completed stamp counts as progress for the watchdog, so a long queue of
-      // asynchronous (NCCL) operations is not taken for a hang. Stamps (CUDA
-      // events) are taken in chunks of kStampsPerClock so that a huge -n does
-      // not allocate them all up front. samples[j] = the mean seconds per
-      // iteration of group j (samples has ceil(iterations / group) entries).
-      const auto run_stamped = [&](size_t iterations, size_t group, std::vector<double>* samples) {
-        const size_t chunk = kStampsPerClock * group;
-        for (size_t begin = 0; begin < iterations; begin += chunk) {
-          const size_t count = std::min(chunk, iterations - begin);
-          const size_t stamps = (count + group - 1) / group;
-          auto clock = comm.make_clock(stamps + 1);
-          clock->stamp(0);
-          for (size_t i = 0; i < count; ++i) {
-            run_once();
-            if ((i + 1) % group == 0 || i + 1 == count) clock->stamp((i + group) / group);
-          }
-          for (size_t done = 1; done <= stamps;) {
-            if (clock->completed(done)) {
-              ++done;
-              watchdog.operation_started();
-            } else {
-              std::this_thread::sleep_for(std::chrono::microseconds(20));
-            }
-          }
-          comm.wait(wait_bound);
-          if (samples != nullptr)
-            for (size_t j = 0; j < stamps; ++j) {
-              const size_t in_group = std::min(group, count - j * group);
-              (*samples)[begin / group + j] =
-                  clock->seconds_between(j, j + 1) / static_cast<double>(in_group);
-            }
-        }
-      };
-
-      prepare();
-      watchdog.begin_phase(what + ", warm-up");
-      const size_t warmup = static_cast<size_t>(options.warmup_iterations);
-      std::vector<double> warmup_seconds(warmup);
-      run_stamped(warmup, 1, &warmup_seconds);
-      // Every rank must use the same sample size (samples are reduced element by
-      // element across ranks): the fastest rank's median warm-up iteration sets it.
-      double typical = warmup_seconds.empty() ? 0.0 : median(warmup_seconds);
-      world.all_reduce_min({&typical, 1});
-      const size_t iterations = static_cast<size_t>(options.iterations);
-      const size_t group = iterations_per_sample(typical, iterations, kMinSampleSeconds);
-      world.barrier();
-
-      watchdog.begin_phase(what + ", timed");
-      std::vector<double> sample_seconds((iterations + group - 1) / group);
-      run_stamped(iterations, group, &sample_seconds);
-      // The samples tile each chunk's span: weighting each by its iteration
-      // count gives the mean over all iterations.
-      double total_seconds = 0;
-      for (size_t j = 0; j < sample_seconds.size(); ++j)
-        total_seconds +=
-            sample_seconds[j] * static_cast<double>(std::min(group, iterations - j * group));
-      const double rank_mean = total_seconds / static_cast<double>(iterations);
-
-      CheckResult check;
-      if (options.check_iterations > 0) {
-        watchdog.begin_phase(what + ", check");
-        prepare();
-        run_once();
-        watchdog.operation_started();
-        comm.wait(wait_bound);
-        if (rank == options.corrupt_rank && layout.recv_count > 0) {
-          const size_t victim = layout.recv_count / 2;
-          std::vector<unsigned char> element(element_bytes);
-          access.read(*at.output_buffer, at.output_offset + victim, 1,
-                      [&](size_t, size_t, const void* in) {
-                        std::memcpy(element.data(), in, element_bytes);
-                      });
-          store_element(element.data(), options.type, 0,
-                        load_element(element.data(), options.type, 0) + 1);
-          access.write(
-              *at.output_buffer, at.output_offset + victim, 1,
-              [&](size_t, size_t, void* out) { std::memcpy(out, element.data(), element_bytes); });
-        }
-        access.read(*at.output_buffer, at.output_offset, layout.recv_count,
-                    [&](size_t first, size_t n, const void* in) {
-                      CheckResult part = pattern.check_output(rank, first, n, in);
-                      if (part.has_first && !check.has_first) check = part, check.wrong = 0;
-                      check.wrong += part.wrong;
-                    });
-      }
-      watchdog.end_phase();
-
-      // Across ranks: per-rank means and the slowest rank's time per iteration.
-      double rank_min = rank_mean, rank_max = rank_mean, rank_sum = rank_mean;
-      world.all_reduce_min({&rank_min, 1});
-      world.all_reduce_max({&rank_max, 1});
-      world.all_reduce_sum({&rank_sum, 1});
-      world.all_reduce_max(sample_seconds);
-      const int64_t wrong =
-          options.check_iterations > 0 ? world.all_reduce_sum(static_cast<int64_t>(check.wrong)) : 0;
-      if (wrong > 0) {
-        // Every rank offers its first bad element; rank 0 names the lowest bad rank.
-        const std::string first = check.has_first ? "rank " + std::to_string(rank) + " element " +
-                                                        std::to_string(check.first_index) +
-                                                        ": expected " + fmt_value(check.expected) +
-                                                        ", received " + fmt_value(check.received)
-                                                  : std::string();
-        const auto firsts = world.all_gather(first);
-        if (rank == 0) {
-          for (const auto& line : firsts) {
-            if (line.empty()) continue;
-            std::fprintf(stderr,
-                         "ccscope: WRONG RESULT in %s: %s (%lld wrong element(s) over all ranks)\n",
-                         what.c_str(), line.c_str(), static_cast<long long>(wrong));
-            break;
-          }
-        }
-      }
-      outcome.wrong_elements += wrong;
+      const Timing timing = sweep.measure(layout, in_place, what);
+      const Checks checks = sweep.check(layout, in_place, what);
+      const Figures figures = sweep.reduce_across_ranks(timing, checks);
+      if (figures.wrong > 0) sweep.report_wrong(what, checks, figures.wrong);
+      outcome.wrong_elements += figures.wrong;
       ++outcome.records;
+      if (reporter != nullptr) reporter->add(sweep.make_record(layout, in_place, timing, figures));
 
-      if (reporter != nullptr) {
-        reports::BenchRecord record;
-        record.collective = std::string(name(options.collective));
-        record.backend = comm.backend_name();
-        record.dtype = std::string(name(options.type));
-        record.op = has_reduction(options.collective) ? std::string(name(options.op)) : "none";
-        record.root = has_root(options.collective) ? options.root : -1;
-        record.in_place = in_place;
-        record.size_bytes = layout.size_bytes;
-        record.count = layout.param_count;
-        record.ranks = ranks;
-        record.nodes = world.node_count();
-        record.ranks_per_node = world.max_ranks_per_node();
-        record.iterations = options.iterations;
-        record.warmup_iterations = options.warmup_iterations;
-        record.iterations_per_sample = group;
-        record.rank_time_min_s = rank_min;
-        record.rank_time_avg_s = rank_sum / ranks;
-        record.rank_time_max_s = rank_max;
-        switch (options.time_across_ranks) {
-          case TimeAcrossRanks::kRank0:
-            record.time_s = rank_mean;
-            break;
-          case TimeAcrossRanks::kAverage:
-            record.time_s = record.rank_time_avg_s;
-            break;
-          case TimeAcrossRanks::kMinimum:
-            record.time_s = rank_min;
-            break;
-          case TimeAcrossRanks::kMaximum:
-            record.time_s = rank_max;
-            break;
-        }
-        record.time_statistic = time_statistic_description(options.time_across_ranks);
-        record.algbw_GBps = algorithm_bandwidth_GBps(layout.size_bytes, record.time_s);
-        record.busbw_GBps = record.algbw_GBps * bus_bandwidth_factor(options.collective, ranks);
-        record.iteration_time_p50_s = median(sample_seconds);
-        record.iteration_time_p99_s = percentile(sample_seconds, 99);
-        record.checked = options.check_iterations > 0;
-        record.wrong = wrong;
-        record.record_time_utc = utc_now_iso8601();
-        record.repeat = repeat;
-        reporter->add(record);
-      }
       // A signal may reach the ranks at different moments: they agree after
       // every record, so all stop after the same one.
       double signal = pending_signal();
-      world.all_reduce_max({&signal, 1});
+      control.all_reduce_max({&signal, 1});
       if (signal != 0) {
         outcome.stopped_by_signal = static_cast<int>(signal);
         return outcome;
@@ -454,6 +706,14 @@ SweepOutcome run_sweep(const BenchOptions& options, const World& world, Communic
     }
   }
   return outcome;
+}
+
+SweepOutcome run_sweep(const BenchOptions& options, const World& world, Communicator& comm,
+                       HangWatchdog& watchdog, reports::Reporter* reporter, int repeat,
+                       const std::function<int()>& pending_signal) {
+  WatchdogMonitor monitor(watchdog);
+  const JobShape shape = job_shape(world);
+  return run_sweep(options, world, shape, comm, monitor, reporter, repeat, pending_signal);
 }
 
 }  // namespace ccscope::bench

@@ -6,17 +6,17 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <string>
 #include <vector>
 
 namespace ccscope::bench {
 namespace {
 
-const DataType kTypes[] = {DataType::kFloat32,  DataType::kFloat64, DataType::kFloat16,
-                           DataType::kBFloat16, DataType::kInt32,   DataType::kInt8,
-                           DataType::kUInt8};
-const ReduceOp kOps[] = {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMin, ReduceOp::kMax,
-                         ReduceOp::kAvg};
+const std::vector<DataType>& kTypes = all_data_types();
+const std::vector<ReduceOp>& kOps = all_reduce_ops();
+constexpr uint64_t kSeed = 12345;
 
 // Reduces in a given rank order in the element type, rounding after every step
 // as a real implementation would.
@@ -25,15 +25,23 @@ std::vector<unsigned char> reduce_in_type(const DataPattern& p, DataType t, Redu
                                           const std::vector<int>& order) {
   const size_t w = element_size(t);
   std::vector<unsigned char> acc(count * w), in(count * w);
-  p.fill_input(order[0], first, count, acc.data());
+  // mulsum: every rank's input times its scalar, in the type (as NCCL).
+  const auto load_input = [&](int rank, unsigned char* out) {
+    p.fill_input(rank, first, count, out);
+    if (op == ReduceOp::kMulSum)
+      for (size_t i = 0; i < count; ++i)
+        store_element(out, t, i, load_element(out, t, i) * premul_scalar(rank));
+  };
+  load_input(order[0], acc.data());
   for (size_t k = 1; k < order.size(); ++k) {
-    p.fill_input(order[k], first, count, in.data());
+    load_input(order[k], in.data());
     for (size_t i = 0; i < count; ++i) {
       const double a = load_element(acc.data(), t, i), b = load_element(in.data(), t, i);
       double r = 0;
       switch (op) {
         case ReduceOp::kSum:
         case ReduceOp::kAvg:
+        case ReduceOp::kMulSum:
           r = a + b;
           break;
         case ReduceOp::kProd:
@@ -60,11 +68,11 @@ std::vector<unsigned char> reduce_in_type(const DataPattern& p, DataType t, Redu
 }
 
 TEST(Patterns, AllReduceExactInEveryTypeOpAndOrder) {
-  for (int ranks : {1, 2, 3, 4, 7, 16, 64, 300}) {
+  for (int ranks : {1, 2, 3, 4, 7, 16, 64, 192}) {
     for (DataType t : kTypes) {
       for (ReduceOp op : kOps) {
         const size_t count = 1000;
-        DataPattern p(Collective::kAllReduce, t, op, ranks, 0, count);
+        DataPattern p(Collective::kAllReduce, t, op, ranks, 0, count, kSeed);
         std::vector<int> forward(static_cast<size_t>(ranks)), backward;
         for (int r = 0; r < ranks; ++r) forward[static_cast<size_t>(r)] = r;
         backward.assign(forward.rbegin(), forward.rend());
@@ -81,16 +89,19 @@ TEST(Patterns, AllReduceExactInEveryTypeOpAndOrder) {
 }
 
 TEST(Patterns, InputsDependOnRankAndIndex) {
-  DataPattern p(Collective::kAllReduce, DataType::kFloat32, ReduceOp::kSum, 4, 0, 100);
-  EXPECT_NE(p.input_value(0, 0), p.input_value(1, 0));
-  EXPECT_NE(p.input_value(0, 0), p.input_value(0, 1));
+  DataPattern p(Collective::kAllReduce, DataType::kFloat32, ReduceOp::kSum, 4, 0, 100, kSeed);
+  // Two ranks contribute to each element; which ones changes along the vector.
+  std::vector<int> contributors(4, 0);
+  for (size_t i = 0; i < 100; ++i)
+    for (int r = 0; r < 4; ++r) contributors[static_cast<size_t>(r)] += p.input_value(r, i) != 0;
+  for (int r = 0; r < 4; ++r) EXPECT_GT(contributors[static_cast<size_t>(r)], 20) << r;
 }
 
 TEST(Patterns, ReduceScatterBlocks) {
   const int ranks = 3;
   const size_t block = 40;
   for (DataType t : kTypes) {
-    DataPattern p(Collective::kReduceScatter, t, ReduceOp::kSum, ranks, 0, block);
+    DataPattern p(Collective::kReduceScatter, t, ReduceOp::kSum, ranks, 0, block, kSeed);
     for (int r = 0; r < ranks; ++r) {
       const auto full = reduce_in_type(p, t, ReduceOp::kSum, ranks, block * ranks, 0, {0, 1, 2});
       const CheckResult c = p.check_output(
@@ -104,7 +115,7 @@ TEST(Patterns, AllGatherConcatenatesBlocks) {
   const int ranks = 4;
   const size_t block = 12;
   for (DataType t : kTypes) {
-    DataPattern p(Collective::kAllGather, t, ReduceOp::kSum, ranks, 0, block);
+    DataPattern p(Collective::kAllGather, t, ReduceOp::kSum, ranks, 0, block, kSeed);
     const size_t w = element_size(t);
     std::vector<unsigned char> out(block * ranks * w);
     for (int r = 0; r < ranks; ++r)
@@ -120,7 +131,7 @@ TEST(Patterns, AllGatherConcatenatesBlocks) {
 TEST(Patterns, AllToAllTransposesBlocks) {
   const int ranks = 3;
   const size_t per = 5;
-  DataPattern p(Collective::kAllToAll, DataType::kInt32, ReduceOp::kSum, ranks, 0, per);
+  DataPattern p(Collective::kAllToAll, DataType::kInt32, ReduceOp::kSum, ranks, 0, per, kSeed);
   std::vector<std::vector<int32_t>> send(ranks, std::vector<int32_t>(per * ranks));
   for (int r = 0; r < ranks; ++r)
     p.fill_input(r, 0, per * ranks, send[static_cast<size_t>(r)].data());
@@ -135,12 +146,12 @@ TEST(Patterns, AllToAllTransposesBlocks) {
 }
 
 TEST(Patterns, SendRecvAndBroadcast) {
-  DataPattern sr(Collective::kSendRecv, DataType::kFloat32, ReduceOp::kSum, 4, 0, 64);
+  DataPattern sr(Collective::kSendRecv, DataType::kFloat32, ReduceOp::kSum, 4, 0, 64, kSeed);
   std::vector<float> from_rank_1(64);
   sr.fill_input(1, 0, 64, from_rank_1.data());
   EXPECT_EQ(sr.check_output(2, 0, 64, from_rank_1.data()).wrong, 0u);
   EXPECT_EQ(sr.check_output(3, 0, 64, from_rank_1.data()).wrong, 64u);  // rank 3 receives from 2
-  DataPattern bc(Collective::kBroadcast, DataType::kFloat32, ReduceOp::kSum, 4, 2, 64);
+  DataPattern bc(Collective::kBroadcast, DataType::kFloat32, ReduceOp::kSum, 4, 2, 64, kSeed);
   std::vector<float> root_data(64), other(64);
   bc.fill_input(2, 0, 64, root_data.data());
   bc.fill_input(1, 0, 64, other.data());
@@ -150,7 +161,7 @@ TEST(Patterns, SendRecvAndBroadcast) {
 }
 
 TEST(Patterns, CountsEveryWrongElementAndReportsTheFirst) {
-  DataPattern p(Collective::kAllReduce, DataType::kFloat32, ReduceOp::kSum, 2, 0, 100);
+  DataPattern p(Collective::kAllReduce, DataType::kFloat32, ReduceOp::kSum, 2, 0, 100, kSeed);
   auto result = reduce_in_type(p, DataType::kFloat32, ReduceOp::kSum, 2, 100, 0, {0, 1});
   store_element(result.data(), DataType::kFloat32, 17,
                 load_element(result.data(), DataType::kFloat32, 17) + 1);
@@ -161,8 +172,159 @@ TEST(Patterns, CountsEveryWrongElementAndReportsTheFirst) {
   EXPECT_EQ(c.received, c.expected + 1);
 }
 
+// The output each rank of a correct collective holds, computed by simulating
+// it serially from every rank's inputs (not from expected_value).
+std::vector<unsigned char> correct_output(const DataPattern& p, Collective c, DataType t,
+                                          ReduceOp op, int ranks, int rank, int root,
+                                          const Layout& layout) {
+  const size_t w = element_size(t);
+  std::vector<int> order(static_cast<size_t>(ranks));
+  for (int r = 0; r < ranks; ++r) order[static_cast<size_t>(r)] = r;
+  std::vector<unsigned char> out(layout.recv_count * w);
+  switch (c) {
+    case Collective::kAllReduce:
+      return reduce_in_type(p, t, op, ranks, layout.recv_count, 0, order);
+    case Collective::kReduceScatter:
+      return reduce_in_type(p, t, op, ranks, layout.recv_count,
+                            static_cast<size_t>(rank) * layout.recv_count, order);
+    case Collective::kAllGather:
+      for (int r = 0; r < ranks; ++r)
+        p.fill_input(r, 0, layout.param_count,
+                     out.data() + static_cast<size_t>(r) * layout.param_count * w);
+      return out;
+    case Collective::kBroadcast:
+      p.fill_input(root, 0, layout.recv_count, out.data());
+      return out;
+    case Collective::kAllToAll: {
+      std::vector<unsigned char> send(layout.send_count * w);
+      for (int src = 0; src < ranks; ++src) {
+        p.fill_input(src, 0, layout.send_count, send.data());
+        std::memcpy(out.data() + static_cast<size_t>(src) * layout.param_count * w,
+                    send.data() + static_cast<size_t>(rank) * layout.param_count * w,
+                    layout.param_count * w);
+      }
+      return out;
+    }
+    case Collective::kSendRecv:
+      p.fill_input((rank + ranks - 1) % ranks, 0, layout.recv_count, out.data());
+      return out;
+  }
+  return out;
+}
+
+const Collective kCollectives[] = {Collective::kAllReduce,     Collective::kAllGather,
+                                   Collective::kReduceScatter, Collective::kBroadcast,
+                                   Collective::kAllToAll,      Collective::kSendRecv};
+
+// A correct output passes; the same output with one block shifted by one
+// element, or produced under the previous seed (a stale result), fails, for
+// every collective, type and op.
+TEST(Patterns, ShiftedBlockAndStaleOutputFailEverywhere) {
+  for (Collective c : kCollectives) {
+    for (DataType t : kTypes) {
+      const std::vector<ReduceOp> ops =
+          has_reduction(c) ? kOps : std::vector<ReduceOp>{ReduceOp::kSum};
+      for (ReduceOp op : ops) {
+        for (int ranks : {2, 3, 5}) {
+          const size_t w = element_size(t);
+          const Layout layout = layout_for(c, 4096 * w, w, ranks, 1);
+          const int rank = 1, root = ranks - 1;
+          const std::string what = std::string(name(c)) + " " + std::string(name(t)) + " " +
+                                   std::string(name(op)) + " x" + std::to_string(ranks);
+          const uint64_t seed = pattern_seed(c, t, op, layout.size_bytes, false, 0, 1);
+          const uint64_t previous = pattern_seed(c, t, op, layout.size_bytes, false, 0, 0);
+          ASSERT_NE(seed, previous);
+          const DataPattern p(c, t, op, ranks, root, layout.param_count, seed);
+          auto out = correct_output(p, c, t, op, ranks, rank, root, layout);
+          ASSERT_EQ(p.check_output(rank, 0, layout.recv_count, out.data()).wrong, 0u) << what;
+
+          const size_t block = (c == Collective::kAllGather || c == Collective::kAllToAll)
+                                   ? layout.param_count
+                                   : layout.recv_count;
+          auto shifted = out;
+          std::memmove(shifted.data(), shifted.data() + w, (block - 1) * w);
+          EXPECT_GT(p.check_output(rank, 0, layout.recv_count, shifted.data()).wrong, block / 4)
+              << what << ": shifted block";
+
+          const DataPattern before(c, t, op, ranks, root, layout.param_count, previous);
+          const auto stale = correct_output(before, c, t, op, ranks, rank, root, layout);
+          EXPECT_GT(p.check_output(rank, 0, layout.recv_count, stale.data()).wrong,
+                    layout.recv_count / 4)
+              << what << ": stale output";
+        }
+      }
+    }
+  }
+}
+
+// NCCL's average on a rank count that is not a power of two: x * (1/n) on
+// every rank, then a sum, each step rounded to the type.
+std::vector<unsigned char> nccl_style_average(const DataPattern& p, DataType t, int ranks,
+                                              size_t count) {
+  const size_t w = element_size(t);
+  std::vector<unsigned char> acc(count * w), in(count * w), scale(w);
+  store_element(scale.data(), t, 0, 1.0 / ranks);
+  const double inverse = load_element(scale.data(), t, 0);
+  for (int r = 0; r < ranks; ++r) {
+    p.fill_input(r, 0, count, in.data());
+    for (size_t i = 0; i < count; ++i) {
+      store_element(in.data(), t, i, load_element(in.data(), t, i) * inverse);
+      store_element(
+          acc.data(), t, i,
+          (r == 0 ? 0.0 : load_element(acc.data(), t, i)) + load_element(in.data(), t, i));
+    }
+  }
+  return acc;
+}
+
+TEST(Patterns, AverageToleranceIsTwoUlpsAndRejectsZeros) {
+  for (DataType t :
+       {DataType::kBFloat16, DataType::kFloat16, DataType::kFloat32, DataType::kFloat64}) {
+    for (int ranks : {3, 6, 96, 192}) {
+      const size_t count = 2000;
+      const DataPattern p(Collective::kAllReduce, t, ReduceOp::kAvg, ranks, 0, count, kSeed, 2);
+      const std::string what = std::string(name(t)) + " x" + std::to_string(ranks);
+      const auto nccl = nccl_style_average(p, t, ranks, count);
+      EXPECT_EQ(p.check_output(0, 0, count, nccl.data()).wrong, 0u) << what;
+      // An all-zero output, and one off by 3 ulps, fail everywhere.
+      const size_t w = element_size(t);
+      std::vector<unsigned char> zeros(count * w, 0), off(count * w);
+      EXPECT_EQ(p.check_output(0, 0, count, zeros.data()).wrong, count) << what;
+      for (size_t i = 0; i < count; ++i) {
+        const double e = p.expected_value(0, i);
+        store_element(off.data(), t, i, e + 3 * unit_in_last_place(t, e));
+      }
+      EXPECT_EQ(p.check_output(0, 0, count, off.data()).wrong, count) << what;
+      // A large relative error (the old n-ulps bound admitted 75% at bfloat16 x 96).
+      for (size_t i = 0; i < count; ++i)
+        store_element(off.data(), t, i, p.expected_value(0, i) * 0.25);
+      EXPECT_EQ(p.check_output(0, 0, count, off.data()).wrong, count) << what;
+    }
+  }
+}
+
+TEST(Patterns, UnitInLastPlace) {
+  EXPECT_EQ(unit_in_last_place(DataType::kFloat32, 1.0), std::ldexp(1.0, -23));
+  EXPECT_EQ(unit_in_last_place(DataType::kFloat32, 1.5), std::ldexp(1.0, -23));
+  EXPECT_EQ(unit_in_last_place(DataType::kBFloat16, 3.0), std::ldexp(1.0, -6));
+  EXPECT_EQ(unit_in_last_place(DataType::kFloat16, 1e-7), std::ldexp(1.0, -24));  // subnormal
+  EXPECT_EQ(unit_in_last_place(DataType::kFloat8E4M3, 448), 32.0);
+  EXPECT_EQ(unit_in_last_place(DataType::kInt32, 1000), 1.0);
+}
+
+TEST(Patterns, SeedsDifferPerCheckAndPlacement) {
+  const auto seed = [](bool in_place, int check) {
+    return pattern_seed(Collective::kAllReduce, DataType::kFloat32, ReduceOp::kSum, 1024, in_place,
+                        0, check);
+  };
+  EXPECT_NE(seed(false, 0), seed(false, 1));
+  EXPECT_NE(seed(false, 0), seed(true, 0));
+  EXPECT_NE(seed(false, -1), seed(false, 0));  // the timed inputs are never a check's
+  EXPECT_EQ(seed(true, 3), seed(true, 3));     // every rank computes the same
+}
+
 TEST(Patterns, ChunkedCheckUsesGlobalIndices) {
-  DataPattern p(Collective::kAllReduce, DataType::kInt32, ReduceOp::kMax, 3, 0, 1000);
+  DataPattern p(Collective::kAllReduce, DataType::kInt32, ReduceOp::kMax, 3, 0, 1000, kSeed);
   const auto whole = reduce_in_type(p, DataType::kInt32, ReduceOp::kMax, 3, 1000, 0, {2, 0, 1});
   EXPECT_EQ(p.check_output(1, 500, 500, whole.data() + 500 * 4).wrong, 0u);
   EXPECT_GT(p.check_output(1, 499, 500, whole.data() + 500 * 4).wrong, 0u);

@@ -18,9 +18,24 @@ TEST(Sizes, ParsesBinarySuffixes) {
   EXPECT_EQ(parse_size("0"), 0u);  // rejected later by the options, with its own message
 }
 
+TEST(Sizes, FractionsTruncateToWholeBytesAsNcclTests) {
+  EXPECT_EQ(parse_size("0.5M"), size_t{524288});
+  EXPECT_EQ(parse_size("1.5K"), size_t{1536});
+  EXPECT_EQ(parse_size("0.3K"), size_t{307});  // 307.2 truncated
+  EXPECT_EQ(parse_size("2.25G"), size_t{2415919104});
+  EXPECT_EQ(parse_size("0.5T"), size_t{549755813888});
+  EXPECT_EQ(parse_size("10.9"), size_t{10});
+  EXPECT_EQ(parse_size("1g"), size_t{1} << 30);
+  EXPECT_FALSE(parse_size("1."));
+  EXPECT_FALSE(parse_size(".5M"));
+  EXPECT_FALSE(parse_size("1.2.3"));
+  EXPECT_FALSE(parse_size("16777216T"));                                       // 2^64
+  EXPECT_EQ(parse_size("16777215.999999T"), size_t{18446744073708452104ULL});  // floor(x * 2^40)
+}
+
 TEST(Sizes, RejectsGarbage) {
   for (const char* bad :
-       {"", "-8", "M", "1X", "1MM", "1.5M", "99999999999999999999999", "16777216T"})
+       {"", "-8", "M", "1X", "1MM", "1.5.M", "99999999999999999999999", "16777216T"})
     EXPECT_FALSE(parse_size(bad)) << bad;
 }
 

@@ -1,0 +1,241 @@
+// The whole sweep (timing passes, rotation, checks, cross-rank reduction,
+// records) over the in-process transport: 1-4 ranks as threads, the ring
+// backend's algorithms, the control plane over the same point-to-point links.
+#include "sweep_runner.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <mutex>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ccscope/collectives/backends.h"
+#include "ccscope/collectives/in_process_transport.h"
+
+namespace ccscope::bench {
+namespace {
+
+class Collector : public reports::Reporter {
+ public:
+  void begin(const reports::RunMetadata&) override {}
+  void add(const reports::BenchRecord& record) override { records.push_back(record); }
+  void end(const reports::RunMetadata&) override {}
+  std::vector<reports::BenchRecord> records;
+};
+
+class NoWatchdog : public SweepMonitor {
+ public:
+  void begin_phase(const std::string&) override {}
+  void operation_started() override {}
+  void end_phase() override {}
+};
+
+// Forwards to the ring backend and remembers where every all-reduce read from,
+// as an offset into the buffer it lies in.
+class RecordingCommunicator : public Communicator {
+ public:
+  explicit RecordingCommunicator(std::unique_ptr<Communicator> inner) : inner_(std::move(inner)) {}
+  std::string backend_name() const override { return inner_->backend_name(); }
+  int rank() const override { return inner_->rank(); }
+  int size() const override { return inner_->size(); }
+  MemoryKind memory_kind() const override { return inner_->memory_kind(); }
+  std::string device_name() const override { return inner_->device_name(); }
+  std::unique_ptr<Buffer> allocate(size_t bytes) override {
+    auto buffer = inner_->allocate(bytes);
+    buffers_.emplace_back(static_cast<const char*>(buffer->data()), bytes);
+    return buffer;
+  }
+  void copy_from_host(Buffer& dst, size_t offset, const void* src, size_t bytes) override {
+    inner_->copy_from_host(dst, offset, src, bytes);
+  }
+  void copy_to_host(void* dst, const Buffer& src, size_t offset, size_t bytes) override {
+    inner_->copy_to_host(dst, src, offset, bytes);
+  }
+  void all_reduce(const void* send, void* recv, size_t count, DataType type,
+                  ReduceOp op) override {
+    const char* at = static_cast<const char*>(send);
+    for (const auto& [begin, bytes] : buffers_)
+      if (at >= begin && at < begin + bytes) send_offsets.push_back(static_cast<size_t>(at - begin));
+    inner_->all_reduce(send, recv, count, type, op);
+  }
+  void all_gather(const void* send, void* recv, size_t count, DataType type) override {
+    inner_->all_gather(send, recv, count, type);
+  }
+  void reduce_scatter(const void* send, void* recv, size_t count, DataType type,
+                      ReduceOp op) override {
+    inner_->reduce_scatter(send, recv, count, type, op);
+  }
+  void broadcast(const void* send, void* recv, size_t count, DataType type, int root) override {
+    inner_->broadcast(send, recv, count, type, root);
+  }
+  void all_to_all(const void* send, void* recv, size_t count, DataType type) override {
+    inner_->all_to_all(send, recv, count, type);
+  }
+  void send_recv(const void* send, int to, void* recv, int from, size_t count,
+                 DataType type) override {
+    inner_->send_recv(send, to, recv, from, count, type);
+  }
+  void wait(std::chrono::milliseconds timeout) override { inner_->wait(timeout); }
+  std::unique_ptr<StampClock> make_clock(size_t stamps) override {
+    return inner_->make_clock(stamps);
+  }
+  std::vector<size_t> send_offsets;
+
+ private:
+  std::unique_ptr<Communicator> inner_;
+  std::vector<std::pair<const char*, size_t>> buffers_;
+};
+
+struct Result {
+  SweepOutcome outcome;  // rank 0's
+  std::vector<reports::BenchRecord> records;
+  std::vector<size_t> send_offsets;  // rank 0's all-reduce send offsets, in order
+};
+
+Result run_in_process(int ranks, const BenchOptions& options) {
+  Result result;
+  std::mutex mutex;
+  InProcessTransport::run(ranks, [&](PointToPoint& p2p) {
+    auto control = point_to_point_control(p2p);
+    RecordingCommunicator comm(make_ring_communicator(p2p));
+    NoWatchdog monitor;
+    Collector collector;
+    const JobShape shape{1, ranks, "threads"};
+    const SweepOutcome outcome =
+        run_sweep(options, *control, shape, comm, monitor, p2p.rank() == 0 ? &collector : nullptr,
+                  0, [] { return 0; });
+    if (p2p.rank() != 0) return;
+    std::lock_guard<std::mutex> lock(mutex);
+    result.outcome = outcome;
+    result.records = collector.records;
+    result.send_offsets = comm.send_offsets;
+  });
+  return result;
+}
+
+BenchOptions small_sweep(Collective collective, DataType type, ReduceOp op) {
+  BenchOptions o;
+  o.collectives = {collective};
+  o.collective = collective;
+  o.type = type;
+  o.op = op;
+  o.min_bytes = 8;
+  o.max_bytes = 20000;
+  o.step_factor = 11;  // 8, 88, 968, 10648 B: tiny, uneven and a few KiB
+  o.iterations = 3;
+  o.warmup_iterations = 1;
+  o.check_iterations = 2;
+  o.progress = false;
+  o.timeout_seconds = 20;
+  return o;
+}
+
+const Collective kCollectives[] = {Collective::kAllReduce,     Collective::kAllGather,
+                                   Collective::kReduceScatter, Collective::kBroadcast,
+                                   Collective::kAllToAll,      Collective::kSendRecv};
+
+TEST(Sweep, EveryCollectiveTypeAndOpChecksCleanAtOneToFourRanks) {
+  for (int ranks = 1; ranks <= 4; ++ranks) {
+    for (Collective c : kCollectives) {
+      for (DataType t : {DataType::kFloat32, DataType::kBFloat16, DataType::kInt8,
+                         DataType::kUInt64, DataType::kFloat8E5M2}) {
+        const std::vector<ReduceOp> ops =
+            has_reduction(c) ? all_reduce_ops() : std::vector<ReduceOp>{ReduceOp::kSum};
+        for (ReduceOp op : ops) {
+          BenchOptions o = small_sweep(c, t, op);
+          o.root = ranks - 1;
+          const std::string what = std::string(name(c)) + " " + std::string(name(t)) + " " +
+                                   std::string(name(op)) + " x" + std::to_string(ranks);
+          const Result r = run_in_process(ranks, o);
+          const size_t placements = supports_in_place(c) ? 2 : 1;
+          ASSERT_EQ(r.records.size(), 4 * placements) << what;
+          EXPECT_EQ(r.outcome.wrong_elements, 0) << what;
+          for (const auto& record : r.records) {
+            EXPECT_EQ(record.wrong, 0) << what << " " << record.size_bytes;
+            EXPECT_EQ(record.failed_checks, 0) << what;
+            EXPECT_EQ(record.check_iterations, 2) << what;
+            EXPECT_EQ(record.ranks, ranks) << what;
+            EXPECT_TRUE(record.rotated) << what;
+            EXPECT_GT(record.time_s, 0) << what;
+            EXPECT_LE(record.rank_time_min_s, record.rank_time_max_s) << what;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(Sweep, InjectedFaultsAreCaught) {
+  for (Collective c : {Collective::kAllReduce, Collective::kAllGather, Collective::kReduceScatter,
+                       Collective::kAllToAll}) {
+    for (int fault = 0; fault < 3; ++fault) {
+      BenchOptions o = small_sweep(c, DataType::kFloat32, ReduceOp::kSum);
+      o.min_bytes = o.max_bytes = 4096;
+      if (fault == 0) o.corrupt_rank = 1;
+      if (fault == 1) o.stale_output = true;
+      if (fault == 2) o.shift_block_rank = 2;
+      const std::string what = std::string(name(c)) + " fault " + std::to_string(fault);
+      const Result r = run_in_process(3, o);
+      ASSERT_FALSE(r.records.empty()) << what;
+      EXPECT_GT(r.outcome.wrong_elements, 0) << what;
+      for (const auto& record : r.records) {
+        EXPECT_GT(record.wrong, 0) << what << (record.in_place ? " in place" : "");
+        // nccl-tests stops at the first failing check: one per failing rank.
+        EXPECT_GE(record.failed_checks, 1) << what;
+        EXPECT_LE(record.failed_checks, 3) << what;
+      }
+    }
+  }
+}
+
+TEST(Sweep, RotationOffsetsAreNcclTests) {
+  EXPECT_EQ(rotation_offset(1024, 8192, 0, true), 0u);
+  EXPECT_EQ(rotation_offset(1024, 8192, 3, true), 3072u);
+  EXPECT_EQ(rotation_offset(1024, 8192, 8, true), 0u);
+  EXPECT_EQ(rotation_offset(1024, 8192, 11, true), 3072u);
+  EXPECT_EQ(rotation_offset(3000, 8192, 1, true), 3000u);  // 2 steps fit
+  EXPECT_EQ(rotation_offset(3000, 8192, 2, true), 0u);
+  EXPECT_EQ(rotation_offset(8192, 8192, 5, true), 0u);  // the largest size never moves
+  EXPECT_EQ(rotation_offset(0, 8192, 5, true), 0u);
+  EXPECT_EQ(rotation_offset(1024, 8192, 3, false), 0u);
+}
+
+TEST(Sweep, TimedIterationsRotateThroughTheBuffer) {
+  BenchOptions o = small_sweep(Collective::kAllReduce, DataType::kFloat32, ReduceOp::kSum);
+  o.min_bytes = 1024;
+  o.max_bytes = 4096;
+  o.step_factor = 4;
+  o.iterations = 6;
+  o.warmup_iterations = 2;
+  o.check_iterations = 1;
+  const Result on = run_in_process(2, o);
+  // 1 KiB in 4 KiB: out of place, the offsets cycle 0, 1K, 2K, 3K; checks at 0.
+  std::set<size_t> seen(on.send_offsets.begin(), on.send_offsets.end());
+  EXPECT_TRUE(seen.count(1024) && seen.count(2048) && seen.count(3072));
+  for (size_t offset : on.send_offsets) EXPECT_EQ(offset % 1024, 0u);
+  o.rotate_buffers = false;
+  const Result off = run_in_process(2, o);
+  for (size_t offset : off.send_offsets) EXPECT_EQ(offset, 0u);  // recv buffer is in place
+  ASSERT_FALSE(off.records.empty());
+  EXPECT_FALSE(off.records[0].rotated);
+}
+
+TEST(Sweep, AggregatedIterationsCountEveryOperation) {
+  BenchOptions o = small_sweep(Collective::kAllReduce, DataType::kFloat32, ReduceOp::kSum);
+  o.min_bytes = o.max_bytes = 256;
+  o.iterations = 4;
+  o.warmup_iterations = 1;
+  o.check_iterations = 1;
+  o.aggregate_iterations = 3;
+  const Result r = run_in_process(2, o);
+  // Per placement: warm-up 1x3, timed 4x3, distribution 4x3, check 1 = 28.
+  EXPECT_EQ(r.send_offsets.size(), 2u * 28u);
+  ASSERT_EQ(r.records.size(), 2u);
+  EXPECT_EQ(r.records[0].aggregate_iterations, 3);
+}
+
+}  // namespace
+}  // namespace ccscope::bench
