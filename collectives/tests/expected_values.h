@@ -116,11 +116,26 @@ inline double get(const unsigned char* p, DataType type) {
   return 0;
 }
 
+// For min/max of unsigned types half the values have the top bit set (some MPI
+// libraries compare unsigned types as signed: pmodels/mpich#6083): the lowest
+// value with it, as int64_t (uint64: INT64_MIN, which put() stores as 2^63).
+inline int64_t top_half(DataType type) {
+  switch (type) {
+    case DataType::kUInt8:
+      return 128;
+    case DataType::kUInt32:
+      return int64_t{1} << 31;
+    default:
+      return INT64_MIN;
+  }
+}
+
 // Input element `index` of `rank` (up to 8 ranks): every partial result is exact
 // in every type. Sums: |sum| <= 24 (fp8: <= 8, e5m2's largest exact integer);
 // mulsum: sum of |value|*scalar <= 36 (fp8: <= 8, only ranks of one parity
 // contribute to an element, all with one sign); products: |product| <= 4;
-// min/max within [-50, 50] (fp8: [-8, 8]). Unsigned types get no negatives.
+// min/max within [-50, 50] (fp8: [-8, 8]; unsigned: [0, 100], half of them
+// plus top_half). Unsigned types get no negatives.
 inline int64_t input_value(DataType type, ReduceOp op, int rank, size_t index) {
   const bool is_unsigned = is_unsigned_type(type);
   const bool fp8 = is_fp8_type(type);
@@ -139,9 +154,16 @@ inline int64_t input_value(DataType type, ReduceOp op, int rank, size_t index) {
     case ReduceOp::kMin:
     case ReduceOp::kMax:
       if (fp8) return (rank * 37 + i * 11) % 17 - 8;
-      return is_unsigned ? (rank * 37 + i * 11) % 101 : (rank * 37 + i * 11) % 101 - 50;
+      if (is_unsigned)
+        return (rank * 37 + i * 11) % 101 + ((rank + i) % 2 == 1 ? top_half(type) : 0);
+      return (rank * 37 + i * 11) % 101 - 50;
   }
   return 0;
+}
+
+inline bool less(DataType type, int64_t a, int64_t b) {
+  if (is_unsigned_type(type)) return static_cast<uint64_t>(a) < static_cast<uint64_t>(b);
+  return a < b;
 }
 
 // Element `index` of the reduction over ranks 0..n-1, written into `out`.
@@ -165,11 +187,11 @@ inline void put_expected(std::vector<unsigned char>& out, size_t out_index, Data
       case ReduceOp::kProd:
         acc *= v;
         break;
-      case ReduceOp::kMin:
-        acc = std::min(acc, v);
+      case ReduceOp::kMin:  // unsigned: compared as the type stores them (uint64 above 2^63)
+        acc = less(type, v, acc) ? v : acc;
         break;
       case ReduceOp::kMax:
-        acc = std::max(acc, v);
+        acc = less(type, acc, v) ? v : acc;
         break;
     }
   }
