@@ -172,6 +172,14 @@ std::string first_problem_over_ranks(const ControlPlane& control, const std::str
   return "";
 }
 
+// How long a wait for issued operations may take: the watchdog's timeout plus
+// a margin (it reports first); -T 0 (no timeout, as nccl-tests) waits for ever.
+std::chrono::milliseconds wait_bound(double timeout_seconds) {
+  // A century, not milliseconds::max(): backends add it to now().
+  if (timeout_seconds <= 0) return std::chrono::hours(24 * 365 * 100);
+  return std::chrono::milliseconds(static_cast<long long>(timeout_seconds * 1000) + 5000);
+}
+
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
@@ -215,8 +223,7 @@ class Sweep {
         rank_(comm.rank()),
         ranks_(comm.size()),
         access_(comm, element_bytes_),
-        wait_bound_(std::chrono::milliseconds(
-            static_cast<long long>(options.timeout_seconds * 1000) + 5000)) {}
+        wait_bound_(wait_bound(options.timeout_seconds)) {}
 
   // Buffers of -e bytes each, as nccl-tests: "" or why they could not be had
   // (the same on every rank).
@@ -499,21 +506,26 @@ Checks Sweep::check(const Layout& layout, bool in_place, const std::string& what
 }
 
 Figures Sweep::reduce_across_ranks(const Timing& timing, const Checks& checks) const {
+  // Two control collectives per record (each costs a scheduler slice when
+  // ranks outnumber cores): one maximum, one sum, each over a small vector.
   Figures f;
   const double mine = options_.report_cputime ? timing.issue_seconds : timing.seconds;
-  double min_max_sum[3] = {mine, -mine, mine};
-  control_.all_reduce_min({min_max_sum, 2});
-  control_.all_reduce_sum({min_max_sum + 2, 1});
-  f.rank_min = min_max_sum[0];
-  f.rank_max = -min_max_sum[1];
-  f.rank_avg = min_max_sum[2] / ranks_;
+  std::vector<double> maxima{mine, -mine};  // max and -min, then the samples
+  maxima.insert(maxima.end(), timing.samples.begin(), timing.samples.end());
+  control_.all_reduce_max(maxima);
+  double sums[4] = {mine, rank_ == 0 ? mine : 0.0, static_cast<double>(checks.wrong),
+                    checks.wrong > 0 ? 1.0 : 0.0};
+  control_.all_reduce_sum(sums);
+  f.rank_max = maxima[0];
+  f.rank_min = -maxima[1];
+  f.rank_avg = sums[0] / ranks_;
+  f.samples.assign(maxima.begin() + 2, maxima.end());
+  f.wrong = static_cast<int64_t>(sums[2]);  // exact: below 2^53 elements
+  f.failed_checks = static_cast<int>(sums[3]);
   switch (options_.time_across_ranks) {
-    case TimeAcrossRanks::kRank0: {
-      double rank0 = rank_ == 0 ? mine : 0;
-      control_.all_reduce_sum({&rank0, 1});
-      f.reported = rank0;
+    case TimeAcrossRanks::kRank0:
+      f.reported = sums[1];
       break;
-    }
     case TimeAcrossRanks::kAverage:
       f.reported = f.rank_avg;
       break;
@@ -523,14 +535,6 @@ Figures Sweep::reduce_across_ranks(const Timing& timing, const Checks& checks) c
     case TimeAcrossRanks::kMaximum:
       f.reported = f.rank_max;
       break;
-  }
-  f.samples = timing.samples;
-  control_.all_reduce_max(f.samples);
-  if (options_.check_iterations > 0) {
-    double wrong_and_failed[2] = {static_cast<double>(checks.wrong), checks.wrong > 0 ? 1.0 : 0.0};
-    control_.all_reduce_sum(wrong_and_failed);
-    f.wrong = static_cast<int64_t>(wrong_and_failed[0]);
-    f.failed_checks = static_cast<int>(wrong_and_failed[1]);
   }
   return f;
 }
@@ -545,6 +549,8 @@ void Sweep::report_wrong(const std::string& what, const Checks& checks, int64_t 
                                 : std::string();
   const auto firsts = control_.all_gather(first);
   if (rank_ != 0) return;
+  const std::string hint = known_library_issue(comm_.backend_name(), options_.type, options_.op);
+  if (!hint.empty()) std::fprintf(stderr, "ccscope: note: %s\n", hint.c_str());
   for (const auto& line : firsts) {
     if (line.empty()) continue;
     std::fprintf(
@@ -612,6 +618,17 @@ class WatchdogMonitor : public SweepMonitor {
 };
 
 }  // namespace
+
+std::string known_library_issue(const std::string& backend, DataType type, ReduceOp op) {
+  const bool is_unsigned =
+      type == DataType::kUInt8 || type == DataType::kUInt32 || type == DataType::kUInt64;
+  if (backend == "mpi" && is_unsigned && (op == ReduceOp::kMin || op == ReduceOp::kMax))
+    return "MPICH 4.0.x compares unsigned integers as signed in MPI_MIN/MPI_MAX "
+           "(pmodels/mpich#6083, fixed in 4.1), and Open MPI 4.1.2-4.1.4 does for unsigned long "
+           "(open-mpi/ompi#10525); values above the signed maximum then come out wrong. Upgrade "
+           "MPI, or compare with --backend ring (ccscope's own reduction)";
+  return "";
+}
 
 size_t rotation_offset(size_t size_bytes, size_t buffer_bytes, size_t iteration, bool rotate) {
   if (!rotate || size_bytes == 0) return 0;

@@ -47,6 +47,10 @@ class SweepMonitor {
 // size x (iteration mod (buffer / size)); 0 when rotation is off or the size is 0.
 size_t rotation_offset(size_t size_bytes, size_t buffer_bytes, size_t iteration, bool rotate);
 
+// Pure: a known defect of the backend's library that produces wrong results
+// for this type and op (said beside a WRONG RESULT line), or "".
+std::string known_library_issue(const std::string& backend, DataType type, ReduceOp op);
+
 // Before any output is opened: whether the largest size of every collective
 // fits (element count per call, host memory shared by a node's ranks). Every
 // rank gets the same answer: "" or one line saying what fits.

@@ -1,8 +1,6 @@
 // The whole sweep (timing passes, rotation, checks, cross-rank reduction,
 // records) over the in-process transport: 1-4 ranks as threads, the ring
 // backend's algorithms, the control plane over the same point-to-point links.
-#include "sweep_runner.h"
-
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,6 +12,7 @@
 
 #include "ccscope/collectives/backends.h"
 #include "ccscope/collectives/in_process_transport.h"
+#include "sweep_runner.h"
 
 namespace ccscope::bench {
 namespace {
@@ -54,11 +53,11 @@ class RecordingCommunicator : public Communicator {
   void copy_to_host(void* dst, const Buffer& src, size_t offset, size_t bytes) override {
     inner_->copy_to_host(dst, src, offset, bytes);
   }
-  void all_reduce(const void* send, void* recv, size_t count, DataType type,
-                  ReduceOp op) override {
+  void all_reduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op) override {
     const char* at = static_cast<const char*>(send);
     for (const auto& [begin, bytes] : buffers_)
-      if (at >= begin && at < begin + bytes) send_offsets.push_back(static_cast<size_t>(at - begin));
+      if (at >= begin && at < begin + bytes)
+        send_offsets.push_back(static_cast<size_t>(at - begin));
     inner_->all_reduce(send, recv, count, type, op);
   }
   void all_gather(const void* send, void* recv, size_t count, DataType type) override {
@@ -189,6 +188,15 @@ TEST(Sweep, InjectedFaultsAreCaught) {
       }
     }
   }
+}
+
+TEST(Sweep, KnownLibraryIssueNamesTheUnsignedMinMaxBug) {
+  EXPECT_NE(known_library_issue("mpi", DataType::kUInt8, ReduceOp::kMax).find("mpich#6083"),
+            std::string::npos);
+  EXPECT_FALSE(known_library_issue("mpi", DataType::kUInt64, ReduceOp::kMin).empty());
+  EXPECT_EQ(known_library_issue("mpi", DataType::kInt8, ReduceOp::kMax), "");
+  EXPECT_EQ(known_library_issue("mpi", DataType::kUInt32, ReduceOp::kSum), "");
+  EXPECT_EQ(known_library_issue("ring", DataType::kUInt32, ReduceOp::kMax), "");
 }
 
 TEST(Sweep, RotationOffsetsAreNcclTests) {
