@@ -6,12 +6,14 @@
 // Every rank runs the same tests in the same order; each test agrees on its
 // verdict over all ranks, so every rank reports the same result.
 #include <gtest/gtest.h>
+#include <mpi.h>
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -52,6 +54,47 @@ size_t count_wrong(const unsigned char* output, const std::vector<unsigned char>
 
 // all_reduce and reduce_scatter of every type and op; returns the wrong elements
 // of this rank.
+// Whether this MPI library compares `T` as signed in MPI_MIN/MPI_MAX (MPICH
+// 4.0: pmodels/mpich#6083), asked directly with MPI_Reduce_local.
+template <typename T>
+bool mpi_min_max_signed(MPI_Datatype type) {
+  T in = std::numeric_limits<T>::max(), inout = 1;
+  MPI_Reduce_local(&in, &inout, 1, type, MPI_MAX);
+  return inout != std::numeric_limits<T>::max();
+}
+
+bool library_bug(const Communicator& comm, DataType type, ReduceOp op) {
+  if (comm.backend_name() != "mpi" || (op != ReduceOp::kMin && op != ReduceOp::kMax)) return false;
+  switch (type) {
+    case DataType::kUInt8:
+      return mpi_min_max_signed<uint8_t>(MPI_UINT8_T);
+    case DataType::kUInt32:
+      return mpi_min_max_signed<uint32_t>(MPI_UINT32_T);
+    case DataType::kUInt64:
+      return mpi_min_max_signed<uint64_t>(MPI_UINT64_T);
+    default:
+      return false;
+  }
+}
+
+// count_wrong, except where the library itself is known to be wrong: there the
+// mpi backend must hand MPI's result through unchanged (the bench reports it),
+// so a 1000-element reduction must show the defect.
+size_t judge(const Communicator& comm, const unsigned char* output,
+             const std::vector<unsigned char>& expected, DataType type, ReduceOp op, size_t count,
+             const std::string& what) {
+  if (!library_bug(comm, type, op)) return count_wrong(output, expected, type, what);
+  const size_t es = element_size(type);
+  size_t differ = 0;
+  for (size_t i = 0; i < expected.size() / es; ++i)
+    differ += std::memcmp(output + i * es, expected.data() + i * es, es) != 0;
+  // uint64 inputs with the top bit set are wrong under a signed comparison too.
+  if (count == 1000 && comm.size() > 1 && differ == 0)
+    ADD_FAILURE() << what << ": MPI's known unsigned min/max defect did not show: is the "
+                  << "result still MPI's own?";
+  return 0;
+}
+
 size_t check_reductions(Communicator& comm) {
   const int n = comm.size();
   const size_t un = static_cast<size_t>(n), ur = static_cast<size_t>(comm.rank());
@@ -73,7 +116,7 @@ size_t check_reductions(Communicator& comm) {
           comm.all_reduce(input.data(), out, count, type, op);
           comm.wait(std::chrono::milliseconds(0));
           const std::string what = describe(comm, "all_reduce", type, op, count, in_place);
-          wrong += count_wrong(out, expected, type, what);
+          wrong += judge(comm, out, expected, type, op, count, what);
           if (!in_place && input != original) {
             ADD_FAILURE() << what << ": modified its input";
             ++wrong;
@@ -92,7 +135,7 @@ size_t check_reductions(Communicator& comm) {
           comm.reduce_scatter(whole.data(), scattered, count, type, op);
           comm.wait(std::chrono::milliseconds(0));
           const std::string rs_what = describe(comm, "reduce_scatter", type, op, count, in_place);
-          wrong += count_wrong(scattered, block, type, rs_what);
+          wrong += judge(comm, scattered, block, type, op, count, rs_what);
           if (!in_place && whole != whole_original) {
             ADD_FAILURE() << rs_what << ": modified its input";
             ++wrong;
