@@ -75,8 +75,10 @@ class ConsoleReporter : public Reporter {
   }
 
   void add(const BenchRecord& r) override {
-    if (!table_ || r.collective != table_->collective || r.dtype != table_->dtype ||
-        r.op != table_->op || r.root != table_->root ||
+    // One table per collective, as nccl-tests prints one header for a whole
+    // -d all -o all run (type, op and root are columns); a change of what the
+    // time column means starts a new one.
+    if (!table_ || r.collective != table_->collective ||
         r.time_statistic != table_->time_statistic || r.time_method != table_->time_method) {
       flush_pending();
       print_table_header(r);
@@ -90,7 +92,9 @@ class ConsoleReporter : public Reporter {
 
     std::optional<BenchRecord>& slot = r.in_place ? in_place_ : out_of_place_;
     const BenchRecord* held = out_of_place_ ? &*out_of_place_ : in_place_ ? &*in_place_ : nullptr;
-    if (held && (held->size_bytes != r.size_bytes || slot)) flush_pending();
+    if (held && (held->size_bytes != r.size_bytes || held->dtype != r.dtype || held->op != r.op ||
+                 held->root != r.root || slot))
+      flush_pending();
     slot = r;
     // Records come out-of-place first, then in-place: an in-place record
     // completes its line.

@@ -664,6 +664,36 @@ TEST(ConsoleReporter, NewTableWhenTheCollectiveChanges) {
   EXPECT_EQ(words(lines[1])[9], "N/A");
 }
 
+TEST(ConsoleReporter, OneTableOverTypesAndOpsAsNcclTests) {
+  // -d all -o all: nccl-tests prints one header; type and op are columns.
+  std::ostringstream out;
+  auto reporter = make_console_reporter(out);
+  RunMetadata m = sample_metadata();
+  reporter->begin(m);
+  for (const char* dtype : {"float", "int8"}) {
+    for (const char* op : {"sum", "max"}) {
+      for (bool in_place : {false, true}) {
+        BenchRecord r = sample_record(1024, in_place, 0);
+        r.dtype = dtype;
+        r.op = op;
+        reporter->add(r);
+      }
+    }
+  }
+  reporter->end(m);
+  const std::string text = out.str();
+  size_t headers = 0;
+  for (size_t at = text.find("# Collective:"); at != std::string::npos;
+       at = text.find("# Collective:", at + 1))
+    ++headers;
+  EXPECT_EQ(headers, 1u) << text;
+  const auto lines = data_lines(text);
+  ASSERT_EQ(lines.size(), 4u) << text;  // one line per (type, op): out-of-place + in-place
+  EXPECT_EQ(words(lines[0])[2], "float");
+  EXPECT_EQ(words(lines[1])[3], "max");
+  EXPECT_EQ(words(lines[3])[2], "int8");
+}
+
 TEST(ConsoleReporter, LargeFiguresShrinkToFitTheirColumns) {
   std::ostringstream out;
   auto reporter = make_console_reporter(out);
