@@ -100,17 +100,17 @@ inline std::string fp8_unsupported_reason(int header_code, int library_code,
                                           int min_compute_capability) {
   if (header_code < kFp8Since) {
     return "fp8 needs NCCL >= 2.24 at build time (this ccscope was built with NCCL " +
-           version_text(header_code) + "); use another --dtype";
+           version_text(header_code) + "); use another -d/--datatype";
   }
   if (library_code < kFp8Since) {
     return "fp8 needs NCCL >= 2.24 at run time (the NCCL library loaded is " +
-           version_text(library_code) + "); use another --dtype";
+           version_text(library_code) + "); use another -d/--datatype";
   }
   if (min_compute_capability < kFp8MinComputeCapability) {
     return "fp8 needs GPUs of compute capability >= 9.0 (Hopper) on every rank; the oldest GPU "
            "here is " +
            std::to_string(min_compute_capability / 10) + "." +
-           std::to_string(min_compute_capability % 10) + "; use another --dtype";
+           std::to_string(min_compute_capability % 10) + "; use another -d/--datatype";
   }
   return "";
 }

@@ -149,7 +149,7 @@ ncclDataType_t to_nccl(DataType type) {
       return ncclBfloat16;
 #else
       throw UsageError(
-          "bfloat16 needs NCCL >= 2.10 and CUDA >= 11 at build time; use another --dtype");
+          "bfloat16 needs NCCL >= 2.10 and CUDA >= 11 at build time; use another -d/--datatype");
 #endif
     case DataType::kInt32:
       return ncclInt32;
@@ -1201,19 +1201,8 @@ std::string gpu_identity_for_local_rank(int local_rank) {
 
 std::string nccl_version_string() {
   int code = 0;
-  if (ncclGetVersion(&code) != ncclSuccess || code <= 0) return "";
-  // NCCL_VERSION: X*1000+Y*100+Z up to 2.8, X*10000+Y*100+Z from 2.9 on.
-  int major = 0, minor = 0, patch = 0;
-  if (code < 10000) {
-    major = code / 1000;
-    minor = (code % 1000) / 100;
-    patch = code % 100;
-  } else {
-    major = code / 10000;
-    minor = (code % 10000) / 100;
-    patch = code % 100;
-  }
-  return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
+  if (ncclGetVersion(&code) != ncclSuccess) return "";
+  return nccl_choices::version_text(code);
 }
 
 std::string cuda_runtime_version_string() {
