@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -313,6 +314,35 @@ struct DeathWatch {
   explicit DeathWatch(size_t capacity, const std::atomic<unsigned long long>& operation)
       : slots(new WatchSlot[capacity]), capacity(capacity), operation(operation) {}
   ~DeathWatch() {
+    // A graceful close. close() with unread bytes (a peer's goodbye) makes the
+    // kernel send a reset, and a reset can destroy the peer's unread copy of our
+    // own goodbye: the peer then reports this rank dead (seen when two ranks
+    // leave together after a refused --csv). So: no more writes (a FIN after the
+    // goodbye), read what the peers send until they close too, at most 500 ms.
+    std::vector<pollfd> open;
+    for (size_t i = 0; i < count.load(); ++i)
+      if (const int fd = slots[i].fd.load(); fd >= 0) {
+        ::shutdown(fd, SHUT_WR);
+        open.push_back({fd, POLLIN, 0});
+      }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
+    while (!open.empty()) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            deadline - std::chrono::steady_clock::now())
+                            .count();
+      if (left <= 0 || ::poll(open.data(), open.size(), static_cast<int>(left)) < 0) break;
+      for (auto it = open.begin(); it != open.end();) {
+        char sink[256];
+        ssize_t got = 1;
+        if (it->revents != 0)
+          while ((got = ::recv(it->fd, sink, sizeof sink, MSG_DONTWAIT)) > 0) {
+          }
+        const bool closed =
+            it->revents != 0 &&
+            (got == 0 || (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR));
+        it = closed ? open.erase(it) : it + 1;
+      }
+    }
     for (size_t i = 0; i < count.load(); ++i)
       if (const int fd = slots[i].fd.load(); fd >= 0) ::close(fd);
   }
