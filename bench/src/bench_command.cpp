@@ -87,6 +87,15 @@ std::vector<BenchOptions> sweep_runs(const BenchOptions& options, int ranks) {
   return runs;
 }
 
+// Every rank has agreed to end (a refused output, buffers that do not fit):
+// all say goodbye before any of them closes its watch connections, so that no
+// watchdog takes an early leaver for a dead rank.
+int leave_together(const World& world, int exit_code) {
+  watchdog_say_goodbye();
+  world.barrier();
+  return exit_code;
+}
+
 }  // namespace
 
 int bench_main(const std::vector<std::string>& args, const std::vector<std::string>& command_line) {
@@ -177,7 +186,7 @@ int bench_main(const std::vector<std::string>& args, const std::vector<std::stri
     typed.type = type;
     if (const std::string problem = preflight(typed, world, *comm); !problem.empty()) {
       if (leader) std::fprintf(stderr, "ccscope bench: error: %s\n", problem.c_str());
-      return kExitUsage;
+      return leave_together(world, kExitUsage);
     }
   }
 
@@ -202,7 +211,7 @@ int bench_main(const std::vector<std::string>& args, const std::vector<std::stri
   }
   if (world.all_reduce_sum(static_cast<int64_t>(open_error.empty() ? 0 : 1)) != 0) {
     if (leader) std::fprintf(stderr, "ccscope bench: error: %s\n", open_error.c_str());
-    return kExitUsage;
+    return leave_together(world, kExitUsage);
   }
 
   InterruptHandlers interrupts(leader);
@@ -246,6 +255,8 @@ int bench_main(const std::vector<std::string>& args, const std::vector<std::stri
     watchdog->operation_started();
     comm.reset();
     watchdog->end_phase();
+    // Every rank gets here (or has aborted): all say goodbye before any closes.
+    leave_together(world, kExitOk);
     if (!outcome.refused.empty()) return kExitUsage;  // rank 0 said what fits
     if (end_failed) return kExitFailed;
     if (outcome.stopped_by_signal) {

@@ -371,6 +371,7 @@ struct DeathWatch {
       const int fd = slots[i].fd.load(std::memory_order_relaxed);
       if (fd >= 0) (void)::send(fd, &kGoodbye, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
     }
+    leaving.store(true);
     // The exit is on purpose: the launcher may see it at once.
     const pid_t pid = holder.load(std::memory_order_relaxed);
     if (pid > 0) (void)::kill(pid, SIGKILL);
@@ -387,12 +388,13 @@ struct DeathWatch {
   std::unique_ptr<WatchSlot[]> slots;
   const size_t capacity;
   std::atomic<size_t> count{0};
-  std::atomic<pid_t> holder{-1};            // this rank's own descriptor holder
-  std::atomic<bool> reported{false};        // a report (death or timeout) is out
-  std::atomic<bool> death_reported{false};  // and it names a dead rank
-  std::atomic<bool> line_out{false};        // the death line is written
-  bool watches_all = false;                 // rank 0 or the deputy: reports deaths
-  int pmi_fd = -1;                          // simple PMI (see pmi_abort), or -1
+  std::atomic<pid_t> holder{-1};             // this rank's own descriptor holder
+  mutable std::atomic<bool> leaving{false};  // this rank said goodbye: it reports no death
+  std::atomic<bool> reported{false};         // a report (death or timeout) is out
+  std::atomic<bool> death_reported{false};   // and it names a dead rank
+  std::atomic<bool> line_out{false};         // the death line is written
+  bool watches_all = false;                  // rank 0 or the deputy: reports deaths
+  int pmi_fd = -1;                           // simple PMI (see pmi_abort), or -1
   const std::atomic<unsigned long long>& operation;
   std::atomic<char> phase[200] = {};
   std::atomic<bool> busy{false};
@@ -1048,7 +1050,10 @@ class HangWatchdog::Impl {
   }
 
   void peer_lost(const PeerLoss& loss, const WatchSlot& slot) {
-    if (stop_.load()) return;
+    // A rank that is leaving on purpose reports no death: the peers leave with
+    // it, and their goodbyes can be lost (a peer's close may reset the
+    // connection before its goodbye is read).
+    if (stop_.load() || watch_->leaving.load()) return;
     const DeathVerdict verdict =
         judge_peer_loss(loss, world_.rank(), world_.hostnames(), activity());
     if (!verdict.report) return;
