@@ -2,7 +2,7 @@
 # Correctness matrix over real MPI: one collective at one rank count, swept
 # over every element type (-d all) and, for the reductions, every op (-o all)
 # in one launch: tiny, non-divisible and ~400 KiB sizes (-b 8 -e 400K -f 37:
-# 8, 296, 10952, 405224 B). At 3 and 4 ranks (ranks outnumber this machine's
+# 8, 296, 10952, 405224 B; from 296 B at 3 and 4 ranks). At 3 and 4 ranks (ranks outnumber this machine's
 # cores, and every operation costs a scheduler slice) the reductions run every
 # type with sum and every op with float; broadcast runs from the last rank (and
 # from rank 0 with float). Every CSV row must be checked, with the right
@@ -35,6 +35,10 @@ case $COLL in
 esac
 SWEEP=(-b 8 -e 400K -f 37)
 NSIZES=4
+if [ "$NRANKS" -ge 3 ]; then  # 296, 10952, 405224 B: the 8 B case runs at 1 and 2 ranks
+  SWEEP=(-b 296 -e 400K -f 37)
+  NSIZES=3
+fi
 
 # Which unsigned types this MPI library reduces as signed under MPI_MIN/MAX.
 SIGNED_UNSIGNED=" "

@@ -28,7 +28,7 @@ bench() {  # bench OUTPUT.csv [taskset prefix...]
   local out=$1
   shift
   timeout 120 "$@" mpiexec -n 2 "$ccscope" bench allreduce --backend mpi -b 256K -e 4M -f 4 \
-    -n 20 -w 5 --repeat 6 --timeout 60 --csv "$out" >/dev/null
+    -n 10 -w 2 --repeat 6 --timeout 60 --csv "$out" >/dev/null
 }
 bench baseline.csv
 
