@@ -66,6 +66,8 @@ class DataPattern {
   Contributors contributors(size_t element) const;
   double reduction_input(int rank, size_t element) const;
   double reduction_result(size_t element) const;
+  // The expected value before rounding to the element type.
+  double expected_unrounded(int rank, size_t index) const;
   // Data movement: the value `source` holds at its send-buffer element `index`.
   double movement_value(size_t source, size_t index) const;
   double typed(double value) const;  // rounded to the element type
