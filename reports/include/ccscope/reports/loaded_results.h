@@ -38,6 +38,11 @@ struct LoadedRecord {
   std::optional<double> busbw_GBps;
   std::optional<double> time_min_s;  // OSU min / ccscope rank_time_min_s
   std::optional<double> time_max_s;
+  std::optional<double> time_avg_s;  // average over ranks of each rank's time
+  // Which statistic over ranks time_s is, machine-readable: "max" (ccscope's
+  // default: the slowest rank), "avg" (nccl-tests' default, OSU's "Avg
+  // Latency"), "min", "rank0"; "" when the source does not say.
+  std::string time_statistic;
   std::optional<double> iteration_time_p50_s;
   std::optional<double> iteration_time_p99_s;
   std::optional<int64_t> wrong;
