@@ -43,6 +43,9 @@ struct LoadedRecord {
   // default: the slowest rank), "avg" (nccl-tests' default, OSU's "Avg
   // Latency"), "min", "rank0"; "" when the source does not say.
   std::string time_statistic;
+  // Host CPU time to issue the operations (nccl-tests -C prints it in the time
+  // column, -J as cpu_time): never a completion time, so never time_s.
+  std::optional<double> cpu_time_s;
   std::optional<double> iteration_time_p50_s;
   std::optional<double> iteration_time_p99_s;
   std::optional<int64_t> wrong;
@@ -64,6 +67,9 @@ struct LoadedRun {
   std::string format;  // "ccscope-csv", "ccscope-json", "nccl-tests-text", "nccl-tests-json", "osu"
   RunMetadata metadata;  // what the source said; empty strings/zeros when absent
   std::vector<LoadedRecord> records;
+  // What the reader skipped or converted, one line each, for the user to see
+  // ("12 lines of other programs skipped (NCCL INFO, launcher prefixes)").
+  std::vector<std::string> notes;
 };
 
 }  // namespace ccscope::reports
