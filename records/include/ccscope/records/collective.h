@@ -1,0 +1,74 @@
+#pragma once
+// One description per benchmarked collective, as nccl-tests keeps a testColl
+// per collective: its names in every tool's spelling, how a requested size
+// becomes element counts and buffers, its bus-bandwidth factor, whether it
+// runs in place, and what each rank's output must hold. bench measures and
+// checks by it; reports name, convert and re-derive figures by it.
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ccscope {
+
+enum class Collective { kAllReduce, kAllGather, kReduceScatter, kBroadcast, kAllToAll, kSendRecv };
+
+// Element counts for one requested size, as nccl-tests computes them.
+struct Layout {
+  size_t send_count = 0;            // elements in the send buffer
+  size_t recv_count = 0;            // elements in the receive buffer
+  size_t param_count = 0;           // the count passed to the collective (the "count" column)
+  size_t size_bytes = 0;            // the "size" column: max(send, recv) bytes
+  size_t send_in_place_offset = 0;  // elements: where send sits inside recv when in place
+  size_t recv_in_place_offset = 0;  // elements: where recv sits inside send when in place
+};
+
+// What element i of rank r's output holds (r of n ranks, block = param_count).
+enum class ExpectedRule {
+  kReducedElement,  // the reduction over ranks of element i (all-reduce)
+  kReducedBlock,    // the reduction over ranks of element r*block + i (reduce-scatter)
+  kGatheredBlocks,  // element i % block of rank i / block's input (all-gather)
+  kRootInput,       // element i of the root's input (broadcast)
+  kTransposed,      // element r*block + i % block of rank i / block's input (all-to-all)
+  kPreviousRank,    // element i of rank (r - 1) mod n's input (send/recv ring)
+};
+
+struct CollectiveDescription {
+  Collective id;
+  std::string_view name;                // ccscope's: "allreduce"
+  std::string_view title;               // for people: "all-reduce"
+  std::string_view nccl_tests_program;  // "all_reduce_perf"
+  std::string_view nccl_function;       // "ncclAllReduce"
+  std::string_view osu_program;         // "osu_allreduce"; "" when OSU has none
+  // The words of OSU's title line, "# OSU MPI <words> Latency Test" (5.x-7.x).
+  std::vector<std::string_view> osu_titles;
+  bool reduces;
+  bool has_root;
+  bool in_place;  // NCCL has an in-place form (alltoall and sendrecv do not)
+  // OSU prints one rank's block for this collective, nccl-tests the whole
+  // buffer: nccl-tests' size = OSU's size x ranks.
+  bool osu_size_is_per_rank;
+  ExpectedRule expected;
+  std::string_view size_convention;  // one line for --help and reports
+  std::string_view busbw_rule;       // the factor in words, e.g. "2(n-1)/n"
+};
+
+const std::vector<CollectiveDescription>& all_collectives();
+const CollectiveDescription& describe(Collective collective);
+std::string_view name(Collective collective);
+// ccscope's name, nccl-tests' program name (with or without a path or
+// "_perf"), underscores allowed: all_reduce, all_reduce_perf, allreduce.
+std::optional<Collective> parse_collective(std::string_view text);
+// ccscope's name, for a collective named in a file ("" when unknown).
+std::string canonical_collective_name(std::string_view text);
+// The collective of an OSU title line ("# OSU MPI Allgather Latency Test v7.3").
+std::optional<Collective> collective_from_osu_title(std::string_view line);
+std::string collective_choices();
+
+Layout layout_for(Collective collective, size_t requested_bytes, size_t element_bytes, int ranks,
+                  int rank);
+// busbw = algbw x factor (nccl-tests' PERFORMANCE.md).
+double bus_bandwidth_factor(Collective collective, int ranks);
+
+}  // namespace ccscope
