@@ -103,6 +103,21 @@ Placement place(Collective collective, bool in_place, const Layout& layout, Buff
   }
 }
 
+// The record's machine-readable statistic (nccl-tests' -a 0/1/2/3).
+std::string time_statistic_token(TimeAcrossRanks mode) {
+  switch (mode) {
+    case TimeAcrossRanks::kRank0:
+      return "rank0";
+    case TimeAcrossRanks::kAverage:
+      return "avg";
+    case TimeAcrossRanks::kMinimum:
+      return "min";
+    case TimeAcrossRanks::kMaximum:
+      return "max";
+  }
+  return "";
+}
+
 void run_collective(Communicator& comm, const BenchOptions& options, const Layout& layout,
                     const void* send, void* recv) {
   switch (options.collective) {
@@ -583,7 +598,7 @@ reports::BenchRecord Sweep::make_record(const Layout& layout, bool in_place, con
   record.rank_time_avg_s = figures.rank_avg;
   record.rank_time_max_s = figures.rank_max;
   record.time_s = figures.reported;
-  record.time_statistic = time_statistic_description(options_.time_across_ranks);
+  record.time_statistic = time_statistic_token(options_.time_across_ranks);
   record.time_method = options_.report_cputime
                            ? "host time to issue -n iterations (-C 1)"
                            : (options_.graph_launches > 0

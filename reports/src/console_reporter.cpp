@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "ccscope/records/schema.h"
 #include "ccscope/reports/reporter.h"
 
 namespace ccscope::reports {
@@ -130,8 +131,7 @@ class ConsoleReporter : public Reporter {
     table_ = r;
     line(fmt::format("# Collective: {}", r.collective));
     // Which statistic the time column is, and how it was measured.
-    line(fmt::format("# time: {}",
-                     r.time_statistic.empty() ? "statistic not recorded" : r.time_statistic));
+    line(fmt::format("# time: {}", records::describe_time_statistic(r.time_statistic)));
     if (!r.time_method.empty()) line(fmt::format("# time method: {}", r.time_method));
     line("#");
     line(

@@ -12,81 +12,32 @@
 #include <stdexcept>
 #include <string>
 
+#include "ccscope/records/schema.h"
 #include "ccscope/reports/reporter.h"
 #include "ccscope/reports/user_files.h"
+#include "record_json.h"
 
 namespace ccscope::reports {
 namespace {
 
 using nlohmann::json;
 
+// The run's fields, from the schema's table (a record's own fields are in
+// each record object).
 json metadata_json(const RunMetadata& m) {
-  json env = json::object();
-  for (const auto& [name, value] : m.environment) env[name] = value;
-  return json{
-      {"ccscope_version", m.ccscope_version},
-      {"git_commit", m.git_commit},
-      {"backend", m.backend},
-      {"mpi_library", m.mpi_library},
-      {"nccl_version", m.nccl_version},
-      {"cuda_version", m.cuda_version},
-      {"driver_version", m.driver_version},
-      {"hosts", m.hosts},
-      {"gpu_names", m.gpu_names},
-      {"ranks", m.ranks},
-      {"nodes", m.nodes},
-      {"ranks_per_node", m.ranks_per_node},
-      {"environment", env},
-      {"command_line", m.command_line},
-      {"start_time_utc", m.start_time_utc},
-      {"end_time_utc", m.end_time_utc},
-      {"backend_resources", m.backend_resources},
-  };
+  return json_object_of(records::bench_kind(), records::bench_cells(BenchRecord{}, m),
+                        records::FieldScope::kRun);
 }
 
-// The record's own fields, named as the CSV columns.
-json record_json(const BenchRecord& r) {
-  return json{
-      {"collective", r.collective},
-      {"backend", r.backend},
-      {"dtype", r.dtype},
-      {"op", r.op},
-      {"root", r.root},
-      {"in_place", r.in_place},
-      {"size_bytes", r.size_bytes},
-      {"count", r.count},
-      {"ranks", r.ranks},
-      {"nodes", r.nodes},
-      {"ranks_per_node", r.ranks_per_node},
-      {"iterations", r.iterations},
-      {"warmup_iterations", r.warmup_iterations},
-      {"time_s", r.time_s},
-      {"time_statistic", r.time_statistic},
-      {"algbw_GBps", r.algbw_GBps},
-      {"busbw_GBps", r.busbw_GBps},
-      {"rank_time_min_s", r.rank_time_min_s},
-      {"rank_time_avg_s", r.rank_time_avg_s},
-      {"rank_time_max_s", r.rank_time_max_s},
-      {"iteration_time_p50_s", r.iteration_time_p50_s},
-      {"iteration_time_p99_s", r.iteration_time_p99_s},
-      {"iterations_per_sample", r.iterations_per_sample},
-      {"rotated", r.rotated},
-      {"aggregate_iterations", r.aggregate_iterations},
-      {"graph_launches", r.graph_launches},
-      {"time_method", r.time_method},
-      {"checked", r.checked},
-      {"wrong", r.wrong},
-      {"check_iterations", r.check_iterations},
-      {"failed_checks", r.failed_checks},
-      {"record_time_utc", r.record_time_utc},
-      {"repeat", r.repeat},
-  };
+json record_json(const BenchRecord& r, const RunMetadata& m) {
+  return json_object_of(records::bench_kind(), records::bench_cells(r, m),
+                        records::FieldScope::kRecord);
 }
 
 class JsonReporter : public Reporter {
  public:
   explicit JsonReporter(const std::string& path) : target_(resolve_output(path)) {
-    doc_ = json{{"schema", kBenchSchema},
+    doc_ = json{{kSchemaKey, records::bench_kind().schema_id()},
                 {"complete", false},
                 {"metadata", metadata_json(RunMetadata{})},
                 {"records", json::array()}};
@@ -109,12 +60,13 @@ class JsonReporter : public Reporter {
   JsonReporter& operator=(const JsonReporter&) = delete;
 
   void begin(const RunMetadata& m) override {
+    metadata_ = m;
     doc_["metadata"] = metadata_json(m);
     write();
   }
 
   void add(const BenchRecord& r) override {
-    doc_["records"].push_back(record_json(r));
+    doc_["records"].push_back(record_json(r, metadata_));
     write();
   }
 
@@ -147,6 +99,7 @@ class JsonReporter : public Reporter {
   }
 
   OutputTarget target_;
+  RunMetadata metadata_;
   FILE* stream_ = nullptr;
   json doc_;
   bool finished_ = false;

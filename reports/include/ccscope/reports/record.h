@@ -1,86 +1,11 @@
 #pragma once
-// Records are the only thing that crosses from measuring to reporting: one
-// BenchRecord per (collective, size, in-place) plus the RunMetadata of the run.
-#include <cstddef>
-#include <cstdint>
-#include <string>
-#include <utility>
-#include <vector>
+// The records reporters write: defined in records/ (bench_record.h), with the
+// schema id of the bench kind.
+#include "ccscope/records/bench_record.h"
 
 namespace ccscope::reports {
 
-inline constexpr const char* kBenchSchema = "ccscope.bench/1";
-
-struct RunMetadata {
-  std::string ccscope_version;
-  std::string git_commit;
-  std::string backend;       // "mpi" or "nccl"
-  std::string mpi_library;   // MPI_Get_library_version, first line
-  std::string nccl_version;  // "" when not used / not built
-  std::string cuda_version;  // "" when not used / not built
-  // NVIDIA driver version from NVML, for the NCCL backend; ranks that differ are
-  // listed ";"-separated (a mixed-driver cluster). "" when unknown.
-  std::string driver_version;
-  std::vector<std::string> hosts;      // hostname of each rank, by rank
-  std::vector<std::string> gpu_names;  // device of each rank ("cpu" for MPI)
-  int ranks = 0;
-  int nodes = 0;
-  int ranks_per_node = 0;  // the largest number of ranks on one node
-  // Every NCCL_*, UCX_*, MPIR_*, OMPI_*, CCSCOPE_* variable, sorted by name.
-  std::vector<std::pair<std::string, std::string>> environment;
-  std::string command_line;
-  std::string start_time_utc;  // ISO 8601, e.g. 2026-11-30T03:04:05Z
-  std::string end_time_utc;    // "" until the run ends
-  // The signal that stopped the run early ("SIGTERM"); "" when it ran to the end.
-  std::string stopped_by;
-  // What the backend used, in its own words, e.g. "alloc=ncclMemAlloc,
-  // alltoall=ncclAlltoAll, blocking=0"; "" when it has nothing to say (and in
-  // files written before the field existed).
-  std::string backend_resources;
-};
-
-struct BenchRecord {
-  std::string collective;  // allreduce, allgather, reducescatter, broadcast, alltoall, sendrecv
-  std::string backend;
-  std::string dtype;  // nccl-tests names: float, double, half, bfloat16, int32, int8, uint8
-  std::string op;     // sum, prod, min, max, avg; "none" for data movement
-  int root = -1;      // -1 when the collective has no root
-  bool in_place = false;
-  size_t size_bytes = 0;  // nccl-tests' size convention
-  size_t count = 0;       // elements, as nccl-tests prints them
-  int ranks = 0;
-  int nodes = 0;
-  int ranks_per_node = 0;
-  int iterations = 0;
-  int warmup_iterations = 0;
-  double time_s = 0;           // the reported time, per time_statistic
-  std::string time_statistic;  // e.g. "max over ranks of mean over iterations"
-  double algbw_GBps = 0;       // size_bytes / time_s / 1e9
-  double busbw_GBps = 0;       // algbw x nccl-tests' factor
-  double rank_time_min_s = 0;  // min/avg/max over ranks of each rank's mean
-  double rank_time_avg_s = 0;
-  double rank_time_max_s = 0;
-  double iteration_time_p50_s = 0;  // over samples of the slowest rank's time (see below)
-  double iteration_time_p99_s = 0;
-  // Iterations per timing sample behind p50/p99: 1, or for operations under
-  // 10 us enough consecutive iterations that a sample lasts 10 us (each sample
-  // is then their mean), so that reading the clock costs well under 1%.
-  size_t iterations_per_sample = 1;
-  // How the timed iterations ran, as nccl-tests 2.19 runs them. Files written
-  // before these fields existed read back with these defaults.
-  bool rotated = false;          // buffer rotation: each timed iteration at the next
-                                 // offset of the largest buffer (nccl-tests' default)
-  int aggregate_iterations = 1;  // nccl-tests -m: operations per timed iteration
-  int graph_launches = 0;        // nccl-tests -G: CUDA graph launches; 0 = no graph
-  // How time_s was measured, e.g. "host wall clock over -n iterations + one
-  // sync (nccl-tests)" or "host time to issue -n iterations (-C)"; "" = not said.
-  std::string time_method;
-  bool checked = false;      // correctness check ran
-  int64_t wrong = 0;         // wrong elements over all ranks (0 when unchecked)
-  int check_iterations = 0;  // checks that ran (nccl-tests -c N); 0 = unchecked
-  int failed_checks = 0;     // of those, checks that found a wrong element on some rank
-  std::string record_time_utc;
-  int repeat = 0;  // which of the `bench --repeat K` sweeps (0-based): repeated samples
-};
+using records::BenchRecord;
+using records::RunMetadata;
 
 }  // namespace ccscope::reports
