@@ -19,6 +19,7 @@ if "$mpiexec" --version 2>&1 | grep -qE "Open MPI|OpenRTE"; then  # 4.1 prints "
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
   launcher=("$mpiexec" --bind-to none --oversubscribe -n "$ranks")
 fi
+read_records="$(cd "$(dirname "$0")/../../../ci" && pwd)/read-records"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 failures=0
@@ -34,10 +35,12 @@ run() {  # collectives type op [extra bench args...]
       -b 8 -e 4M -f 8 -n 3 -w 1 --timeout 60 --no-progress --csv "$csv" "$@" >"$work/out" 2>&1; then
     echo "FAIL: $collectives $what on $ranks ranks exited non-zero:"; tail -5 "$work/out"; failures=$((failures + 1)); return
   fi
-  local bad
-  bad=$(awk -F, 'NR==1 {for (i=1;i<=NF;i++) col[$i]=i; next}
-                 $col["checked"]!=1 || $col["wrong"]!=0 || $col["backend"]!="nccl" {n++} END {print n+0}' "$csv")
-  local rows; rows=$(($(wc -l <"$csv") - 1))
+  local records bad rows
+  if ! records=$(python3 "$read_records" "$csv" --fields checked,wrong,backend 2>&1); then
+    echo "FAIL: $collectives $what on $ranks ranks: $records"; failures=$((failures + 1)); return
+  fi
+  bad=$(awk -F'\t' 'NF && ($1 != 1 || $2 != 0 || $3 != "nccl") {n++} END {print n+0}' <<<"$records")
+  rows=$(grep -c . <<<"$records" || true)
   # 7 sizes (8 B .. 2 MiB, x8) x (4 collectives x 2 placements + alltoall, sendrecv) = 70
   if [ "$bad" -ne 0 ] || [ "$rows" -lt 70 ]; then
     echo "FAIL: $collectives $what on $ranks ranks: $bad bad rows of $rows"; failures=$((failures + 1))

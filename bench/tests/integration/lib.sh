@@ -106,60 +106,25 @@ use_private_binary() {
 }
 
 # ---------------------------------------------------------------------------
-# CSV (RFC 4180: quoted fields may hold commas, quotes and newlines)
+# Records: every script reads ccscope's CSV and JSON through ci/read-records
+# (RFC 4180: quoted fields may hold commas, quotes and newlines).
 
-# csv_select FILE COLUMN... : one line per data record, the named columns joined
-# by tabs. Fails (status 2, message on stderr) when the file is missing, a named
-# column is not in the header, or a record has another field count than the header.
+READ_RECORDS="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../../ci" && pwd)/read-records"
+read_records() { python3 "$READ_RECORDS" "$@"; }
+
+# csv_select FILE COLUMN... : one line per record, the named columns joined by
+# tabs (tab, new line and backslash in a field written \t, \n, \\). Fails
+# (status 2, one line on stderr) when the file is missing, a named column is not
+# in the header, or a record has another field count than the header.
 csv_select() {
   local file=$1
   shift
-  [ -f "$file" ] || { echo "csv_select: no file '$file'" >&2; return 2; }
-  awk -v want="$*" '
-    function emit(   i, out, k) {
-      nrec++
-      if (nrec == 1) {
-        for (i = 1; i <= nf; i++) col[f[i]] = i
-        header_nf = nf
-        nw = split(want, names, " ")
-        for (k = 1; k <= nw; k++)
-          if (!(names[k] in col)) { printf "csv_select: no column \"%s\" in the header of %s\n", names[k], FILENAME > "/dev/stderr"; bad = 1; exit 2 }
-        return
-      }
-      if (nf != header_nf) { printf "csv_select: record %d of %s has %d fields, the header %d\n", nrec - 1, FILENAME, nf, header_nf > "/dev/stderr"; bad = 1; exit 2 }
-      out = ""
-      for (k = 1; k <= nw; k++) out = out (k > 1 ? "\t" : "") f[col[names[k]]]
-      print out
-    }
-    BEGIN { nf = 0; field = ""; inq = 0; nrec = 0 }
-    {
-      line = $0
-      if (inq) field = field "\n"
-      else sub(/\r$/, "", line)
-      n = length(line)
-      for (i = 1; i <= n; i++) {
-        c = substr(line, i, 1)
-        if (inq) {
-          if (c == "\"") {
-            if (substr(line, i + 1, 1) == "\"") { field = field "\""; i++ } else inq = 0
-          } else field = field c
-        } else if (c == "\"") inq = 1
-        else if (c == ",") { f[++nf] = field; field = "" }
-        else field = field c
-      }
-      if (!inq) { f[++nf] = field; field = ""; emit(); nf = 0 }
-    }
-    END {
-      if (bad) exit 2
-      if (inq) { printf "csv_select: %s ends inside a quoted field\n", FILENAME > "/dev/stderr"; exit 2 }
-      if (nrec == 0) { printf "csv_select: %s is empty (no header)\n", FILENAME > "/dev/stderr"; exit 2 }
-    }
-  ' "$file"
+  read_records "$file" --fields "$(IFS=,; printf '%s' "$*")"
 }
 
 # csv_header FILE : the header's column names, one per line.
 csv_header() {
-  head -n 1 "$1" | tr -d '\r' | tr ',' '\n'
+  read_records "$1" --columns
 }
 
 # ---------------------------------------------------------------------------

@@ -57,7 +57,8 @@ fi
 
 # -J FILE.json: the JSON document.
 run json 0 "$CCSCOPE" bench allreduce "${common[@]}" -J "$WORK/out.json" &&
-  { grep -q '"complete": *true' "$WORK/out.json" 2>/dev/null || fail "-J: $WORK/out.json is not a complete JSON document"; }
+  { [ "$(read_records "$WORK/out.json" --fields complete 2>/dev/null | sort -u)" = 1 ] ||
+      fail "-J: $WORK/out.json is not a complete JSON document"; }
 
 # -N 0: until stopped; SIGTERM ends it after its records, exit 128 + 15.
 "$CCSCOPE" bench allreduce -N 0 "${common[@]}" >"$WORK/forever.out" 2>"$WORK/forever.err" </dev/null &

@@ -69,14 +69,14 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# csv_col FILE COLUMN [FILTER_COLUMN FILTER_VALUE]: values of COLUMN (by header name), one per row
+# csv_col FILE COLUMN [FILTER_COLUMN FILTER_VALUE]: values of COLUMN (by header name), one
+# per record, through ci/read-records (quoted fields may hold commas and new lines);
+# status 2 for a missing file or column.
+READ_RECORDS=$HERE/../../read-records
 csv_col() {
-  awk -F, -v col="$2" -v fc="${3:-}" -v fv="${4:-}" '
-    NR == 1 { for (i = 1; i <= NF; i++) h[$i] = i
-              if (!(col in h)) { print "no column " col > "/dev/stderr"; exit 3 }
-              if (fc != "" && !(fc in h)) { print "no column " fc > "/dev/stderr"; exit 3 }
-              next }
-    fc == "" || $h[fc] == fv { print $h[col] }' "$1"
+  local where=()
+  [[ -z ${3:-} ]] || where=(--where "$3=${4:-}")
+  python3 "$READ_RECORDS" "$1" --fields "$2" "${where[@]}"
 }
 
 # bench COLLECTIVE CSV [ccscope bench options...]: run ccscope bench through the cluster
