@@ -212,9 +212,9 @@ std::string time_statistic_name(std::string_view text) {
 }
 
 std::string describe_time_statistic(std::string_view token) {
-  if (token == "max") return "max over ranks of each rank's mean over iterations";
-  if (token == "avg") return "average over ranks of each rank's mean over iterations";
-  if (token == "min") return "min over ranks of each rank's mean over iterations";
+  if (token == "max") return "max over ranks of mean over iterations";
+  if (token == "avg") return "average over ranks of mean over iterations";
+  if (token == "min") return "min over ranks of mean over iterations";
   if (token == "rank0") return "rank 0's mean over iterations";
   return "statistic not recorded";
 }

@@ -12,6 +12,9 @@ using records::FieldError;
 using records::FieldType;
 
 json json_of(const Cell& cell, FieldType type) {
+  if (!cell.present && type != FieldType::kText && type != FieldType::kList &&
+      type != FieldType::kMap)
+    return nullptr;
   switch (type) {
     case FieldType::kText:
       return cell.text;

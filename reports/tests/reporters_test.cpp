@@ -9,10 +9,12 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "ccscope/reports/record.h"
+#include "ccscope/records/schema.h"
 #include "ccscope/reports/reporter.h"
 
 namespace ccscope::reports {
@@ -129,7 +131,7 @@ BenchRecord sample_record(size_t size, bool in_place, double busbw) {
   r.iterations = 20;
   r.warmup_iterations = 5;
   r.time_s = 1.0 / 3.0 * 1e-5;
-  r.time_statistic = "max over ranks of mean over iterations";
+  r.time_statistic = "max";
   r.algbw_GBps = 0.1 + busbw / 7;
   r.busbw_GBps = busbw;
   r.rank_time_min_s = 1.23456789012345e-6;
@@ -146,53 +148,14 @@ BenchRecord sample_record(size_t size, bool in_place, double busbw) {
 
 // ---------------------------------------------------------------- CSV
 
-TEST(CsvReporter, HeaderIsTheDocumentedColumnList) {
-  const std::vector<std::string> expected = {"schema",
-                                             "collective",
-                                             "backend",
-                                             "dtype",
-                                             "op",
-                                             "root",
-                                             "in_place",
-                                             "size_bytes",
-                                             "count",
-                                             "ranks",
-                                             "nodes",
-                                             "ranks_per_node",
-                                             "iterations",
-                                             "warmup_iterations",
-                                             "time_s",
-                                             "time_statistic",
-                                             "algbw_GBps",
-                                             "busbw_GBps",
-                                             "rank_time_min_s",
-                                             "rank_time_avg_s",
-                                             "rank_time_max_s",
-                                             "iteration_time_p50_s",
-                                             "iteration_time_p99_s",
-                                             "checked",
-                                             "wrong",
-                                             "ccscope_version",
-                                             "git_commit",
-                                             "mpi_library",
-                                             "nccl_version",
-                                             "cuda_version",
-                                             "hosts",
-                                             "gpu_names",
-                                             "environment",
-                                             "command_line",
-                                             "run_start_utc",
-                                             "record_time_utc",
-                                             "repeat",
-                                             "driver_version",
-                                             "iterations_per_sample",
-                                             "rotated",
-                                             "aggregate_iterations",
-                                             "graph_launches",
-                                             "time_method",
-                                             "check_iterations",
-                                             "failed_checks",
-                                             "backend_resources"};
+TEST(CsvReporter, HeaderIsTheSchemaTable) {
+  // Every CSV field of the table, in table order, "schema" first; names once.
+  std::vector<std::string> expected;
+  for (const auto& field : records::bench_kind().fields)
+    if (field.in_csv) expected.emplace_back(field.name);
+  ASSERT_FALSE(expected.empty());
+  EXPECT_EQ(expected.front(), "schema");
+  EXPECT_EQ(std::set<std::string>(expected.begin(), expected.end()).size(), expected.size());
   EXPECT_EQ(csv_columns(), expected);
 
   TempDir dir;
@@ -236,7 +199,7 @@ TEST(CsvReporter, RowRoundTripsAndIsOnDiskRightAfterAdd) {
     ADD_FAILURE() << "no column " << name;
     return std::string();
   };
-  EXPECT_EQ(col("schema"), kBenchSchema);
+  EXPECT_EQ(col("schema"), "ccscope.bench/2");
   EXPECT_EQ(col("collective"), "allreduce");
   EXPECT_EQ(col("backend"), "mpi");
   EXPECT_EQ(col("dtype"), "float");
@@ -288,8 +251,12 @@ TEST(CsvReporter, RowRoundTripsAndIsOnDiskRightAfterAdd) {
   reporter->end(m);
   rows = parse_csv(read_file(path));
   ASSERT_EQ(rows.size(), 3u);
-  EXPECT_EQ(rows[2][6], "0");   // in_place
-  EXPECT_EQ(rows[2][23], "0");  // checked
+  const auto column = [&](const char* name) {
+    return static_cast<size_t>(std::find(rows[0].begin(), rows[0].end(), name) - rows[0].begin());
+  };
+  EXPECT_EQ(rows[2].at(column("in_place")), "0");
+  EXPECT_EQ(rows[2].at(column("checked")), "0");
+  EXPECT_EQ(rows[2].at(column("wrong")), "");  // unchecked: no count
 }
 
 TEST(CsvReporter, QuotesOnlyWhatNeedsQuoting) {
@@ -331,19 +298,18 @@ TEST(JsonReporter, ValidAfterEveryStepAndCompleteAtEnd) {
   reporter->begin(m);
 
   json doc = json::parse(read_file(path));
-  EXPECT_EQ(doc.at("schema"), kBenchSchema);
+  EXPECT_EQ(doc.at("schema"), "ccscope.bench/2");
   EXPECT_EQ(doc.at("complete"), false);
   EXPECT_TRUE(doc.at("records").is_array());
   EXPECT_TRUE(doc.at("records").empty());
 
   const json& md = doc.at("metadata");
-  for (const char* key :
-       {"ccscope_version", "git_commit", "backend", "mpi_library", "nccl_version", "cuda_version",
-        "driver_version", "hosts", "gpu_names", "ranks", "nodes", "ranks_per_node", "environment",
-        "command_line", "start_time_utc", "end_time_utc", "backend_resources"})
-    EXPECT_TRUE(md.contains(key)) << key;
+  // Every run field of the table is a metadata key (absent ones "" or []).
+  for (const auto& field : records::bench_kind().fields)
+    if (field.scope == records::FieldScope::kRun)
+      EXPECT_TRUE(md.contains(std::string(field.name))) << field.name;
   EXPECT_EQ(md.at("hosts"), json(m.hosts));
-  EXPECT_EQ(md.at("ranks"), 3);
+  EXPECT_FALSE(md.contains("ranks"));  // ccscope.bench/2: each record holds its ranks
   EXPECT_TRUE(md.at("environment").is_object());
   EXPECT_EQ(md.at("environment").at("CCSCOPE_NOTE"), "line one\nline two");
   EXPECT_EQ(md.at("environment").at("NCCL_DEBUG"), "INFO");
@@ -358,44 +324,16 @@ TEST(JsonReporter, ValidAfterEveryStepAndCompleteAtEnd) {
   ASSERT_EQ(doc.at("records").size(), 1u);
   const json& rec = doc.at("records").at(0);
   const auto& columns = csv_columns();
-  // Every record field is there, named as its CSV column.
-  for (const char* key : {"collective",
-                          "backend",
-                          "dtype",
-                          "op",
-                          "root",
-                          "in_place",
-                          "size_bytes",
-                          "count",
-                          "ranks",
-                          "nodes",
-                          "ranks_per_node",
-                          "iterations",
-                          "warmup_iterations",
-                          "time_s",
-                          "time_statistic",
-                          "algbw_GBps",
-                          "busbw_GBps",
-                          "rank_time_min_s",
-                          "rank_time_avg_s",
-                          "rank_time_max_s",
-                          "iteration_time_p50_s",
-                          "iteration_time_p99_s",
-                          "iterations_per_sample",
-                          "rotated",
-                          "aggregate_iterations",
-                          "graph_launches",
-                          "time_method",
-                          "checked",
-                          "wrong",
-                          "check_iterations",
-                          "failed_checks",
-                          "record_time_utc",
-                          "repeat"}) {
-    EXPECT_TRUE(rec.contains(key)) << key;
-    EXPECT_NE(std::find(columns.begin(), columns.end(), key), columns.end()) << key;
+  // Every record field of the table is there, named as its CSV column.
+  size_t record_fields = 0;
+  for (const auto& field : records::bench_kind().fields) {
+    if (field.scope != records::FieldScope::kRecord || field.name == "schema") continue;
+    ++record_fields;
+    EXPECT_TRUE(rec.contains(std::string(field.name))) << field.name;
+    if (field.in_csv)
+      EXPECT_NE(std::find(columns.begin(), columns.end(), field.name), columns.end()) << field.name;
   }
-  EXPECT_EQ(rec.size(), 33u);
+  EXPECT_EQ(rec.size(), record_fields);
   // The defaults: no rotation, one operation per iteration, no graph, unchecked.
   EXPECT_EQ(rec.at("rotated"), false);
   EXPECT_EQ(rec.at("aggregate_iterations"), 1);

@@ -119,7 +119,7 @@ std::vector<Cell> bench_cells(const LoadedBenchRow& row);
 // time_statistic_name accepts those tokens and ccscope.bench/1's sentences
 // ("max over ranks of mean over iterations"); "" when it names none.
 std::string time_statistic_name(std::string_view text);
-// "max over ranks of each rank's mean over iterations" for "max", ...
+// "max over ranks of mean over iterations" for "max", ...
 std::string describe_time_statistic(std::string_view token);
 
 // The shortest text that reads back to the same double ("1e-06", "0.5").

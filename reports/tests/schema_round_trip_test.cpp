@@ -1,0 +1,175 @@
+// Every field of the bench schema's table, written by ccscope's CSV and JSON
+// reporters and read back by read_results, holds what was written, including
+// text with commas, quotes, line breaks and non-ASCII characters.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "ccscope/records/schema.h"
+#include "ccscope/reports/loaded_results.h"
+#include "ccscope/reports/reporter.h"
+
+namespace ccscope::reports {
+namespace {
+
+namespace fs = std::filesystem;
+using records::bench_kind;
+using records::Cell;
+
+struct TempDir {
+  fs::path path = fs::temp_directory_path() / ("ccscope-schema-" + std::to_string(::getpid()));
+  TempDir() { fs::create_directories(path); }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+BenchRecord hostile_record() {
+  BenchRecord r;
+  r.collective = "broadcast";
+  r.backend = "nccl";
+  r.dtype = "bfloat16";
+  r.op = "none";
+  r.root = 5;
+  r.in_place = true;
+  r.size_bytes = 17179869184;
+  r.count = 8589934592;
+  r.ranks = 16;
+  r.nodes = 2;
+  r.ranks_per_node = 8;
+  r.iterations = 20;
+  r.warmup_iterations = 5;
+  r.time_s = 1.0 / 3 * 1e-5;
+  r.time_statistic = "rank0";
+  r.algbw_GBps = 0.1;
+  r.busbw_GBps = 2.0 / 7;
+  r.rank_time_min_s = 1e-300;
+  r.rank_time_avg_s = 2.5e-6;
+  r.rank_time_max_s = 3.75e-6;
+  r.iteration_time_p50_s = 2e-6;
+  r.iteration_time_p99_s = 9.5e-6;
+  r.iterations_per_sample = 7;
+  r.rotated = true;
+  r.aggregate_iterations = 4;
+  r.graph_launches = 2;
+  r.time_method = "wall clock, \"-n\" iterations\nand one sync; µs";
+  r.checked = true;
+  r.wrong = 9007199254740993;  // 2^53 + 1: a double would round it
+  r.check_iterations = 3;
+  r.failed_checks = 1;
+  r.record_time_utc = "2026-12-01T13:31:10Z";
+  r.repeat = 2;
+  return r;
+}
+
+RunMetadata hostile_run() {
+  RunMetadata m;
+  m.ccscope_version = "0.1.0";
+  m.git_commit = "abc123, \"dirty\"";
+  m.backend = "nccl";
+  m.mpi_library = "MPICH Version:\t4.0.2";
+  m.nccl_version = "2.28.9";
+  m.cuda_version = "13.0";
+  m.driver_version = "580.65.06;575.57.08";
+  m.hosts = {"node-a,1", "nœud-b", "节点"};
+  m.gpu_names = {"NVIDIA H200", "NVIDIA \"H200\" SXM", "x"};
+  m.environment = {{"NCCL_DEBUG", "INFO"}, {"NCCL_IB_HCA", "=mlx5_0:1,mlx5_1:1"}};
+  m.command_line = "mpiexec -n 2 ccscope bench broadcast -e \"1G\"\r\nsecond line";
+  m.start_time_utc = "2026-12-01T13:00:00Z";
+  m.end_time_utc = "2026-12-01T13:05:00Z";
+  m.backend_resources = "alloc=ncclMemAlloc, blocking=0";
+  return m;
+}
+
+void write_run(std::unique_ptr<Reporter> reporter, const BenchRecord& record, const RunMetadata& m) {
+  reporter->begin(m);
+  reporter->add(record);
+  reporter->end(m);
+}
+
+// What was written vs what was read, field by field, by the table.
+void expect_same_fields(const LoadedRun& run, const BenchRecord& record, const RunMetadata& m,
+                        bool json) {
+  ASSERT_EQ(run.records.size(), 1u);
+  records::LoadedBenchRow row{run.records[0], run.metadata};
+  const std::vector<Cell> written = records::bench_cells(record, m);
+  const std::vector<Cell> read = records::bench_cells(row);
+  const auto& fields = bench_kind().fields;
+  size_t compared = 0;
+  for (size_t i = 0; i < fields.size(); ++i) {
+    if (!fields[i].measured || (!json && !fields[i].in_csv)) continue;
+    EXPECT_TRUE(written[i].present) << "the sample leaves out " << fields[i].name;
+    EXPECT_EQ(records::csv_text(read[i], fields[i].type),
+              records::csv_text(written[i], fields[i].type))
+        << fields[i].name << (json ? " (JSON)" : " (CSV)");
+    EXPECT_EQ(read[i].items, written[i].items) << fields[i].name;
+    EXPECT_EQ(read[i].entries, written[i].entries) << fields[i].name;
+    ++compared;
+  }
+  EXPECT_GE(compared, 40u);
+}
+
+TEST(SchemaRoundTrip, EveryFieldThroughCsv) {
+  TempDir dir;
+  const std::string path = (dir.path / "run.csv").string();
+  write_run(make_csv_reporter(path), hostile_record(), hostile_run());
+  const LoadedRun run = read_results(path);
+  EXPECT_EQ(run.format, "ccscope-csv");
+  expect_same_fields(run, hostile_record(), hostile_run(), false);
+  EXPECT_EQ(run.records[0].wrong, 9007199254740993);
+  EXPECT_EQ(run.records[0].time_s, 1.0 / 3 * 1e-5);
+}
+
+TEST(SchemaRoundTrip, EveryFieldThroughJson) {
+  TempDir dir;
+  const std::string path = (dir.path / "run.json").string();
+  write_run(make_json_reporter(path), hostile_record(), hostile_run());
+  const LoadedRun run = read_results(path);
+  EXPECT_EQ(run.format, "ccscope-json");
+  expect_same_fields(run, hostile_record(), hostile_run(), true);
+  EXPECT_EQ(run.records[0].wrong, 9007199254740993);
+  EXPECT_EQ(run.metadata.end_time_utc, "2026-12-01T13:05:00Z");
+}
+
+TEST(SchemaRoundTrip, OlderVersionReadsWithTheTablesDefaults) {
+  TempDir dir;
+  const std::string path = (dir.path / "v1.csv").string();
+  {
+    std::ofstream out(path);
+    out << "schema,collective,backend,dtype,op,root,in_place,size_bytes,count,ranks,time_s,"
+           "time_statistic,checked,wrong\n"
+           "ccscope.bench/1,allreduce,mpi,float,sum,-1,0,1024,256,2,1.5e-05,"
+           "max over ranks of mean over iterations,0,0\n";
+  }
+  const LoadedRun run = read_results(path);
+  ASSERT_EQ(run.records.size(), 1u);
+  const LoadedRecord& r = run.records[0];
+  EXPECT_EQ(r.time_statistic, "max");
+  EXPECT_EQ(r.rotated, false);
+  EXPECT_EQ(r.aggregate_iterations, 1);
+  EXPECT_EQ(r.iterations_per_sample, 1u);
+  EXPECT_FALSE(r.wrong.has_value());  // unchecked: 0 is no count
+  EXPECT_FALSE(r.root.has_value());
+  EXPECT_FALSE(r.time_min_s.has_value());
+}
+
+TEST(SchemaRoundTrip, NewerVersionIsRefusedSayingSo) {
+  TempDir dir;
+  const std::string path = (dir.path / "v9.csv").string();
+  {
+    std::ofstream out(path);
+    out << "schema,collective,size_bytes,time_s\nccscope.bench/9,allreduce,8,1e-06\n";
+  }
+  try {
+    read_results(path);
+    FAIL() << "a newer schema was read";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("newer"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(":2:"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace ccscope::reports
