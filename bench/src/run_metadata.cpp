@@ -6,40 +6,12 @@
 #include <string>
 
 #include "ccscope/collectives/backends.h"
+#include "ccscope/common/environment.h"
 #include "ccscope/version.h"
 
 extern char** environ;
 
 namespace ccscope::bench {
-
-std::vector<std::pair<std::string, std::string>> relevant_environment(char** environment) {
-  static constexpr const char* kPrefixes[] = {
-      "NCCL_", "UCX_", "MPIR_", "OMPI_", "CCSCOPE_", "CUDA_VISIBLE_DEVICES", "FI_", "I_MPI_"};
-  std::vector<std::pair<std::string, std::string>> found;
-  for (char** entry = environment; entry != nullptr && *entry != nullptr; ++entry) {
-    const std::string text(*entry);
-    const size_t equals = text.find('=');
-    if (equals == std::string::npos) continue;
-    const std::string key = text.substr(0, equals);
-    for (const char* prefix : kPrefixes) {
-      if (key.rfind(prefix, 0) == 0) {
-        found.emplace_back(key, text.substr(equals + 1));
-        break;
-      }
-    }
-  }
-  std::sort(found.begin(), found.end());
-  return found;
-}
-
-std::string utc_now_iso8601() {
-  const std::time_t now = std::time(nullptr);
-  std::tm utc{};
-  gmtime_r(&now, &utc);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return text;
-}
 
 std::string shell_join(const std::vector<std::string>& words) {
   std::string out;
@@ -88,7 +60,7 @@ reports::RunMetadata collect_run_metadata(const World& world, const Communicator
   metadata.ranks = world.size();
   metadata.nodes = world.node_count();
   metadata.ranks_per_node = world.max_ranks_per_node();
-  metadata.environment = relevant_environment(environ);
+  metadata.environment = recorded_environment(environ);
   metadata.command_line = shell_join(command_line);
   metadata.start_time_utc = utc_now_iso8601();
   return metadata;

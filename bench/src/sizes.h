@@ -1,19 +1,17 @@
 #pragma once
-// Message sizes: parsing "64M"-style arguments and nccl-tests' size sequence.
+// nccl-tests' size sequence (sizes as text: ccscope/common/sizes.h).
 #include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "ccscope/common/sizes.h"
+
 namespace ccscope::bench {
 
-// "8", "1K", "0.5M", "64M", "2G", "1T" (binary multiples; a fraction is
-// truncated to whole bytes, as nccl-tests' parser does), optional "B" or "iB"
-// suffix. nullopt for anything else (negative, empty, overflow).
-std::optional<size_t> parse_size(std::string_view text);
-// 1024 -> "1 KiB", 1536 -> "1.5 KiB", 8 -> "8 B".
-std::string format_size(size_t bytes);
+using ccscope::format_size;
+using ccscope::parse_size;
 
 // nccl-tests: multiply by `factor` when it is > 1, else add `step_bytes`;
 // always from min to max inclusive.

@@ -10,29 +10,15 @@
 #include <cstdlib>
 #include <string>
 
+#include "ccscope/common/nccl_version.h"
+
 namespace ccscope::nccl_choices {
 
-// NCCL_VERSION(major, minor, patch), as nccl.h defines it.
+// Version codes and their text (ccscope/common/nccl_version.h).
 constexpr int version_code(int major, int minor, int patch) {
-  return (major <= 2 && minor <= 8) ? major * 1000 + minor * 100 + patch
-                                    : major * 10000 + minor * 100 + patch;
+  return nccl_version_code(major, minor, patch);
 }
-
-// "2.28.9" for 22809; "" for a code <= 0.
-inline std::string version_text(int code) {
-  if (code <= 0) return "";
-  int major = 0, minor = 0, patch = 0;
-  if (code < 10000) {
-    major = code / 1000;
-    minor = (code % 1000) / 100;
-    patch = code % 100;
-  } else {
-    major = code / 10000;
-    minor = (code % 10000) / 100;
-    patch = code % 100;
-  }
-  return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
-}
+inline std::string version_text(int code) { return nccl_version_text(code); }
 
 // Releases that added what the backend uses (nccl.h of each release):
 //  ncclCommInitRankConfig, ncclConfig_t:      2.14

@@ -146,20 +146,6 @@ std::string in_place_name(const std::optional<bool>& in_place) {
   return in_place ? (*in_place ? "in-place" : "out-of-place") : "";
 }
 
-std::string format_size(size_t bytes) {
-  static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-  double value = static_cast<double>(bytes);
-  size_t unit = 0;
-  while (value >= 1024 && unit + 1 < std::size(kUnits)) {
-    value /= 1024;
-    ++unit;
-  }
-  std::string number = fmt::format("{:.2f}", value);
-  while (number.back() == '0') number.pop_back();
-  if (number.back() == '.') number.pop_back();
-  return number + " " + kUnits[unit];
-}
-
 bool is_bidi_control(uint32_t cp) {
   return cp == 0x061C || cp == 0x200E || cp == 0x200F || (cp >= 0x202A && cp <= 0x202E) ||
          (cp >= 0x2066 && cp <= 0x2069);

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ccscope/common/sizes.h"
 #include "ccscope/reports/loaded_results.h"
 
 namespace ccscope::reports::report_model {
@@ -65,8 +66,7 @@ std::vector<std::string> run_names(const std::vector<LoadedRun>& runs);
 std::string host_set(const RunMetadata& metadata);
 std::string in_place_name(const std::optional<bool>& in_place);
 
-// 8 B, 1 KiB, 1.5 MiB, 1 GiB.
-std::string format_size(size_t bytes);
+using ccscope::format_size;  // 8 B, 1 KiB, 1.5 MiB, 1 GiB
 
 // Unicode bidirectional controls (U+061C, U+200E-F, U+202A-E, U+2066-9): in a
 // hostname or file name they reorder the text around them ("gnp.exe" shown as

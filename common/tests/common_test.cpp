@@ -1,0 +1,85 @@
+#include <gtest/gtest.h>
+
+#include <limits>
+#include <string>
+
+#include "ccscope/common/environment.h"
+#include "ccscope/common/nccl_version.h"
+#include "ccscope/common/sizes.h"
+#include "ccscope/common/utc_time.h"
+
+namespace ccscope {
+namespace {
+
+TEST(Sizes, ParsesBinarySuffixes) {
+  EXPECT_EQ(parse_size("8"), 8u);
+  EXPECT_EQ(parse_size("1K"), 1024u);
+  EXPECT_EQ(parse_size("64M"), 64u << 20);
+  EXPECT_EQ(parse_size("2G"), size_t{2} << 30);
+  EXPECT_EQ(parse_size("4k"), 4096u);
+  EXPECT_EQ(parse_size("16MiB"), 16u << 20);
+  EXPECT_EQ(parse_size("100B"), 100u);
+  EXPECT_EQ(parse_size("0"), 0u);  // rejected later by the options, with its own message
+}
+
+TEST(Sizes, FractionsTruncateToWholeBytesAsNcclTests) {
+  EXPECT_EQ(parse_size("0.5M"), size_t{524288});
+  EXPECT_EQ(parse_size("1.5K"), size_t{1536});
+  EXPECT_EQ(parse_size("0.3K"), size_t{307});  // 307.2 truncated
+  EXPECT_EQ(parse_size("2.25G"), size_t{2415919104});
+  EXPECT_EQ(parse_size("0.5T"), size_t{549755813888});
+  EXPECT_EQ(parse_size("10.9"), size_t{10});
+  EXPECT_EQ(parse_size("1g"), size_t{1} << 30);
+  EXPECT_FALSE(parse_size("1."));
+  EXPECT_FALSE(parse_size(".5M"));
+  EXPECT_FALSE(parse_size("1.2.3"));
+  EXPECT_FALSE(parse_size("16777216T"));                                       // 2^64
+  EXPECT_EQ(parse_size("16777215.999999T"), size_t{18446744073708452104ULL});  // floor(x * 2^40)
+}
+
+TEST(Sizes, RejectsGarbage) {
+  for (const char* bad :
+       {"", "-8", "M", "1X", "1MM", "1.5.M", "99999999999999999999999", "16777216T"})
+    EXPECT_FALSE(parse_size(bad)) << bad;
+}
+
+TEST(Sizes, Formats) {
+  EXPECT_EQ(format_size(8), "8 B");
+  EXPECT_EQ(format_size(1024), "1 KiB");
+  EXPECT_EQ(format_size(1536), "1.5 KiB");
+  EXPECT_EQ(format_size(size_t{64} << 20), "64 MiB");
+  EXPECT_EQ(format_size(1234567), "1.18 MiB");
+  EXPECT_EQ(format_size(std::numeric_limits<size_t>::max()), "16 EiB");
+}
+
+TEST(UtcTime, Iso8601) {
+  EXPECT_EQ(utc_iso8601(0), "1970-01-01T00:00:00Z");
+  EXPECT_EQ(utc_iso8601(1795872670), "2026-11-28T13:31:10Z");
+  EXPECT_EQ(utc_now_iso8601().size(), 20u);
+}
+
+TEST(Environment, RecordsWhatChangesCollectives) {
+  std::string a = "NCCL_DEBUG=INFO", b = "HOME=/root", c = "UCX_TLS=rc,sm", d = "NOEQUALS",
+              e = "CUDA_VISIBLE_DEVICES=0,1", f = "MY_NCCL_X=1", g = "FI_PROVIDER=efa";
+  char* env[] = {a.data(), b.data(), c.data(), d.data(), e.data(), f.data(), g.data(), nullptr};
+  const auto found = recorded_environment(env);
+  ASSERT_EQ(found.size(), 4u);
+  EXPECT_EQ(found[0], (std::pair<std::string, std::string>{"CUDA_VISIBLE_DEVICES", "0,1"}));
+  EXPECT_EQ(found[1].first, "FI_PROVIDER");
+  EXPECT_EQ(found[2].first, "NCCL_DEBUG");
+  EXPECT_EQ(found[3], (std::pair<std::string, std::string>{"UCX_TLS", "rc,sm"}));
+  EXPECT_TRUE(is_recorded_variable("OMPI_COMM_WORLD_SIZE"));
+  EXPECT_FALSE(is_recorded_variable("PATH"));
+}
+
+TEST(NcclVersion, BothCodeLayouts) {
+  EXPECT_EQ(nccl_version_text(22809), "2.28.9");
+  EXPECT_EQ(nccl_version_text(21803), "2.18.3");
+  EXPECT_EQ(nccl_version_text(2804), "2.8.4");  // before 2.9: X*1000+Y*100+Z
+  EXPECT_EQ(nccl_version_text(0), "");
+  EXPECT_EQ(nccl_version_code(2, 8, 4), 2804);
+  EXPECT_EQ(nccl_version_code(2, 28, 9), 22809);
+}
+
+}  // namespace
+}  // namespace ccscope
