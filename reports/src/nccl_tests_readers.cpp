@@ -1,61 +1,154 @@
-// nccl-tests' text output and -J JSON.
-#include "reader_support.h"
-
-#include <libfccp/csv.h>
-
+// nccl-tests' text output and -J JSON, as every version since 2.0 prints them.
+//
+// Text, by version (src/common.cu, from 2.17.3 also src/util.cu):
+//   2.0-2.11   each test prints its own table header: size count type, then
+//              redop and/or root only where the collective has them, then
+//              time algbw busbw error twice; "error" is the largest deviation
+//              (%5.0le), not a count. Until 2.9 the time is rank 0's.
+//   2.13-      one header for all: size count type redop root time algbw busbw
+//              #wrong (a count, %g: "1.04858e+06") x2; all-gather, all-to-all,
+//              broadcast, ... print an empty redop until 2.13.3, "none" after.
+//   2.13.4-    -C: the time columns are "cputime" (host time to issue).
+//   2.16.7-    "# Collective test starting: all_reduce_perf" (none before).
+//   2.17.4-    "# nccl-tests version 2.17.4 nccl-headers=... nccl-library=...".
+//   2.17.6-    -S: "timestamp" column (2 words) after the in-place figures.
+//   2.19.2-    -I: i_min i_max i_p99 i_cv% after each group's figures.
+// -J JSON: 2.17.3 (version 1) to 2.19.6 (version 3): results[] with size,
+// count, type, redop, root (a string), out_of_place/in_place {time or, with -C,
+// cpu_time, alg_bw, bus_bw, nwrong}, from version 2 *_per_iter {p50_us, ...}.
 #include <algorithm>
-#include <array>
-#include <charconv>
 #include <cmath>
-#include <fstream>
-#include <limits>
 #include <map>
-#include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <sstream>
+#include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "ccscope/reports/loaded_results.h"
-#include "ccscope/reports/reporter.h"
-#include "ccscope/reports/user_files.h"
+#include "reader_support.h"
 
 namespace ccscope::reports::detail {
+namespace {
 
-// ------------------------------------------------------------------ nccl-tests -J JSON
+constexpr std::string_view kPrograms[] = {
+    "all_reduce", "all_gather", "alltoall", "alltoallv", "broadcast", "gather",
+    "hypercube",  "reduce",     "reduce_scatter", "scatter", "sendrecv"};
+
+bool is_nccl_tests_program(std::string_view name) {
+  if (name.ends_with("_mpi")) name.remove_suffix(4);
+  if (!name.ends_with("_perf")) return false;
+  name.remove_suffix(5);
+  return std::find(std::begin(kPrograms), std::end(kPrograms), name) != std::end(kPrograms);
+}
+
+// ccscope's collective name -> the nccl-tests program, for messages.
+std::string program_of(const std::string& collective) {
+  for (std::string_view p : kPrograms)
+    if (collective_from_program(std::string(p) + "_perf") == collective)
+      return std::string(p) + "_perf";
+  return collective;
+}
+
+// Bytes per element of nccl-tests' type names; 0 when unknown.
+size_t element_bytes(const std::string& type) {
+  static const std::map<std::string, size_t, std::less<>> sizes = {
+      {"int8", 1},   {"uint8", 1},    {"char", 1},     {"f8e4m3", 1}, {"f8e5m2", 1},
+      {"half", 2},   {"bfloat16", 2}, {"int32", 4},    {"uint32", 4}, {"int", 4},
+      {"float", 4},  {"int64", 8},    {"uint64", 8},   {"double", 8}};
+  auto it = sizes.find(type);
+  return it == sizes.end() ? 0 : it->second;
+}
+
+// The -a of a command line: which statistic over ranks the time is.
+std::string statistic_of_average(const std::vector<std::string>& args) {
+  for (size_t i = 0; i + 1 < args.size(); ++i)
+    if (args[i] == "-a" || args[i] == "--average") {
+      auto v = to_integer(args[i + 1]);
+      if (!v) return "";
+      return *v == 0 ? "rank0" : *v == 1 ? "avg" : *v == 2 ? "min" : *v == 3 ? "max" : "";
+    }
+  return "";
+}
+
+std::optional<long long> option_value(const std::vector<std::string>& args, const char* shrt,
+                                      const char* lng) {
+  for (size_t i = 0; i + 1 < args.size(); ++i)
+    if (args[i] == shrt || args[i] == lng) return to_integer(args[i + 1]);
+  return std::nullopt;
+}
+
+// time_s is `statistic` over ranks: fill the matching per-rank figure too.
+void set_statistic(LoadedRecord& r, const std::string& statistic) {
+  r.time_statistic = r.time_s ? statistic : "";
+  if (statistic == "avg") r.time_avg_s = r.time_s;
+  if (statistic == "min") r.time_min_s = r.time_s;
+  if (statistic == "max") r.time_max_s = r.time_s;
+}
+
+// ------------------------------------------------------------------ -J JSON
+
+// A figure of nccl-tests' JSON: a number, or absent (null, "nan", "N/A").
+std::optional<double> jfigure(const json& obj, const char* key, const std::string& where) {
+  const json* v = member(obj, key);
+  if (v && v->is_string() && (v->get<std::string>() == "nan" || v->get<std::string>() == "-nan"))
+    return std::nullopt;
+  return jnumber(obj, key, where);
+}
 
 // One out_of_place / in_place group of a nccl-tests result; times in us.
-void nccl_tests_group(LoadedRecord r, const json* g, bool in_place, const std::string& w,
-                      std::vector<LoadedRecord>& out) {
-  if (!g) return;
-  if (!g->is_object()) fail(w, "expected an object");
+void nccl_tests_group(LoadedRecord r, const json& j, bool in_place, const std::string& statistic,
+                      const std::string& w, std::vector<LoadedRecord>& out) {
+  const char* key = in_place ? "in_place" : "out_of_place";
+  const json* g = member(j, key);
+  if (!g) return;  // null: not measured (trace replay)
+  const std::string gw = w + "." + key;
+  if (!g->is_object()) fail(gw, "expected an object");
   r.in_place = in_place;
-  r.source = w;
-  if (auto t = jnumber(*g, "time", w)) {
-    if (*t < 0) fail(w + ".time", "negative");
+  r.source = gw;
+  if (auto t = jfigure(*g, "time", gw)) {
+    if (*t < 0) fail(gw + ".time", "negative");
     r.time_s = *t * 1e-6;
   }
-  r.time_avg_s = r.time_s;  // nccl-tests' time: the average over ranks (its -a 1)
-  r.time_statistic = "avg";
-  r.algbw_GBps = jnumber(*g, "alg_bw", w);
-  r.busbw_GBps = jnumber(*g, "bus_bw", w);
-  if (auto wrong = jnumber(*g, "nwrong", w)) {
+  if (auto t = jfigure(*g, "cpu_time", gw)) {  // -C: host time to issue, never time_s
+    if (*t < 0) fail(gw + ".cpu_time", "negative");
+    r.cpu_time_s = *t * 1e-6;
+  }
+  set_statistic(r, statistic);
+  r.algbw_GBps = jfigure(*g, "alg_bw", gw);
+  r.busbw_GBps = jfigure(*g, "bus_bw", gw);
+  if (auto wrong = jfigure(*g, "nwrong", gw)) {
     if (*wrong < 0 || *wrong >= 9.2e18 || std::floor(*wrong) != *wrong)
-      fail(w + ".nwrong", "not a count of elements; is the file unedited?");
+      fail(gw + ".nwrong", "not a count of elements; is the file unedited?");
     r.wrong = static_cast<int64_t>(*wrong);
+  }
+  // -I: per-iteration times, each the slowest process's.
+  const std::string pkey = std::string(key) + "_per_iter";
+  if (const json* p = member(j, pkey.c_str()); p && p->is_object()) {
+    const std::string pw = w + "." + pkey;
+    if (auto v = jfigure(*p, "p50_us", pw); v && *v >= 0) r.iteration_time_p50_s = *v * 1e-6;
+    if (auto v = jfigure(*p, "p99_us", pw); v && *v >= 0) r.iteration_time_p99_s = *v * 1e-6;
   }
   out.push_back(std::move(r));
 }
 
+}  // namespace
+
 LoadedRun read_nccl_tests_json(const std::string& path, const json& doc) {
-  LoadedRun run{path, "nccl-tests-json", {}, {}};
+  LoadedRun run{path, "nccl-tests-json", {}, {}, {}};
   RunMetadata& m = run.metadata;
   m.backend = "nccl";
   std::vector<std::string> args = jstrings(doc, "args", jwhere(path, ""));
   for (const auto& a : args) m.command_line += (m.command_line.empty() ? "" : " ") + a;
-  std::string collective = args.empty() ? "" : collective_from_program(args[0]);
+  std::string program = args.empty() ? "" : args[0].substr(args[0].find_last_of('/') + 1);
+  std::string collective = collective_from_program(program);
   if (collective.empty())
     fail(jwhere(path, "args"), "no program name (e.g. all_reduce_perf) to tell the collective");
+  const std::vector<std::string> options(args.begin() + (args.empty() ? 0 : 1), args.end());
+  std::string statistic = statistic_of_average(options);
+  if (statistic.empty()) statistic = "avg";  // -a 1, nccl-tests' default
   if (auto v = jinteger(doc, "nccl_version", jwhere(path, ""), 0, kLongMax))
     m.nccl_version = nccl_version_from_code(*v);
   m.start_time_utc =
@@ -67,23 +160,43 @@ LoadedRun read_nccl_tests_json(const std::string& path, const json& doc) {
       m.environment.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
   }
   std::sort(m.environment.begin(), m.environment.end());
-  if (const json* config = member(doc, "config")) {
-    if (const json* devices = member(*config, "devices"); devices && devices->is_array())
-      for (size_t i = 0; i < devices->size(); ++i) {
-        const std::string w = jwhere(path, "config.devices[" + std::to_string(i) + "]");
-        m.hosts.push_back(jstring((*devices)[i], "hostname", w));
-        m.gpu_names.push_back(jstring((*devices)[i], "device_info", w));
-      }
-  }
-  derive_layout(m);
-  // -m and -G, as nccl-tests' config block states them.
   std::optional<int> aggregate, graph;
   if (const json* config = member(doc, "config")) {
     const std::string cw = jwhere(path, "config");
+    // devices[] holds one entry per process (its first GPU's line); each process
+    // runs nthreads x ngpus ranks, all on its host.
+    long long per_process = 1;
+    if (auto v = jinteger(*config, "nthreads", cw, 1, 1 << 16)) per_process *= *v;
+    if (auto v = jinteger(*config, "ngpus", cw, 1, 1 << 16)) per_process *= *v;
+    if (const json* devices = member(*config, "devices"); devices && devices->is_array()) {
+      if (static_cast<long long>(devices->size()) * per_process > kIntMax)
+        fail(cw + ".devices", "more ranks than a rank count can hold; is the file unedited?");
+      for (size_t i = 0; i < devices->size(); ++i) {
+        const std::string w = cw + ".devices[" + std::to_string(i) + "]";
+        const std::string host = jstring((*devices)[i], "hostname", w);
+        const std::string gpu = jstring((*devices)[i], "device_info", w);
+        for (long long k = 0; k < per_process; ++k) {
+          m.hosts.push_back(host);
+          m.gpu_names.push_back(gpu);
+        }
+      }
+    }
+    // -m and -G, as nccl-tests' config block states them.
     if (auto v = jinteger(*config, "aggregated_iterations", cw, 1)) aggregate = *v;
     if (auto v = jinteger(*config, "graph", cw, 0)) graph = *v;
   }
+  derive_layout(m);
   const json* results = member(doc, "results");
+  std::vector<std::string> errors;
+  if (const json* e = member(doc, "errors"); e && e->is_array())
+    for (const auto& x : *e)
+      if (x.is_string() && !trim(x.get<std::string>()).empty()) errors.push_back(x.get<std::string>());
+  // What nccl-tests wrote to "errors" (ncclGetLastError) is why it measured nothing.
+  auto fail_errors = [&] {
+    fail(jwhere(path, "errors"), program + " measured nothing; its errors say: '" +
+                                     one_line(errors.front()) + "'; fix that and rerun");
+  };
+  if (!results && !errors.empty()) fail_errors();
   if (!results || !results->is_array()) fail(jwhere(path, "results"), "missing or not an array");
   for (size_t i = 0; i < results->size(); ++i) {
     const json& j = (*results)[i];
@@ -103,104 +216,444 @@ LoadedRun read_nccl_tests_json(const std::string& path, const json& doc) {
     apply_layout(m, r);
     r.aggregate_iterations = aggregate;
     r.graph_launches = graph;
-    nccl_tests_group(r, member(j, "out_of_place"), false, w + ".out_of_place", run.records);
-    nccl_tests_group(r, member(j, "in_place"), true, w + ".in_place", run.records);
+    nccl_tests_group(r, j, false, statistic, w, run.records);
+    nccl_tests_group(r, j, true, statistic, w, run.records);
   }
-  if (run.records.empty()) fail(jwhere(path, "results"), "empty: the run measured nothing");
+  if (run.records.empty()) {
+    if (!errors.empty()) fail_errors();
+    fail(jwhere(path, "results"), "empty: the run measured nothing");
+  }
+  if (std::any_of(run.records.begin(), run.records.end(),
+                  [](const LoadedRecord& r) { return r.cpu_time_s && !r.time_s; }))
+    run.notes.push_back("-C: nccl-tests gave host CPU time (cpu_time), read as cpu_time_s; "
+                        "time_s is absent");
   return run;
 }
 
 // ------------------------------------------------------------------ nccl-tests text
 
-// nccl-tests prints no command line; the collective comes from
-// "# Collective test starting: all_reduce_perf" (printed since nccl-tests 2.14).
+namespace {
+
+// The table's columns as its header line names them.
+struct Layout {
+  bool known = false;     // from a header line; else guessed per row from its fields
+  bool redop = true;      // the leading columns after size, count, type
+  bool root = true;
+  bool per_iter = false;  // -I: i_min i_max i_p99 i_cv% after each group
+  bool timestamp = false;  // -S
+  bool cpu_time = false;   // -C: "cputime"
+  bool deviation = false;  // 2.0-2.11 "error": the largest deviation, not a count
+  bool rank0_time = false;  // 2.0-2.9 (type column 6 wide): rank 0's time
+};
+
+// "size count type [redop] [root] (time|cputime algbw busbw (#wrong|error)
+// [i_min i_max i_p99 i_cv%]) x2 [timestamp]" after the '#'; `text` is the
+// whole line, for the type column's width.
+std::optional<Layout> parse_columns(const std::vector<std::string>& w, const std::string& text) {
+  Layout l;
+  l.known = true;
+  size_t i = 3;
+  if (w.size() < 3 || w[0] != "size" || w[1] != "count" || w[2] != "type") return std::nullopt;
+  l.redop = i < w.size() && w[i] == "redop";
+  if (l.redop) ++i;
+  l.root = i < w.size() && w[i] == "root";
+  if (l.root) ++i;
+  for (int group = 0; group < 2; ++group) {
+    if (i + 4 > w.size() || (w[i] != "time" && w[i] != "cputime") || w[i + 1] != "algbw" ||
+        w[i + 2] != "busbw" || (w[i + 3] != "#wrong" && w[i + 3] != "error"))
+      return std::nullopt;
+    l.cpu_time = w[i] == "cputime";
+    l.deviation = w[i + 3] == "error";
+    i += 4;
+    const bool iter = i + 4 <= w.size() && w[i] == "i_min" && w[i + 1] == "i_max" &&
+                      w[i + 2] == "i_p99" && w[i + 3] == "i_cv%";
+    if (group == 1 && iter != l.per_iter) return std::nullopt;
+    l.per_iter = iter;
+    if (iter) i += 4;
+  }
+  l.timestamp = i < w.size() && w[i] == "timestamp";
+  if (l.timestamp) ++i;
+  if (i != w.size()) return std::nullopt;
+  // "# %10s  %12s  %6s" until 2.9, "%8s" from 2.10: from "size" to "type" is 22 or 24.
+  const size_t size_end = text.find("size") + 4, type_end = text.find("type") + 4;
+  l.rank0_time = l.deviation && type_end - size_end == 22;
+  return l;
+}
+
+bool is_date(const std::string& s) {
+  return s.size() == 10 && s[4] == '-' && s[7] == '-' && to_integer(s.substr(0, 4)) &&
+         to_integer(s.substr(5, 2)) && to_integer(s.substr(8, 2));
+}
+bool is_clock(const std::string& s) {
+  return s.size() == 8 && s[2] == ':' && s[5] == ':' && to_integer(s.substr(0, 2)) &&
+         to_integer(s.substr(3, 2)) && to_integer(s.substr(6, 2));
+}
+
+// One test's output: from its first header line to the next test's.
+struct Block {
+  size_t first_line = 0;
+  std::string collective;  // from its header line or a command line
+  std::string collective_from;
+  std::optional<Launch> launch;
+  size_t launch_line = 0;
+  std::vector<std::string> hosts, gpus;
+  std::optional<int> aggregate, graph;
+  Layout layout;
+  bool saw_version = false, saw_start = false, saw_nthread = false;
+  std::vector<LoadedRecord> records;
+};
+
+struct Counts {
+  size_t approximate_wrong = 0;  // "#wrong" in %g exponent form
+  size_t deviation_rows = 0;     // 2.0-2.11 nonzero "error"
+};
+
+// A row of `b`'s table -> its out-of-place and in-place records.
+void read_row(Block& b, std::vector<std::string> f, const std::string& where, Counts& counts) {
+  const Layout& l = b.layout;
+  if (f.size() >= 2 && is_date(f[f.size() - 2]) && is_clock(f.back()))
+    f.resize(f.size() - 2);  // -S: when it was measured
+  const size_t group = l.known ? (l.per_iter ? 8 : 4) : (f.size() >= 19 ? 8 : 4);
+  const size_t lead_max = l.known ? 3 + l.redop + l.root : 5;
+  const size_t lead_min = l.known ? lead_max - (l.redop ? 1 : 0) : 3;
+  const size_t lead = f.size() >= 2 * group ? f.size() - 2 * group : 0;
+  if (lead < lead_min || lead > lead_max) {
+    std::string names = "size count type";
+    if (!l.known || l.redop) names += " redop";
+    if (!l.known || l.root) names += " root";
+    names += std::string(", then ") + (l.cpu_time ? "cputime" : "time") + " algbw busbw " +
+             (l.deviation ? "error" : "#wrong") + (group == 8 ? " i_min i_max i_p99 i_cv%" : "") +
+             " out-of-place and in-place" + (l.timestamp ? ", timestamp" : "");
+    fail(where, "expected " + std::to_string(lead_max + 2 * group + (l.timestamp ? 2 : 0)) +
+                    " fields (" + names + "), found " + std::to_string(f.size()) +
+                    "; truncated or not nccl-tests output?");
+  }
+  LoadedRecord base;
+  base.source = where;
+  base.backend = "nccl";
+  base.size_bytes = static_cast<size_t>(need_integer(f[0], where, "size", 0, kLongMax));
+  base.count = static_cast<size_t>(need_integer(f[1], where, "count", 0, kLongMax));
+  base.dtype = f[2];
+  // An empty redop (all-gather, all-to-all, ... until 2.13.3) prints nothing.
+  std::string op, root;
+  if (lead == 5) op = f[3], root = f[4];
+  if (lead == 4) {
+    const bool root_field = l.known ? l.root : to_integer(f[3]).has_value();
+    (root_field ? root : op) = f[3];
+  }
+  base.op = op;
+  if (!root.empty())
+    if (long long v = need_integer(root, where, "root", -1); v >= 0) base.root = static_cast<int>(v);
+  base.aggregate_iterations = b.aggregate;
+  base.graph_launches = b.graph;
+  const bool cpu_time =
+      l.known ? l.cpu_time
+              : b.launch && option_value(b.launch->program_args, "-C", "--report_cputime") > 0;
+  for (int g = 0; g < 2; ++g) {
+    LoadedRecord r = base;
+    r.in_place = g == 1;
+    const size_t at = lead + static_cast<size_t>(g) * group;
+    auto figure = [&](size_t i, const char* what) -> std::optional<double> {
+      if (f[i] == "N/A") return std::nullopt;
+      double v = need_double(f[i], where, what);
+      if (v < 0) fail(where, std::string(what) + " " + f[i] + " is negative");
+      return v;
+    };
+    if (auto t = figure(at, cpu_time ? "cputime" : "time"))
+      (cpu_time ? r.cpu_time_s : r.time_s) = *t * 1e-6;
+    r.algbw_GBps = figure(at + 1, "algbw");
+    r.busbw_GBps = figure(at + 2, "busbw");
+    if (auto wrong = figure(at + 3, l.deviation ? "error" : "#wrong")) {
+      if (l.deviation) {
+        if (*wrong == 0) r.wrong = 0;  // no element deviated
+        else ++counts.deviation_rows;
+      } else {
+        if (*wrong >= 9.2e18) fail(where, "#wrong " + f[at + 3] + " is out of range");
+        r.wrong = std::llround(*wrong);
+        if (f[at + 3].find_first_of("eE") != std::string::npos) ++counts.approximate_wrong;
+      }
+    }
+    if (group == 8)
+      if (auto p99 = figure(at + 6, "i_p99")) r.iteration_time_p99_s = *p99 * 1e-6;
+    b.records.push_back(std::move(r));
+  }
+}
+
+// What each collective's table looks like: its op and root columns, its size
+// per count (1, or the rank count n), its busbw/algbw factor, and (2.0-2.11)
+// the columns its own header has between type and time.
+struct Signature {
+  const char* collective;
+  int op;  // 0: none (empty or "none"), 1: a reduction, 2: either
+  bool root;
+  bool size_per_count_n;
+  double (*factor)(double n);
+  const char* old_columns;
+};
+double all_reduce_factor(double n) { return 2 * (n - 1) / n; }
+double spread_factor(double n) { return (n - 1) / n; }
+double one_factor(double) { return 1; }
+constexpr Signature kSignatures[] = {
+    {"allreduce", 1, false, false, all_reduce_factor, "redop"},
+    {"reducescatter", 1, false, true, spread_factor, "redop"},
+    {"reduce", 1, true, false, one_factor, "redop root"},
+    {"sendrecv", 2, false, false, one_factor, ""},
+    {"allgather", 0, false, true, spread_factor, ""},
+    {"alltoall", 0, false, true, spread_factor, "redop"},
+    {"hypercube", 0, false, true, one_factor, ""},
+    {"broadcast", 0, true, false, one_factor, "root"},
+    {"gather", 0, true, true, spread_factor, "root"},
+    {"scatter", 0, true, true, spread_factor, "root"},
+};
+
+// Without a "# Collective test starting" line (before 2.16.7) or a command
+// line: the collectives whose tables look like `b`'s.
+std::vector<std::string> collectives_fitting(const Block& b, std::optional<int> ranks) {
+  bool reduction = false, rooted = false;
+  std::optional<bool> per_count_n;  // size / (count x element) is n, not 1
+  double n = ranks.value_or(0);
+  for (const auto& r : b.records) {
+    reduction |= !r.op.empty() && r.op != "none";
+    rooted |= r.root.has_value();
+    const size_t element = element_bytes(r.dtype);
+    if (!r.count || *r.count == 0 || element == 0 || r.size_bytes % (*r.count * element)) continue;
+    const size_t ratio = r.size_bytes / (*r.count * element);
+    if (ratio > 1) {
+      per_count_n = true;
+      if (n == 0) n = static_cast<double>(ratio);
+    } else if (ranks && *ranks > 1 && !per_count_n) {
+      per_count_n = false;
+    }
+  }
+  std::string old_columns;
+  if (b.layout.known && b.layout.deviation)
+    old_columns = b.layout.redop && b.layout.root ? "redop root"
+                  : b.layout.redop                ? "redop"
+                  : b.layout.root                 ? "root"
+                                                  : "";
+  std::vector<std::string> out;
+  for (const auto& s : kSignatures) {
+    if (s.op != 2 && (s.op == 1) != reduction) continue;
+    if (s.root != rooted) continue;
+    if (per_count_n && *per_count_n != s.size_per_count_n) continue;
+    if (b.layout.known && b.layout.deviation && old_columns != s.old_columns) continue;
+    bool fits = true;
+    if (n >= 2)
+      for (const auto& r : b.records) {
+        if (!r.algbw_GBps || !r.busbw_GBps || *r.algbw_GBps < 0.5) continue;
+        const double f = s.factor(n), a = *r.algbw_GBps;  // printed to 2 decimals
+        if (std::fabs(*r.busbw_GBps - f * a) > 0.006 * (1 + f) + 1e-3 * f * a) fits = false;
+      }
+    if (fits) out.push_back(s.collective);
+  }
+  return out;
+}
+
+std::string join_programs(const std::vector<std::string>& collectives) {
+  std::string out;
+  for (size_t i = 0; i < collectives.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == collectives.size() ? " or " : ", ") + program_of(collectives[i]);
+  return out;
+}
+
+}  // namespace
+
 LoadedRun read_nccl_tests_text(const std::string& path, const std::string& raw) {
-  LoadedRun run{path, "nccl-tests-text", {}, {}};
+  LoadedRun run{path, "nccl-tests-text", {}, {}, {}};
   RunMetadata& m = run.metadata;
   m.backend = "nccl";
-  std::string collective;
-  std::optional<int> aggregate, graph;  // -m and -G from the "# nThread" line
-  std::vector<std::pair<size_t, std::vector<std::string>>> rows;
+  std::vector<Block> blocks;
+  std::optional<Launch> pending;  // a command line not yet followed by its output
+  size_t pending_line = 0;
+  std::vector<std::string> other;  // other programs' lines, for a failed run's message
+  size_t skipped = 0, prefixed = 0, line_no = 0;
+  Counts counts;
+  // A test's header lines, in order: version (2.17.4-), start (2.16.7-), nThread.
+  auto open_block = [&](bool fresh) -> Block& {
+    if (fresh || blocks.empty()) {
+      blocks.emplace_back();
+      blocks.back().first_line = line_no;
+      if (pending) {
+        blocks.back().launch = std::move(pending);
+        blocks.back().launch_line = pending_line;
+        pending.reset();
+      }
+    }
+    return blocks.back();
+  };
   std::istringstream in(raw);
-  size_t line_no = 0;
   for (std::string line; std::getline(in, line);) {
     ++line_no;
-    std::string t = trim(line);
+    bool had_prefix = false;
+    const std::string t = strip_log_prefixes(line, had_prefix);
     if (t.empty()) continue;
-    if (t[0] != '#') {
-      rows.emplace_back(line_no, split_ws(t));
+    const auto words = split_ws(t[0] == '#' ? t.substr(1) : t);
+    if (t[0] != '#' && !looks_like_row(words)) {
+      ++skipped;
+      if (other.size() < 20000) other.push_back(t);
+      if (auto launch = parse_launch(t, is_nccl_tests_program)) {
+        if (!launch->program.empty() && m.command_line.empty()) m.command_line = t;
+        pending = std::move(launch);
+        pending_line = line_no;
+      }
       continue;
     }
-    auto words = split_ws(t.substr(1));
-    if (starts_with(t, "# Collective test starting:") && words.size() >= 4)
-      collective = collective_from_program(words[3]);
-    if (starts_with(t, "# nccl-tests version"))
+    prefixed += had_prefix;
+    if (t[0] != '#') {
+      Block& b = open_block(false);
+      read_row(b, words, at(path, line_no), counts);
+      continue;
+    }
+    const Block* cur = blocks.empty() ? nullptr : &blocks.back();
+    const bool has_rows = cur && !cur->records.empty();
+    if (starts_with(t, "# nccl-tests version")) {
+      Block& b = open_block(!cur || has_rows || cur->saw_version || cur->saw_start ||
+                            cur->saw_nthread);
+      b.saw_version = true;
       for (const auto& w : words)
-        if (starts_with(w, "nccl-library="))
-          if (auto code = to_integer(w.substr(13))) m.nccl_version = nccl_version_from_code(*code);
-    // "# nThread 1 nGpus 1 ... iters: 10 agg iters: 1 validation: 1 graph: 0 unalign: 0"
-    if (starts_with(t, "# nThread"))
+        if (starts_with(w, "nccl-library=") && m.nccl_version.empty())
+          if (auto code = to_integer(w.substr(13)); code && *code >= 0)
+            m.nccl_version = nccl_version_from_code(*code);
+    } else if (starts_with(t, "# Collective test starting:")) {
+      Block& b = open_block(!cur || has_rows || cur->saw_start || cur->saw_nthread);
+      b.saw_start = true;
+      if (words.size() >= 4 && !collective_from_program(words[3]).empty()) {
+        b.collective = collective_from_program(words[3]);
+        b.collective_from = "header";
+      }
+    } else if (starts_with(t, "# nThread")) {
+      // "# nThread 1 nGpus 1 ... iters: 10 agg iters: 1 validation: 1 graph: 0 unalign: 0"
+      Block& b = open_block(!cur || has_rows || cur->saw_nthread);
+      b.saw_nthread = true;
       for (size_t i = 0; i + 1 < words.size(); ++i) {
         auto value = to_integer(words[i + 1]);
         if (!value || *value < 0 || *value > kIntMax) continue;
-        if (words[i] == "graph:") graph = static_cast<int>(*value);
+        if (words[i] == "graph:") b.graph = static_cast<int>(*value);
         if (words[i] == "iters:" && i > 0 && words[i - 1] == "agg" && *value >= 1)
-          aggregate = static_cast<int>(*value);
+          b.aggregate = static_cast<int>(*value);
       }
-    // "#  Rank  0 Group  0 Pid   1472 on         vm device  0 [0000:00:06] NVIDIA H200"
-    if (words.size() >= 8 && words[0] == "Rank" && words[6] == "on") {
-      m.hosts.push_back(words[7]);
-      size_t bracket = t.find(']');
-      m.gpu_names.push_back(bracket == std::string::npos ? "" : trim(t.substr(bracket + 1)));
+    } else if (!words.empty() && words[0] == "Rank") {
+      // "#  Rank  0 Group  0 Pid 1472 on vm device  0 [0000:00:06] NVIDIA H200"
+      // ("Group" from 2.13.4; before: "#   Rank  0 Pid 1472 on vm device 0 [0x06] ...")
+      auto on = std::find(words.begin(), words.end(), "on");
+      if (on != words.end() && on + 1 != words.end()) {
+        Block& b = open_block(false);
+        b.hosts.push_back(*(on + 1));
+        size_t bracket = t.find(']');
+        b.gpus.push_back(bracket == std::string::npos ? "" : trim(t.substr(bracket + 1)));
+      }
+    } else if (!words.empty() && words[0] == "size") {
+      Block& b = open_block(false);
+      if (auto layout = parse_columns(words, t)) {
+        b.layout = *layout;
+      } else {
+        b.layout = Layout{};
+        run.notes.push_back(at(path, line_no) +
+                            ": a column line nccl-tests does not print; fields read by position");
+      }
+    } else if (starts_with(t, "# error:")) {
+      other.push_back(t);  // 2.17.3-: ncclGetLastError() at the end
+    } else if (auto launch = parse_launch(t.substr(1), is_nccl_tests_program);
+               launch && !launch->program.empty()) {
+      // "# mpirun -np 8 ./all_reduce_perf ..." as a script or log records it.
+      if (m.command_line.empty()) m.command_line = trim(t.substr(1));
+      pending = std::move(launch);
+      pending_line = line_no;
     }
   }
-  if (collective.empty())
-    fail(at(path, 1),
-         "no '# Collective test starting: <program>' line, so the collective is unknown; "
-         "keep nccl-tests' whole output (including its header)");
-  derive_layout(m);
-  for (const auto& [n, f] : rows) {
-    const std::string where = at(path, n);
-    if (f.size() != 13)
-      fail(where,
-           "expected 13 fields (size count type redop root, then time algbw busbw #wrong "
-           "out-of-place and in-place), found " +
-               std::to_string(f.size()) + "; truncated or not nccl-tests output?");
-    LoadedRecord base;
-    base.source = where;
-    base.collective = collective;
-    base.backend = "nccl";
-    base.size_bytes = static_cast<size_t>(need_integer(f[0], where, "size", 0, kLongMax));
-    base.count = static_cast<size_t>(need_integer(f[1], where, "count", 0, kLongMax));
-    base.dtype = f[2];
-    base.op = f[3];
-    if (long long root = need_integer(f[4], where, "root", -1); root >= 0)
-      base.root = static_cast<int>(root);
-    apply_layout(m, base);
-    base.aggregate_iterations = aggregate;
-    base.graph_launches = graph;
-    for (int group = 0; group < 2; ++group) {
-      LoadedRecord r = base;
-      r.in_place = group == 1;
-      auto figure = [&](size_t i, const char* what) -> std::optional<double> {
-        if (f[i] == "N/A") return std::nullopt;
-        return need_double(f[i], where, what);
-      };
-      if (auto t = figure(5 + 4 * group, "time")) {
-        if (*t < 0) fail(where, "negative time");
-        r.time_s = *t * 1e-6;
-      }
-      r.time_avg_s = r.time_s;  // nccl-tests' time: the average over ranks (its -a 1)
-      r.time_statistic = "avg";
-      r.algbw_GBps = figure(6 + 4 * group, "algbw");
-      r.busbw_GBps = figure(7 + 4 * group, "busbw");
-      if (f[8 + 4 * group] != "N/A")
-        r.wrong = need_integer(f[8 + 4 * group], where, "#wrong", 0, kLongMax);
+  if (blocks.empty() || std::all_of(blocks.begin(), blocks.end(),
+                                    [](const Block& b) { return b.records.empty(); })) {
+    std::string program = "nccl-tests";
+    for (const auto& b : blocks)
+      if (!b.collective.empty()) program = program_of(b.collective);
+    fail_no_results(at(path, line_no), program, other);
+  }
+
+  for (auto& b : blocks) {
+    if (b.records.empty()) continue;
+    RunMetadata placement;  // this test's ranks, nodes and ranks per node
+    placement.hosts = b.hosts;
+    derive_layout(placement);
+    std::optional<int> ranks;
+    if (placement.ranks > 0) ranks = placement.ranks;
+    if (!ranks && b.launch && b.launch->ranks) {
+      // -np processes, each with -t threads of -g GPUs.
+      long long n = *b.launch->ranks;
+      auto g = option_value(b.launch->program_args, "-g", "--ngpus");
+      auto th = option_value(b.launch->program_args, "-t", "--nthreads");
+      if (g && *g > 0) n *= *g;
+      if (th && *th > 0) n *= *th;
+      if (n <= kIntMax) ranks = static_cast<int>(n);
+    }
+    if (b.collective.empty() && b.launch && !b.launch->program.empty()) {
+      b.collective = collective_from_program(b.launch->program);
+      b.collective_from = "the command line at line " + std::to_string(b.launch_line);
+    }
+    const std::string where = at(path, b.first_line);
+    if (b.collective.empty()) {
+      auto fitting = collectives_fitting(b, ranks);
+      if (fitting.size() != 1)
+        fail(where, "the collective is unknown: no '# Collective test starting' line (nccl-tests "
+                    "before 2.16.7 prints none) and no command line naming the program, and the "
+                    "table fits " +
+                        (fitting.empty() ? std::string("no nccl-tests program")
+                                         : join_programs(fitting)) +
+                        "; put the command line (e.g. 'mpirun -np 8 ./all_reduce_perf ...') above "
+                        "the output");
+      b.collective = fitting[0];
+      b.collective_from = "its table's columns and figures";
+    }
+    if (b.collective_from != "header")
+      run.notes.push_back(where + ": collective " + b.collective + " (" +
+                          program_of(b.collective) + ") read from " + b.collective_from);
+    std::string statistic = b.launch ? statistic_of_average(b.launch->program_args) : "";
+    if (statistic.empty()) statistic = b.layout.rank0_time ? "rank0" : "avg";
+    // -N: the sweep again; each pass gets its index.
+    std::map<std::tuple<std::string, std::string, int, size_t, bool>, int> seen;
+    std::vector<int> pass;
+    for (const auto& r : b.records)
+      pass.push_back(seen[{r.dtype, r.op, r.root.value_or(-1), r.size_bytes, *r.in_place}]++);
+    const bool repeated = std::any_of(pass.begin(), pass.end(), [](int p) { return p > 0; });
+    for (size_t i = 0; i < b.records.size(); ++i) {
+      LoadedRecord& r = b.records[i];
+      r.collective = b.collective;
+      apply_layout(placement, r);
+      if (!r.ranks && ranks) r.ranks = ranks;
+      set_statistic(r, statistic);
+      if (repeated) r.repeat = pass[i];
       run.records.push_back(std::move(r));
     }
+    if (m.hosts.empty()) {
+      m.hosts = b.hosts;
+      m.gpu_names = b.gpus;
+    }
   }
-  if (run.records.empty())
-    fail(at(path, line_no), "no result rows (the run measured nothing or was cut)");
+  derive_layout(m);
+  size_t tests = std::count_if(blocks.begin(), blocks.end(),
+                               [](const Block& b) { return !b.records.empty(); });
+  if (tests > 1)
+    run.notes.push_back(std::to_string(tests) +
+                        " tests in one file; each row keeps its own test's collective and ranks");
+  if (skipped)
+    run.notes.push_back(std::to_string(skipped) +
+                        " lines of other programs skipped (NCCL INFO/WARN, launcher and MPI "
+                        "messages, command lines)");
+  if (prefixed)
+    run.notes.push_back(std::to_string(prefixed) +
+                        " nccl-tests lines read without their log prefix (mpirun --tag-output, "
+                        "srun --label, time stamps)");
+  if (std::any_of(run.records.begin(), run.records.end(),
+                  [](const LoadedRecord& r) { return r.cpu_time_s.has_value(); }))
+    run.notes.push_back("-C: the time columns are host CPU time (cputime), read as cpu_time_s; "
+                        "time_s is absent");
+  if (counts.approximate_wrong)
+    run.notes.push_back(std::to_string(counts.approximate_wrong) +
+                        " #wrong figures printed with 6 significant digits (%g, e.g. "
+                        "1.04858e+06): those counts are rounded");
+  if (counts.deviation_rows)
+    run.notes.push_back(std::to_string(counts.deviation_rows) +
+                        " 'error' figures of nccl-tests before 2.13 are a nonzero largest "
+                        "deviation, not a count of wrong elements: wrong is absent there");
   return run;
 }
 

@@ -58,6 +58,41 @@ std::string jstring(const json& obj, const char* key, const std::string& where);
 std::vector<std::string> jstrings(const json& obj, const char* key, const std::string& where);
 json parse_json(const std::string& path, const std::string& raw);
 
+// ------------------------------------------------------------------ text outputs
+// What nccl-tests and OSU files hold besides the programs' own lines: log
+// prefixes (mpirun --tag-output "[1,0]<stdout>:", srun -l "0: ", MPICH "[0] ",
+// kubectl/journal time stamps, pdsh "host: "), launcher command lines and the
+// messages of other programs (NCCL INFO/WARN, MPI, Slurm).
+
+// The line without the prefixes launchers and log collectors put before a
+// program's output; `stripped` says whether there were any. A "word: " prefix
+// is removed only when what follows looks like a table line ('#' or a number).
+std::string strip_log_prefixes(std::string_view line, bool& stripped);
+// A table row: the first word is an integer (a size) and the second, if any, too.
+bool looks_like_row(const std::vector<std::string>& words);
+
+// A command line that started a benchmark ("mpirun -np 8 ./all_reduce_perf -g 1",
+// "srun -n 4 osu_allgather"): the launcher's rank count and the program.
+struct Launch {
+  std::optional<int> ranks;  // -n/-np/--np/--ntasks of mpirun, mpiexec, srun, ...
+  std::string program;       // the benchmark's file name without its directory
+  std::vector<std::string> program_args;
+};
+// `is_program` says which file names are benchmarks; nullopt when the line
+// names none and no launcher with a rank count either.
+std::optional<Launch> parse_launch(const std::string& line,
+                                   bool (*is_program)(std::string_view name));
+
+// `text` for a one-line message: control characters as '?', at most 200 characters.
+std::string one_line(std::string_view text);
+// The most telling line of a failed run among other programs' lines ("Invalid
+// number of GPUs: 8 requested but only 1 were found.", "This test requires at
+// least two processes"), shortened to one line; "" when none says anything.
+std::string reported_failure(const std::vector<std::string>& lines);
+// "file:N: ... the file reports: '<what>'" for a run that printed no results.
+[[noreturn]] void fail_no_results(const std::string& where, const std::string& program,
+                                  const std::vector<std::string>& other_lines);
+
 // One reader per format (read_results detects which).
 LoadedRun read_ccscope_csv(const std::string& path, const std::string& raw);
 LoadedRun read_ccscope_json(const std::string& path, const json& doc);

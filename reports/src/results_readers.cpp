@@ -2,27 +2,72 @@
 //
 //   ccscope CSV      header "schema,collective,...": fields parsed by fast-cpp-csv-parser
 //   ccscope JSON     {"schema": "ccscope.bench/1", "metadata", "records"}
-//   nccl-tests text  "# nccl-tests version ..." and the size/count/type/redop/root table
+//   nccl-tests text  "# nccl-tests version ...", "# nThread ..." and the size/count/type table
 //   nccl-tests JSON  -J output: {"args", "config", "results"}
 //   OSU              "# OSU MPI Allreduce Latency Test", "# Size  Avg Latency(us) ..."
 //
+// nccl-tests and OSU output is often captured with a launcher's and other
+// programs' lines around it, so their markers are looked for anywhere in the
+// file, the earliest deciding.
+//
 // A figure the source does not hold stays std::nullopt. Anything malformed
 // throws InputError("file:line: what is wrong; what to do").
-#include "reader_support.h"
-
+#include <algorithm>
+#include <sstream>
 #include <string>
+#include <string_view>
 
 #include "ccscope/reports/loaded_results.h"
 #include "ccscope/reports/user_files.h"
+#include "reader_support.h"
 
 namespace ccscope::reports {
 using namespace detail;
+
+namespace {
+
+size_t first_of(const std::string& raw, std::initializer_list<std::string_view> markers) {
+  size_t first = std::string::npos;
+  for (auto m : markers) first = std::min(first, raw.find(m));
+  return first;
+}
+
+// A file of neither format that says why a benchmark failed ("This test
+// requires at least two processes", "Invalid number of GPUs ..."): that, in one line.
+void fail_if_failed_run(const std::string& path, const std::string& raw) {
+  std::vector<std::string> lines;
+  std::istringstream in(raw);
+  size_t n = 0;
+  for (std::string line; std::getline(in, line) && lines.size() < 20000; ++n) {
+    bool prefixed = false;
+    lines.push_back(strip_log_prefixes(line, prefixed));
+  }
+  std::string program;  // from a command line: "mpirun -np 1 ./osu_allreduce"
+  for (const auto& line : lines)
+    if (auto launch = parse_launch(line, [](std::string_view name) {
+          return starts_with(name, "osu_") || name.ends_with("_perf") || name.ends_with("_perf_mpi");
+        });
+        launch && !launch->program.empty() && program.empty())
+      program = launch->program;
+  for (std::string_view sign :
+       {"Invalid number of GPUs", "Test NCCL failure", "Test CUDA failure", "requires at least",
+        "Could Not Allocate Memory", "DATA VALIDATION ERROR"})
+    if (raw.find(sign) != std::string::npos)
+      fail_no_results(at(path, n), program.empty() ? "the benchmark" : program, lines);
+}
+
+}  // namespace
 
 LoadedRun read_results(const std::string& path) {
   return parse_results(path, read_input_file(path));
 }
 
 LoadedRun parse_results(const std::string& path, const std::string& raw) {
+  // read_input_file refuses these too; text from elsewhere gets the same answer.
+  if (const size_t nul = raw.find('\0'); nul != std::string::npos)
+    fail(at(path, 1 + std::count(raw.begin(), raw.begin() + static_cast<std::ptrdiff_t>(nul),
+                                 '\n')),
+         "a NUL byte: this is binary data, not a results file");
   const std::string head = trim(raw.substr(0, 4096));
   if (head.empty()) fail(at(path, 1), "empty file; rerun the benchmark");
   if (head[0] == '{') {
@@ -31,18 +76,19 @@ LoadedRun parse_results(const std::string& path, const std::string& raw) {
     if (const json* schema = member(doc, "schema");
         schema && schema->is_string() && starts_with(schema->get<std::string>(), "ccscope.bench/"))
       return read_ccscope_json(path, doc);
-    if (member(doc, "results") && (member(doc, "args") || member(doc, "config")))
+    if (member(doc, "results") || member(doc, "args") || member(doc, "config"))
       return read_nccl_tests_json(path, doc);
     fail(at(path, 1),
          "JSON that is neither ccscope's (schema ccscope.bench/N) nor nccl-tests' -J output");
   }
   if (starts_with(head, "schema,") || starts_with(head, "\"schema\","))
     return read_ccscope_csv(path, raw);
-  if (head.find("# nccl-tests version") != std::string::npos ||
-      head.find("# Collective test starting:") != std::string::npos ||
-      head.find("out-of-place") != std::string::npos)
-    return read_nccl_tests_text(path, raw);
-  if (head.find("# OSU ") != std::string::npos) return read_osu(path, raw);
+  const size_t nccl_tests = first_of(raw, {"# nccl-tests version", "# Collective test starting:",
+                                           "# nThread ", "out-of-place"});
+  const size_t osu = first_of(raw, {"# OSU "});
+  if (nccl_tests != std::string::npos && nccl_tests < osu) return read_nccl_tests_text(path, raw);
+  if (osu != std::string::npos) return read_osu(path, raw);
+  fail_if_failed_run(path, raw);
   fail(at(path, 1),
        "unknown format: expected ccscope CSV/JSON, nccl-tests text or -J JSON, or OSU output");
 }
