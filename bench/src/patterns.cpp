@@ -197,20 +197,21 @@ double DataPattern::input_value(int rank, size_t index) const {
 double DataPattern::expected_unrounded(int rank, size_t index) const {
   const size_t r = static_cast<size_t>(rank);
   const size_t n = static_cast<size_t>(ranks_);
-  switch (collective_) {
-    case Collective::kAllReduce:
+  // The collective's rule (records/collective.h), in the pattern's values.
+  switch (describe(collective_).expected) {
+    case ExpectedRule::kReducedElement:
       return reduction_result(index);
-    case Collective::kReduceScatter:
+    case ExpectedRule::kReducedBlock:
       return reduction_result(r * block_ + index);
-    case Collective::kAllGather:
+    case ExpectedRule::kGatheredBlocks:
       return block_ == 0 ? 0 : movement_value(index / block_, index % block_);
-    case Collective::kBroadcast:
+    case ExpectedRule::kRootInput:
       return movement_value(static_cast<size_t>(root_), index);
-    case Collective::kAllToAll:
+    case ExpectedRule::kTransposed:
       // Block p of rank s's send buffer goes to rank p: element j of rank r's
       // output came from rank j / block, its element r * block + j % block.
       return block_ == 0 ? 0 : movement_value(index / block_, r * block_ + index % block_);
-    case Collective::kSendRecv:
+    case ExpectedRule::kPreviousRank:
       return movement_value((r + n - 1) % n, index);
   }
   return 0;

@@ -12,6 +12,7 @@
 
 #include "ccscope/collectives/backends.h"
 #include "ccscope/collectives/in_process_transport.h"
+#include "collective_spec.h"
 #include "sweep_runner.h"
 
 namespace ccscope::bench {
