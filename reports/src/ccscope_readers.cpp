@@ -114,10 +114,17 @@ LoadedRun read_ccscope_csv(const std::string& path, const std::string& raw) {
 
 namespace {
 
-// Keys ccscope.bench/1 JSON spelled differently from the field's name.
+// The field's key (null included: absent in this record), or nullptr when the
+// file's version has no such key. ccscope.bench/1 named run_start_utc
+// start_time_utc.
 const json* json_value(const json& object, const BenchField& field) {
-  if (const json* v = member(object, std::string(field.name).c_str())) return v;
-  if (field.name == "run_start_utc") return member(object, "start_time_utc");
+  for (std::string_view key : {field.name, std::string_view(field.name == "run_start_utc"
+                                                                 ? "start_time_utc"
+                                                                 : "")}) {
+    if (key.empty()) continue;
+    const auto it = object.find(std::string(key));
+    if (it != object.end()) return &*it;
+  }
   return nullptr;
 }
 

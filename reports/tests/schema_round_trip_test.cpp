@@ -11,6 +11,7 @@
 
 #include "ccscope/records/schema.h"
 #include "ccscope/reports/loaded_results.h"
+#include "ccscope/reports/record_export.h"
 #include "ccscope/reports/reporter.h"
 
 namespace ccscope::reports {
@@ -169,6 +170,60 @@ TEST(SchemaRoundTrip, NewerVersionIsRefusedSayingSo) {
     EXPECT_NE(std::string(e.what()).find("newer"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find(":2:"), std::string::npos) << e.what();
   }
+}
+
+// nccl-tests 2.19's text, as it prints it (two sizes, one in-place N/A).
+const char* kNcclTestsText =
+    "# nccl-tests version 2.19.6 nccl-headers=22809 nccl-library=22809\n"
+    "# Collective test starting: all_reduce_perf\n"
+    "# nThread 1 nGpus 1 minBytes 8 maxBytes 1024 step: 128(factor) warmup iters: 1 iters: 20 "
+    "agg iters: 1 validation: 1 graph: 0\n"
+    "#\n"
+    "#                                                              out-of-place                "
+    "       in-place          \n"
+    "#       size         count      type   redop    root     time   algbw   busbw #wrong     "
+    "time   algbw   busbw #wrong\n"
+    "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            "
+    "(us)  (GB/s)  (GB/s)       \n"
+    "           8             2     float     sum      -1    11.50    0.00    0.00      0    "
+    "11.20    0.00    0.00      0\n"
+    "        1024           256     float     sum      -1    12.25    0.08    0.13      0    "
+    "12.00    0.09    0.13    N/A\n"
+    "# Out of bounds values : 0 OK\n"
+    "# Avg bus bandwidth    : 0.065\n";
+
+// What ccscope understood of another tool's file, written in its schema, reads
+// back the same, field by field.
+TEST(SchemaRoundTrip, ImportedRecordsReadBackAsTheyWereUnderstood) {
+  const LoadedRun nccl_tests = parse_results("nccl.txt", kNcclTestsText);
+  ASSERT_EQ(nccl_tests.records.size(), 4u);
+  const LoadedRun csv = parse_results("import.csv", records_csv({nccl_tests}));
+  const LoadedRun json = parse_results("import.json", records_json({nccl_tests}));
+  for (const LoadedRun* back : {&csv, &json}) {
+    ASSERT_EQ(back->records.size(), nccl_tests.records.size()) << back->format;
+    for (size_t i = 0; i < back->records.size(); ++i) {
+      const auto before = records::bench_cells({nccl_tests.records[i], nccl_tests.metadata});
+      const auto after = records::bench_cells({back->records[i], back->metadata});
+      const auto& fields = bench_kind().fields;
+      for (size_t f = 0; f < fields.size(); ++f)
+        EXPECT_EQ(records::csv_text(after[f], fields[f].type),
+                  records::csv_text(before[f], fields[f].type))
+            << back->format << " record " << i << " " << fields[f].name;
+    }
+  }
+  EXPECT_EQ(csv.records[1].time_statistic, "avg");
+  EXPECT_EQ(csv.records[1].time_s, 11.2e-6);
+  EXPECT_FALSE(csv.records[3].wrong.has_value());  // N/A stays absent
+}
+
+TEST(SchemaRoundTrip, OneJsonDocumentHoldsOneRunsMetadata) {
+  LoadedRun a = parse_results("a.txt", kNcclTestsText);
+  LoadedRun b = a;
+  b.path = "b.txt";
+  b.metadata.hosts = {"other-node"};
+  EXPECT_NO_THROW(records_json({a, a}));
+  EXPECT_THROW(records_json({a, b}), InputError);
+  EXPECT_NO_THROW(records_csv({a, b}));
 }
 
 }  // namespace
