@@ -15,25 +15,28 @@ namespace ccscope::reports::fuzz {
 
 inline constexpr std::string_view kInputName = "fuzz-input";
 
-// "" when the input was read or properly refused; else what went wrong.
-inline std::string check_one_input(std::string_view bytes) {
+// "" when the input was read (`*read` set) or properly refused; else what went wrong.
+inline std::string check_one_input(std::string_view bytes, bool* read = nullptr) {
+  if (read) *read = false;
   LoadedRun run;
   try {
     run = parse_results(std::string(kInputName), std::string(bytes));
   } catch (const InputError& e) {
     const std::string what = e.what();
-    if (what.rfind(kInputName, 0) != 0) return "an InputError that does not name the input: " + what;
+    if (what.rfind(kInputName, 0) != 0)
+      return "an InputError that does not name the input: " + what;
     if (what.find('\n') != std::string::npos) return "an InputError of several lines: " + what;
     return "";
   } catch (const std::exception& e) {
     return std::string("an exception that is not an InputError: ") + e.what();
   }
   if (run.records.empty()) return "read without records and without an InputError";
+  if (read) *read = true;
   for (const auto& r : run.records) {
     if (r.collective.empty()) return r.source + ": a record without a collective";
-    for (const std::optional<double>& t : {r.time_s, r.cpu_time_s, r.time_min_s, r.time_max_s,
-                                           r.time_avg_s, r.iteration_time_p50_s,
-                                           r.iteration_time_p99_s})
+    for (const std::optional<double>& t :
+         {r.time_s, r.cpu_time_s, r.time_min_s, r.time_max_s, r.time_avg_s, r.iteration_time_p50_s,
+          r.iteration_time_p99_s})
       if (t && (!std::isfinite(*t) || *t < 0)) return r.source + ": a negative or non-finite time";
     for (const std::optional<double>& bw : {r.algbw_GBps, r.busbw_GBps})
       if (bw && !std::isfinite(*bw)) return r.source + ": a non-finite bandwidth";

@@ -33,9 +33,9 @@
 namespace ccscope::reports::detail {
 namespace {
 
-constexpr std::string_view kPrograms[] = {
-    "all_reduce", "all_gather", "alltoall", "alltoallv", "broadcast", "gather",
-    "hypercube",  "reduce",     "reduce_scatter", "scatter", "sendrecv"};
+constexpr std::string_view kPrograms[] = {"all_reduce",     "all_gather", "alltoall",  "alltoallv",
+                                          "broadcast",      "gather",     "hypercube", "reduce",
+                                          "reduce_scatter", "scatter",    "sendrecv"};
 
 bool is_nccl_tests_program(std::string_view name) {
   if (name.ends_with("_mpi")) name.remove_suffix(4);
@@ -55,9 +55,9 @@ std::string program_of(const std::string& collective) {
 // Bytes per element of nccl-tests' type names; 0 when unknown.
 size_t element_bytes(const std::string& type) {
   static const std::map<std::string, size_t, std::less<>> sizes = {
-      {"int8", 1},   {"uint8", 1},    {"char", 1},     {"f8e4m3", 1}, {"f8e5m2", 1},
-      {"half", 2},   {"bfloat16", 2}, {"int32", 4},    {"uint32", 4}, {"int", 4},
-      {"float", 4},  {"int64", 8},    {"uint64", 8},   {"double", 8}};
+      {"int8", 1},  {"uint8", 1},    {"char", 1},   {"f8e4m3", 1}, {"f8e5m2", 1},
+      {"half", 2},  {"bfloat16", 2}, {"int32", 4},  {"uint32", 4}, {"int", 4},
+      {"float", 4}, {"int64", 8},    {"uint64", 8}, {"double", 8}};
   auto it = sizes.find(type);
   return it == sizes.end() ? 0 : it->second;
 }
@@ -190,7 +190,8 @@ LoadedRun read_nccl_tests_json(const std::string& path, const json& doc) {
   std::vector<std::string> errors;
   if (const json* e = member(doc, "errors"); e && e->is_array())
     for (const auto& x : *e)
-      if (x.is_string() && !trim(x.get<std::string>()).empty()) errors.push_back(x.get<std::string>());
+      if (x.is_string() && !trim(x.get<std::string>()).empty())
+        errors.push_back(x.get<std::string>());
   // What nccl-tests wrote to "errors" (ncclGetLastError) is why it measured nothing.
   auto fail_errors = [&] {
     fail(jwhere(path, "errors"), program + " measured nothing; its errors say: '" +
@@ -225,8 +226,9 @@ LoadedRun read_nccl_tests_json(const std::string& path, const json& doc) {
   }
   if (std::any_of(run.records.begin(), run.records.end(),
                   [](const LoadedRecord& r) { return r.cpu_time_s && !r.time_s; }))
-    run.notes.push_back("-C: nccl-tests gave host CPU time (cpu_time), read as cpu_time_s; "
-                        "time_s is absent");
+    run.notes.push_back(
+        "-C: nccl-tests gave host CPU time (cpu_time), read as cpu_time_s; "
+        "time_s is absent");
   return run;
 }
 
@@ -236,13 +238,13 @@ namespace {
 
 // The table's columns as its header line names them.
 struct Layout {
-  bool known = false;     // from a header line; else guessed per row from its fields
-  bool redop = true;      // the leading columns after size, count, type
+  bool known = false;  // from a header line; else guessed per row from its fields
+  bool redop = true;   // the leading columns after size, count, type
   bool root = true;
-  bool per_iter = false;  // -I: i_min i_max i_p99 i_cv% after each group
-  bool timestamp = false;  // -S
-  bool cpu_time = false;   // -C: "cputime"
-  bool deviation = false;  // 2.0-2.11 "error": the largest deviation, not a count
+  bool per_iter = false;    // -I: i_min i_max i_p99 i_cv% after each group
+  bool timestamp = false;   // -S
+  bool cpu_time = false;    // -C: "cputime"
+  bool deviation = false;   // 2.0-2.11 "error": the largest deviation, not a count
   bool rank0_time = false;  // 2.0-2.9 (type column 6 wide): rank 0's time
 };
 
@@ -343,7 +345,8 @@ void read_row(Block& b, std::vector<std::string> f, const std::string& where, Co
   }
   base.op = op;
   if (!root.empty())
-    if (long long v = need_integer(root, where, "root", -1); v >= 0) base.root = static_cast<int>(v);
+    if (long long v = need_integer(root, where, "root", -1); v >= 0)
+      base.root = static_cast<int>(v);
   base.aggregate_iterations = b.aggregate;
   base.graph_launches = b.graph;
   const bool cpu_time =
@@ -365,8 +368,10 @@ void read_row(Block& b, std::vector<std::string> f, const std::string& where, Co
     r.busbw_GBps = figure(at + 2, "busbw");
     if (auto wrong = figure(at + 3, l.deviation ? "error" : "#wrong")) {
       if (l.deviation) {
-        if (*wrong == 0) r.wrong = 0;  // no element deviated
-        else ++counts.deviation_rows;
+        if (*wrong == 0)
+          r.wrong = 0;  // no element deviated
+        else
+          ++counts.deviation_rows;
       } else {
         if (*wrong >= 9.2e18) fail(where, "#wrong " + f[at + 3] + " is out of range");
         r.wrong = std::llround(*wrong);
@@ -507,8 +512,8 @@ LoadedRun read_nccl_tests_text(const std::string& path, const std::string& raw) 
     const Block* cur = blocks.empty() ? nullptr : &blocks.back();
     const bool has_rows = cur && !cur->records.empty();
     if (starts_with(t, "# nccl-tests version")) {
-      Block& b = open_block(!cur || has_rows || cur->saw_version || cur->saw_start ||
-                            cur->saw_nthread);
+      Block& b =
+          open_block(!cur || has_rows || cur->saw_version || cur->saw_start || cur->saw_nthread);
       b.saw_version = true;
       for (const auto& w : words)
         if (starts_with(w, "nccl-library=") && m.nccl_version.empty())
@@ -561,8 +566,8 @@ LoadedRun read_nccl_tests_text(const std::string& path, const std::string& raw) 
       pending_line = line_no;
     }
   }
-  if (blocks.empty() || std::all_of(blocks.begin(), blocks.end(),
-                                    [](const Block& b) { return b.records.empty(); })) {
+  if (blocks.empty() ||
+      std::all_of(blocks.begin(), blocks.end(), [](const Block& b) { return b.records.empty(); })) {
     std::string program = "nccl-tests";
     for (const auto& b : blocks)
       if (!b.collective.empty()) program = program_of(b.collective);
@@ -593,19 +598,19 @@ LoadedRun read_nccl_tests_text(const std::string& path, const std::string& raw) 
     if (b.collective.empty()) {
       auto fitting = collectives_fitting(b, ranks);
       if (fitting.size() != 1)
-        fail(where, "the collective is unknown: no '# Collective test starting' line (nccl-tests "
-                    "before 2.16.7 prints none) and no command line naming the program, and the "
-                    "table fits " +
-                        (fitting.empty() ? std::string("no nccl-tests program")
-                                         : join_programs(fitting)) +
-                        "; put the command line (e.g. 'mpirun -np 8 ./all_reduce_perf ...') above "
-                        "the output");
+        fail(where,
+             "the collective is unknown: no '# Collective test starting' line (nccl-tests "
+             "before 2.16.7 prints none) and no command line naming the program, and the "
+             "table fits " +
+                 (fitting.empty() ? std::string("no nccl-tests program") : join_programs(fitting)) +
+                 "; put the command line (e.g. 'mpirun -np 8 ./all_reduce_perf ...') above "
+                 "the output");
       b.collective = fitting[0];
       b.collective_from = "its table's columns and figures";
     }
     if (b.collective_from != "header")
-      run.notes.push_back(where + ": collective " + b.collective + " (" +
-                          program_of(b.collective) + ") read from " + b.collective_from);
+      run.notes.push_back(where + ": collective " + b.collective + " (" + program_of(b.collective) +
+                          ") read from " + b.collective_from);
     std::string statistic = b.launch ? statistic_of_average(b.launch->program_args) : "";
     if (statistic.empty()) statistic = b.layout.rank0_time ? "rank0" : "avg";
     // -N: the sweep again; each pass gets its index.
@@ -644,8 +649,9 @@ LoadedRun read_nccl_tests_text(const std::string& path, const std::string& raw) 
                         "srun --label, time stamps)");
   if (std::any_of(run.records.begin(), run.records.end(),
                   [](const LoadedRecord& r) { return r.cpu_time_s.has_value(); }))
-    run.notes.push_back("-C: the time columns are host CPU time (cputime), read as cpu_time_s; "
-                        "time_s is absent");
+    run.notes.push_back(
+        "-C: the time columns are host CPU time (cputime), read as cpu_time_s; "
+        "time_s is absent");
   if (counts.approximate_wrong)
     run.notes.push_back(std::to_string(counts.approximate_wrong) +
                         " #wrong figures printed with 6 significant digits (%g, e.g. "

@@ -59,17 +59,26 @@ Title parse_title(const std::string& t, const std::string& where) {
   if (name.ends_with(" persistent")) name.resize(name.size() - 11);  // same table
   if (name.ends_with(" personalized exchange")) name.resize(name.size() - 22);
   if (starts_with(name, "non-blocking") || name.find("neighborhood") != std::string::npos)
-    fail(where, "OSU's non-blocking and neighborhood benchmarks (tables of Overall, Compute and "
-                "Overlap) are not read; give the blocking benchmark's output (e.g. osu_allreduce)");
+    fail(where,
+         "OSU's non-blocking and neighborhood benchmarks (tables of Overall, Compute and "
+         "Overlap) are not read; give the blocking benchmark's output (e.g. osu_allreduce)");
   static const std::map<std::string, std::string, std::less<>> names = {
-      {"allreduce", "allreduce"},         {"allgather", "allgather"},
-      {"allgatherv", "allgatherv"},       {"all-to-all", "alltoall"},
-      {"all-to-allv", "alltoallv"},       {"all-to-allw", "alltoallw"},
-      {"alltoall", "alltoall"},           {"broadcast", "broadcast"},
-      {"bcast", "broadcast"},             {"reduce", "reduce"},
-      {"reduce_scatter", "reducescatter"}, {"reduce_scatter_block", "reducescatter"},
-      {"gather", "gather"},               {"gatherv", "gatherv"},
-      {"scatter", "scatter"},             {"scatterv", "scatterv"},
+      {"allreduce", "allreduce"},
+      {"allgather", "allgather"},
+      {"allgatherv", "allgatherv"},
+      {"all-to-all", "alltoall"},
+      {"all-to-allv", "alltoallv"},
+      {"all-to-allw", "alltoallw"},
+      {"alltoall", "alltoall"},
+      {"broadcast", "broadcast"},
+      {"bcast", "broadcast"},
+      {"reduce", "reduce"},
+      {"reduce_scatter", "reducescatter"},
+      {"reduce_scatter_block", "reducescatter"},
+      {"gather", "gather"},
+      {"gatherv", "gatherv"},
+      {"scatter", "scatter"},
+      {"scatterv", "scatterv"},
       {"barrier", "barrier"}};
   auto it = names.find(name);
   if (it != names.end()) {
@@ -146,9 +155,9 @@ LoadedRun read_osu(const std::string& path, const std::string& raw) {
         columns.clear();
       } else if (starts_with(t, "# Datatype:") && words.size() >= 2) {
         static const std::map<std::string, std::string, std::less<>> types = {
-            {"MPI_CHAR", "int8"},   {"MPI_SIGNED_CHAR", "int8"}, {"MPI_UNSIGNED_CHAR", "uint8"},
-            {"MPI_INT", "int32"},   {"MPI_FLOAT", "float"},      {"MPI_DOUBLE", "double"},
-            {"MPI_LONG", "int64"},  {"MPI_SHORT", "int16"}};
+            {"MPI_CHAR", "int8"},  {"MPI_SIGNED_CHAR", "int8"}, {"MPI_UNSIGNED_CHAR", "uint8"},
+            {"MPI_INT", "int32"},  {"MPI_FLOAT", "float"},      {"MPI_DOUBLE", "double"},
+            {"MPI_LONG", "int64"}, {"MPI_SHORT", "int16"}};
         std::string type = words[1];
         if (!type.empty() && type.back() == '.') type.pop_back();
         auto it = types.find(type);
@@ -164,16 +173,21 @@ LoadedRun read_osu(const std::string& path, const std::string& raw) {
       if (const size_t at_size = t.find("on message size ");
           starts_with(t, "DATA VALIDATION ERROR") && at_size != std::string::npos) {
         std::string size = t.substr(at_size + 16);
-        while (!size.empty() && (size.back() == '.' || std::isspace(static_cast<unsigned char>(size.back()))))
+        while (!size.empty() &&
+               (size.back() == '.' || std::isspace(static_cast<unsigned char>(size.back()))))
           size.pop_back();
         auto bytes = to_integer(size);
-        auto row = std::find_if(run.records.rbegin(), run.records.rend(), [&](const LoadedRecord& r) {
-          return bytes && static_cast<long long>(r.size_bytes) == *bytes;
-        });
+        auto row =
+            std::find_if(run.records.rbegin(), run.records.rend(), [&](const LoadedRecord& r) {
+              return bytes && static_cast<long long>(r.size_bytes) == *bytes;
+            });
         if (tests.empty() || row == run.records.rend() ||
-            row.base() - run.records.begin() <= static_cast<std::ptrdiff_t>(tests.back().first_record))
-          run.notes.push_back(where + ": OSU reports a validation error at a size it printed no "
-                                      "row for: '" + t + "'");
+            row.base() - run.records.begin() <=
+                static_cast<std::ptrdiff_t>(tests.back().first_record))
+          run.notes.push_back(where +
+                              ": OSU reports a validation error at a size it printed no "
+                              "row for: '" +
+                              t + "'");
         else if (!row->wrong || *row->wrong == 0)
           row->wrong = 1, ++failed;
         other.push_back(t);
@@ -198,8 +212,9 @@ LoadedRun read_osu(const std::string& path, const std::string& raw) {
     }
     prefixed += had_prefix;
     if (tests.empty())
-      fail(where,
-           "a data row before the '# OSU MPI <Collective> Latency Test' title; is this OSU output?");
+      fail(
+          where,
+          "a data row before the '# OSU MPI <Collective> Latency Test' title; is this OSU output?");
     if (columns.empty()) fail(where, "a data row before the '# Size  Avg Latency(us)' header");
     if (f.size() != columns.size())
       fail(where, "expected " + std::to_string(columns.size()) +
@@ -264,10 +279,9 @@ LoadedRun read_osu(const std::string& path, const std::string& raw) {
                            std::to_string(*test.ranks) + " ranks is out of range");
       r.size_bytes *= static_cast<size_t>(*test.ranks);
     }
-    run.notes.push_back(where + ": " + test.title.collective +
-                        ": OSU's per-rank sizes x " + std::to_string(*test.ranks) +
-                        " ranks (from line " + std::to_string(test.ranks_line) +
-                        ") = nccl-tests' size convention");
+    run.notes.push_back(where + ": " + test.title.collective + ": OSU's per-rank sizes x " +
+                        std::to_string(*test.ranks) + " ranks (from line " +
+                        std::to_string(test.ranks_line) + ") = nccl-tests' size convention");
   }
   run.metadata.backend = tests.empty() ? "mpi" : tests.front().title.backend;
   if (failed)

@@ -11,7 +11,6 @@
 
 namespace ccscope::reports::detail {
 
-
 [[noreturn]] void fail(const std::string& where, const std::string& what) {
   throw InputError(where + ": " + what);
 }
@@ -61,7 +60,6 @@ double need_double(const std::string& text, const std::string& where, const std:
   return *v;
 }
 
-
 std::string out_of_range(const std::string& what, const std::string& text, long long min_value,
                          long long max_value) {
   return what + " " + text + " is out of range (" + std::to_string(min_value) + " to " +
@@ -99,7 +97,7 @@ void apply_layout(const RunMetadata& m, LoadedRecord& r) {
 
 // nccl-tests' program name -> ccscope's collective name.
 std::string collective_from_program(std::string program) {
-  program = program.substr(program.find_last_of('/') + 1);  // npos + 1 == 0
+  program = program.substr(program.find_last_of('/') + 1);                 // npos + 1 == 0
   if (program.ends_with("_perf_mpi")) program.resize(program.size() - 4);  // the MPI build
   if (program.size() > 5 && program.ends_with("_perf")) program.resize(program.size() - 5);
   std::string out;
@@ -323,8 +321,7 @@ size_t rank_label_prefix(std::string_view s) {
 // "node01: " (pdsh, clush): any one word ending in ':'.
 size_t host_prefix(std::string_view s) {
   const size_t space = s.find_first_of(" \t");
-  if (space == std::string_view::npos || space < 2 || space > 128 || s[space - 1] != ':')
-    return 0;
+  if (space == std::string_view::npos || space < 2 || space > 128 || s[space - 1] != ':') return 0;
   return skip_blanks(s, space);
 }
 
@@ -373,8 +370,8 @@ std::string base_name(std::string_view word) {
 }
 
 bool is_launcher(const std::string& name) {
-  for (const char* l : {"mpirun", "mpiexec", "mpiexec.hydra", "mpiexec.slurm", "orterun",
-                        "prterun", "srun", "aprun", "jsrun"})
+  for (const char* l : {"mpirun", "mpiexec", "mpiexec.hydra", "mpiexec.slurm", "orterun", "prterun",
+                        "srun", "aprun", "jsrun"})
     if (name == l) return true;
   return false;
 }
@@ -405,8 +402,8 @@ std::optional<Launch> parse_launch(const std::string& line,
     }
     if (!launcher) continue;
     const std::string& w = words[i];
-    const bool takes_value = w == "-n" || w == "-np" || w == "--np" || w == "--n" || w == "-c" ||
-                             w == "--ntasks";
+    const bool takes_value =
+        w == "-n" || w == "-np" || w == "--np" || w == "--n" || w == "-c" || w == "--ntasks";
     if (takes_value && i + 1 < words.size()) {
       if (auto n = rank_count(words[i + 1])) launch.ranks = n;
       ++i;
@@ -451,8 +448,8 @@ void fail_no_results(const std::string& where, const std::string& program,
                      const std::vector<std::string>& other_lines) {
   const std::string what = reported_failure(other_lines);
   if (!what.empty())
-    fail(where, program + " printed no results; the file reports: '" + what +
-                    "'; fix that and rerun");
+    fail(where,
+         program + " printed no results; the file reports: '" + what + "'; fix that and rerun");
   fail(where, "no result rows (the run measured nothing or was cut); rerun and keep " + program +
                   "'s whole output");
 }

@@ -3,8 +3,8 @@
 // number parsing that refuses partial or non-finite text, JSON member access,
 // and the per-format entry points that read_results dispatches to.
 #include <cstddef>
-#include <nlohmann/json.hpp>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>

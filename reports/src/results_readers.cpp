@@ -44,9 +44,11 @@ void fail_if_failed_run(const std::string& path, const std::string& raw) {
   }
   std::string program;  // from a command line: "mpirun -np 1 ./osu_allreduce"
   for (const auto& line : lines)
-    if (auto launch = parse_launch(line, [](std::string_view name) {
-          return starts_with(name, "osu_") || name.ends_with("_perf") || name.ends_with("_perf_mpi");
-        });
+    if (auto launch = parse_launch(line,
+                                   [](std::string_view name) {
+                                     return starts_with(name, "osu_") || name.ends_with("_perf") ||
+                                            name.ends_with("_perf_mpi");
+                                   });
         launch && !launch->program.empty() && program.empty())
       program = launch->program;
   for (std::string_view sign :
@@ -65,9 +67,9 @@ LoadedRun read_results(const std::string& path) {
 LoadedRun parse_results(const std::string& path, const std::string& raw) {
   // read_input_file refuses these too; text from elsewhere gets the same answer.
   if (const size_t nul = raw.find('\0'); nul != std::string::npos)
-    fail(at(path, 1 + std::count(raw.begin(), raw.begin() + static_cast<std::ptrdiff_t>(nul),
-                                 '\n')),
-         "a NUL byte: this is binary data, not a results file");
+    fail(
+        at(path, 1 + std::count(raw.begin(), raw.begin() + static_cast<std::ptrdiff_t>(nul), '\n')),
+        "a NUL byte: this is binary data, not a results file");
   const std::string head = trim(raw.substr(0, 4096));
   if (head.empty()) fail(at(path, 1), "empty file; rerun the benchmark");
   if (head[0] == '{') {
@@ -83,8 +85,8 @@ LoadedRun parse_results(const std::string& path, const std::string& raw) {
   }
   if (starts_with(head, "schema,") || starts_with(head, "\"schema\","))
     return read_ccscope_csv(path, raw);
-  const size_t nccl_tests = first_of(raw, {"# nccl-tests version", "# Collective test starting:",
-                                           "# nThread ", "out-of-place"});
+  const size_t nccl_tests = first_of(
+      raw, {"# nccl-tests version", "# Collective test starting:", "# nThread ", "out-of-place"});
   const size_t osu = first_of(raw, {"# OSU "});
   if (nccl_tests != std::string::npos && nccl_tests < osu) return read_nccl_tests_text(path, raw);
   if (osu != std::string::npos) return read_osu(path, raw);
