@@ -1,4 +1,5 @@
-// compare_runs: match, judge each size, summarise; see compare.h.
+// compare_runs: match, choose the statistic, judge each size; see compare.h.
+// (The text is render_compare_text's, compare_text.cpp.)
 //
 // Every figure is computed from times (busbw ratio = baseline time / current
 // time for the same size and ranks), so OSU files, which carry no busbw, are
@@ -9,6 +10,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 #include <set>
@@ -20,6 +22,10 @@ namespace ccscope::reports {
 namespace {
 
 std::string opt(const std::optional<int>& v) { return v ? std::to_string(*v) : "?"; }
+
+// The statistics over ranks a record can carry, in the order a choice prefers
+// them when neither side's time_s decides.
+constexpr std::array<const char*, 4> kStatistics = {"max", "avg", "min", "rank0"};
 
 // How a series was measured: the values its records state for each aspect
 // (an aspect a source does not state, such as nccl-tests' rotation, is left
@@ -35,9 +41,9 @@ void note_method(const LoadedRecord& r, Method& m) {
   if (!r.time_method.empty()) m.time_method.insert(printable(r.time_method));
 }
 
-std::string joined(const std::set<std::string>& values) {
+std::string joined(const std::set<std::string>& values, const char* separator = " and ") {
   std::string out;
-  for (const auto& v : values) out += (out.empty() ? "" : " and ") + v;
+  for (const auto& v : values) out += (out.empty() ? "" : separator) + v;
   return out;
 }
 
@@ -58,14 +64,50 @@ std::string method_difference(const Method& base, const Method& cur) {
   return out;
 }
 
-// Records of one series (everything but the size equal): size -> times.
+// One measurement's times: time_s (of the statistic it states) and the
+// min/avg/max over ranks where the source has them.
+struct Sample {
+  double time_s = 0;
+  std::string time_statistic;  // "" unstated
+  std::optional<double> min_s, avg_s, max_s;
+};
+
+std::optional<double> positive(const std::optional<double>& v) {
+  return v && *v > 0 && std::isfinite(*v) ? v : std::nullopt;
+}
+
+// The sample's time by `statistic` ("" = time_s of an unstated statistic),
+// and the field it came from; nullopt when the sample lacks it.
+std::optional<double> time_by(const Sample& s, const std::string& statistic,
+                              std::string* field = nullptr) {
+  auto from = [&](const char* name, std::optional<double> v) {
+    if (v && field) *field = name;
+    return v;
+  };
+  if (s.time_statistic == statistic) return from("time_s", s.time_s);
+  if (statistic == "min") return from("time_min_s", s.min_s);
+  if (statistic == "avg") return from("time_avg_s", s.avg_s);
+  if (statistic == "max") return from("time_max_s", s.max_s);
+  return std::nullopt;
+}
+
+// Records of one series (everything but the size equal): size -> samples.
 struct Series {
   std::string name;
   std::string shape;  // the key without ranks and nodes
   std::optional<int> ranks, nodes;
-  std::map<size_t, std::vector<double>> times;
+  std::map<size_t, std::vector<Sample>> samples;
   Method method;
+  std::set<std::string> time_s_statistics;  // what time_s is in its records ("" unstated)
+  std::set<std::string> tools;              // "ccscope", "nccl-tests", "OSU"
 };
+
+std::string tool_of(const std::string& format) {
+  if (format.rfind("ccscope", 0) == 0) return "ccscope";
+  if (format.rfind("nccl-tests", 0) == 0) return "nccl-tests";
+  if (format == "osu") return "OSU";
+  return format;
+}
 
 std::map<std::string, Series> group(const std::vector<LoadedRun>& runs) {
   std::map<std::string, Series> out;
@@ -85,29 +127,94 @@ std::map<std::string, Series> group(const std::vector<LoadedRun>& runs) {
       s.shape = shape;
       s.ranks = r.ranks;
       s.nodes = r.nodes;
-      s.times[r.size_bytes].push_back(*r.time_s);
+      s.samples[r.size_bytes].push_back(Sample{*r.time_s, r.time_statistic,
+                                               positive(r.time_min_s), positive(r.time_avg_s),
+                                               positive(r.time_max_s)});
+      s.time_s_statistics.insert(r.time_statistic);
+      s.tools.insert(tool_of(run.format));
       note_method(r, s.method);
     }
   return out;
 }
 
-std::string size_text(size_t bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(bytes);
-  int u = 0;
-  while (v >= 1024 && u < 4 && std::fmod(v, 1024) == 0) v /= 1024, ++u;
-  return fmt::format("{}{}{}", v, u ? " " : " ", units[u]);
+// Whether every sample of the series has `statistic`, and from which field
+// (one name when all agree, else "time_s or time_avg_s").
+bool has_statistic(const Series& s, const std::string& statistic, std::string* fields = nullptr) {
+  std::set<std::string> used;
+  for (const auto& [size, samples] : s.samples)
+    for (const auto& sample : samples) {
+      std::string field;
+      if (!time_by(sample, statistic, &field)) return false;
+      used.insert(field);
+    }
+  if (fields) *fields = joined(used, " or ");
+  return true;
 }
 
-std::string size_list(const std::vector<size_t>& sizes) {
+// The single statistic time_s is on this side, or "" (unstated or mixed).
+std::string uniform_time_s(const Series& s) {
+  return s.time_s_statistics.size() == 1 ? *s.time_s_statistics.begin() : "";
+}
+
+std::string quoted_list(const std::vector<std::string>& items) {
   std::string out;
-  for (size_t s : sizes) out += (out.empty() ? "" : ", ") + size_text(s);
+  for (size_t i = 0; i < items.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == items.size() ? " and " : ", ") + ("'" + items[i] + "'");
   return out;
 }
 
-std::map<size_t, double> medians(const Series& s) {
+// "has only 'avg' (nccl-tests)", "has 'max', 'avg' and 'min' (ccscope)",
+// "states no statistic for its times (ccscope)".
+std::string statistics_held(const Series& s) {
+  std::vector<std::string> held;
+  for (const char* statistic : kStatistics)
+    if (has_statistic(s, statistic)) held.push_back(statistic);
+  const std::string tools = " (" + joined(s.tools, ", ") + ")";
+  if (held.empty()) return "states no statistic over ranks for its times" + tools;
+  return (held.size() == 1 ? "has only " : "has ") + quoted_list(held) + tools;
+}
+
+// The statistic both sides have: time_s's when both sides' time_s is the same
+// known statistic; else the baseline's time_s statistic, the current's, then
+// max, avg, min, rank 0, the first both hold. Both sides unstated: time_s
+// against time_s. Otherwise nullopt (and `why` says what each side has).
+std::optional<StatisticChoice> choose_statistic(const Series& base, const Series& cur,
+                                                std::string& why) {
+  StatisticChoice c;
+  c.base_time_s = joined(base.time_s_statistics);
+  c.current_time_s = joined(cur.time_s_statistics);
+  const std::string b = uniform_time_s(base), k = uniform_time_s(cur);
+  std::vector<std::string> order;
+  if (!b.empty()) order.push_back(b);
+  if (!k.empty()) order.push_back(k);
+  order.insert(order.end(), kStatistics.begin(), kStatistics.end());
+  for (const auto& statistic : order)
+    if (has_statistic(base, statistic, &c.base_field) &&
+        has_statistic(cur, statistic, &c.current_field)) {
+      c.statistic = statistic;
+      return c;
+    }
+  const std::set<std::string> unstated{""};
+  if (base.time_s_statistics == unstated && cur.time_s_statistics == unstated) {
+    c.base_field = c.current_field = "time_s";
+    return c;  // neither says: as alike as the files allow
+  }
+  why = "no common time statistic over ranks: baseline " + statistics_held(base) + ", current " +
+        statistics_held(cur);
+  return std::nullopt;
+}
+
+// Each size's times by the chosen statistic.
+std::map<size_t, std::vector<double>> times_by(const Series& s, const std::string& statistic) {
+  std::map<size_t, std::vector<double>> out;
+  for (const auto& [size, samples] : s.samples)
+    for (const auto& sample : samples) out[size].push_back(time_by(sample, statistic).value());
+  return out;
+}
+
+std::map<size_t, double> medians(const std::map<size_t, std::vector<double>>& times) {
   std::map<size_t, double> m;
-  for (const auto& [size, t] : s.times) m[size] = median(t);
+  for (const auto& [size, t] : times) m[size] = median(t);
   return m;
 }
 
@@ -117,26 +224,18 @@ std::optional<AlphaBetaFit> fit(const std::map<size_t, double>& med) {
   return fit_alpha_beta(sizes, times);
 }
 
-// Which of latency and bandwidth changed between the fitted models.
-std::string model_text(const std::map<size_t, double>& base, const std::map<size_t, double>& cur,
-                       double threshold, std::string& attribution) {
-  auto b = fit(base), c = fit(cur);
-  if (!b || !c) return "model: too few sizes to fit time = alpha + size * beta";
-  auto describe = [](const AlphaBetaFit& f) {
-    return fmt::format("alpha {:.2f} us, beta {:.4g} ns/B ({:.3g} GB/s), max residual {:.0f}%",
-                       f.alpha_s * 1e6, f.beta_s_per_B * 1e9,
-                       f.beta_s_per_B > 0 ? 1e-9 / f.beta_s_per_B : 0, f.max_abs_residual * 100);
-  };
-  auto change = [](double now, double before) { return before > 0 ? now / before - 1 : 0; };
-  const double da = change(c->alpha_s, b->alpha_s), db = change(c->beta_s_per_B, b->beta_s_per_B);
-  std::vector<std::string> parts;
-  if (da > threshold) parts.push_back(fmt::format("latency (alpha) {:+.0f}%", da * 100));
-  if (db > threshold)
-    parts.push_back(fmt::format("bandwidth (beta, time per byte) {:+.0f}%", db * 100));
-  attribution = parts.empty()       ? "neither alpha nor beta changed beyond the threshold"
-                : parts.size() == 2 ? parts[0] + " and " + parts[1]
-                                    : parts[0];
-  return fmt::format("model baseline: {}\nmodel current:  {}", describe(*b), describe(*c));
+std::string size_text(size_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024 && u < 4 && std::fmod(v, 1024) == 0) v /= 1024, ++u;
+  return fmt::format("{} {}", v, units[u]);
+}
+
+std::string size_list(const std::vector<size_t>& sizes) {
+  std::string out;
+  for (size_t s : sizes) out += (out.empty() ? "" : ", ") + size_text(s);
+  return out;
 }
 
 SeriesVerdict judge(const Series& base, const Series* cur,
@@ -159,7 +258,16 @@ SeriesVerdict judge(const Series& base, const Series* cur,
                      "); compare runs made with the same options, e.g. rerun the baseline";
     return v;
   }
-  const auto base_med = medians(base), cur_med = medians(*cur);
+  std::string why;
+  const auto choice = choose_statistic(base, *cur, why);
+  if (!choice) {
+    v.cannot_judge = why;
+    return v;
+  }
+  v.statistic = *choice;
+  const auto base_times = times_by(base, choice->statistic);
+  const auto cur_times = times_by(*cur, choice->statistic);
+  const auto base_med = medians(base_times), cur_med = medians(cur_times);
   double peak = 0;
   for (const auto& [size, t] : base_med) peak = std::max(peak, static_cast<double>(size) / t);
   std::vector<size_t> missing;
@@ -167,12 +275,12 @@ SeriesVerdict judge(const Series& base, const Series* cur,
     bool in_window = o.min_size || o.max_size
                          ? size >= o.min_size.value_or(0) && size <= o.max_size.value_or(SIZE_MAX)
                          : static_cast<double>(size) / t >= peak / 2;
-    auto it = cur->times.find(size);
-    if (it == cur->times.end()) {
+    auto it = cur_times.find(size);
+    if (it == cur_times.end()) {
       if (in_window) missing.push_back(size);
       continue;
     }
-    const auto& b = base.times.at(size);
+    const auto& b = base_times.at(size);
     const auto& c = it->second;
     SizeVerdict s;
     s.size_bytes = size;
@@ -203,85 +311,57 @@ SeriesVerdict judge(const Series& base, const Series* cur,
     return v;
   }
   for (const auto& s : v.sizes) v.regression |= s.in_window && s.slower;
-  std::string attribution;
-  v.model = model_text(base_med, cur_med, o.threshold, attribution);
-  v.model += "\nchange: " + attribution;
+  v.base_model = fit(base_med);
+  v.current_model = fit(cur_med);
   return v;
 }
 
-std::string describe_inputs(const std::vector<LoadedRun>& runs) {
-  std::string out;
-  size_t records = 0;
-  for (const auto& r : runs)
-    out += (out.empty() ? "" : ", ") + printable(r.path), records += r.records.size();
-  return fmt::format("{} ({} records)", out, records);
+std::vector<CompareInput> inputs(const std::vector<LoadedRun>& runs) {
+  std::vector<CompareInput> out;
+  for (const auto& r : runs) out.push_back({r.path, r.format, r.records.size()});
+  return out;
 }
 
 }  // namespace
 
+std::string describe_statistic(const std::string& token) {
+  if (token == "rank0") return "rank 0's";
+  if (token.empty()) return "unstated";
+  return token + " over ranks";
+}
+
 CompareResult compare_runs(const std::vector<LoadedRun>& baseline,
                            const std::vector<LoadedRun>& current, const CompareOptions& o) {
   CompareResult result;
+  result.options = o;
+  result.baseline = inputs(baseline);
+  result.current = inputs(current);
   const auto base = group(baseline), cur = group(current);
-  std::string& out = result.report;
-  out +=
-      "baseline: " + describe_inputs(baseline) + "\ncurrent:  " + describe_inputs(current) + "\n";
-  out += fmt::format(
-      "rule: a size is slower when busbw (baseline time / current time, medians) drops by more "
-      "than {:g}%;"
-      " with >= 4 samples per side it must also differ by Mann-Whitney U (two-sided p < 0.05)\n",
-      o.threshold * 100);
-  out += o.min_size || o.max_size
-             ? fmt::format("window: sizes {} .. {}\n", size_text(o.min_size.value_or(0)),
-                           o.max_size ? size_text(*o.max_size) : "max")
-             : "window: sizes where the baseline's busbw is at least half its peak\n";
-  bool any_regression = false, any_unjudged = base.empty();
+  if (base.empty()) {
+    result.cannot_judge = "no baseline records with a time";
+    return result;
+  }
+  if (cur.empty()) {
+    result.cannot_judge =
+        "no current records with a time (an empty or interrupted run?); rerun the current side";
+    return result;
+  }
   for (const auto& [key, series] : base) {
     auto it = cur.find(key);
-    SeriesVerdict v = judge(series, it == cur.end() ? nullptr : &it->second, cur, o);
-    out += "\n" + v.name + "\n";
-    if (!v.sizes.empty())
-      out += fmt::format("  {:>10}  {:>7}  {:>11}  {:>15}  {:>8}\n", "size", "samples",
-                         "busbw ratio", "95% CI", "p");
-    std::vector<size_t> slower, slower_outside;
-    for (const auto& s : v.sizes) {
-      std::string ci = s.base_samples >= 2 && s.current_samples >= 2
-                           ? fmt::format("{:.3f}..{:.3f}", s.ci_low, s.ci_high)
-                           : "-";
-      out += fmt::format("{} {:>10}  {:>3}/{:<3}  {:>11.3f}  {:>15}  {:>8}{}{}\n",
-                         s.in_window ? "*" : " ", size_text(s.size_bytes), s.base_samples,
-                         s.current_samples, s.busbw_ratio, ci,
-                         s.p_value ? fmt::format("{:.3g}", *s.p_value) : "-",
-                         s.slower ? "  slower" : "", s.in_window ? "" : "  (outside window)");
-      if (s.slower) (s.in_window ? slower : slower_outside).push_back(s.size_bytes);
-    }
-    if (!v.model.empty()) out += v.model + "\n";
-    if (!v.cannot_judge.empty()) {
-      out += "verdict: cannot judge: " + v.cannot_judge + "\n";
-      any_unjudged = true;
-    } else if (v.regression) {
-      out += "verdict: REGRESSION at " + size_list(slower) + "\n";
-      any_regression = true;
-    } else {
-      out += "verdict: no regression in the window (* sizes)\n";
-    }
-    if (!slower_outside.empty())
-      out += "note: slower outside the window at " + size_list(slower_outside) + "\n";
-    result.series.push_back(std::move(v));
+    result.series.push_back(judge(series, it == cur.end() ? nullptr : &it->second, cur, o));
   }
   for (const auto& [key, series] : cur)
-    if (!base.count(key)) out += "\nnote: only in the current results: " + key + "\n";
-  result.exit_code = any_regression ? kCompareRegression
-                     : any_unjudged ? kCompareCannotJudge
-                                    : kCompareOk;
-  out += fmt::format(
-      "\nsummary: {} (exit {})\n",
-      any_regression ? "REGRESSION"
-      : any_unjudged
-          ? (base.empty() ? "cannot judge: no baseline records with a time" : "cannot judge")
-          : "no regression",
-      result.exit_code);
+    if (!base.count(key)) result.only_in_current.push_back(key);
   return result;
+}
+
+int compare_exit_code(const CompareResult& result) {
+  bool any_unjudged = !result.cannot_judge.empty() || result.series.empty();
+  for (const auto& v : result.series) {
+    if (v.regression) return kCompareRegression;
+    any_unjudged |= !v.cannot_judge.empty();
+  }
+  return any_unjudged ? kCompareCannotJudge : kCompareOk;
 }
 
 }  // namespace ccscope::reports

@@ -1,6 +1,6 @@
-// `ccscope report`: arguments, exit codes, and a round trip from a CSV written
-// by ccscope's own CSV reporter.
-#include "ccscope/reports/report_command.h"
+// `ccscope report` (app/src/report_verb.cpp): arguments, exit codes, and a
+// round trip from a CSV written by ccscope's own CSV reporter.
+#include "ccscope/app/verbs.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -14,12 +14,15 @@
 #include "ccscope/reports/record.h"
 #include "ccscope/reports/reporter.h"
 
-namespace ccscope::reports {
+namespace ccscope::app {
 namespace {
 
+using namespace ccscope::reports;
 namespace fs = std::filesystem;
 
-class ReportCommand : public ::testing::Test {
+int report_main(const std::vector<std::string>& args) { return report_verb(args, {}); }
+
+class ReportVerb : public ::testing::Test {
  protected:
   void SetUp() override {
     std::string pattern = (fs::temp_directory_path() / "ccscope-report-XXXXXX").string();
@@ -40,16 +43,16 @@ class ReportCommand : public ::testing::Test {
   fs::path dir_;
 };
 
-TEST_F(ReportCommand, UsageErrorsExit2) {
+TEST_F(ReportVerb, UsageErrorsExit2) {
   EXPECT_EQ(report_main({}), 2);
   EXPECT_EQ(report_main({"--no-such-flag", "x.csv"}), 2);
   EXPECT_EQ(report_main({file("missing.csv"), "-o", file("out.html")}), 2);
   EXPECT_FALSE(fs::exists(file("out.html")));
 }
 
-TEST_F(ReportCommand, HelpExits0) { EXPECT_EQ(report_main({"--help"}), 0); }
+TEST_F(ReportVerb, HelpExits0) { EXPECT_EQ(report_main({"--help"}), 0); }
 
-TEST_F(ReportCommand, HtmlAndMarkdownFromCcscopeCsv) {
+TEST_F(ReportVerb, HtmlAndMarkdownFromCcscopeCsv) {
   RunMetadata m;
   m.ccscope_version = "0.1.0";
   m.backend = "mpi";
@@ -93,4 +96,4 @@ TEST_F(ReportCommand, HtmlAndMarkdownFromCcscopeCsv) {
 }
 
 }  // namespace
-}  // namespace ccscope::reports
+}  // namespace ccscope::app

@@ -1,9 +1,9 @@
-#include "ccscope/bench/bench_command.h"
+// run_benchmark: see ccscope/bench/benchmark.h.
+#include "ccscope/bench/benchmark.h"
 
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
-#include <iostream>
 #include <limits>
 #include <memory>
 #include <thread>
@@ -16,27 +16,18 @@
 #include "ccscope/collectives/world.h"
 #include "ccscope/reports/loaded_results.h"
 #include "ccscope/reports/reporter.h"
-#include "ccscope/reports/user_files.h"
+#include "collective_spec.h"
 #include "interruption.h"
-#include "options.h"
 #include "run_metadata.h"
 #include "sweep_runner.h"
 
 namespace ccscope::bench {
 namespace {
 
-constexpr int kExitOk = 0;
-constexpr int kExitFailed = 1;
-constexpr int kExitUsage = 2;
-
-// Before MPI is up, the launcher's rank variable tells whether this process
-// should print (so that a usage error appears once, not once per rank).
-bool launcher_says_rank_zero() {
-  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"}) {
-    if (const char* value = std::getenv(name)) return std::string(value) == "0";
-  }
-  return true;
-}
+constexpr int kExitOk = kBenchOk;
+constexpr int kExitFailed = kBenchFailed;
+constexpr int kExitUsage = kBenchRefused;
+static_assert(kBenchTimeout == kTimeoutExitCode);
 
 // The default backend (see backend_choice.h); every rank gets the same answer
 // because it is computed from the same gathered facts.
@@ -98,20 +89,15 @@ int leave_together(const World& world, int exit_code) {
 
 }  // namespace
 
-int bench_main(const std::vector<std::string>& args, const std::vector<std::string>& command_line) {
-  BenchOptions options;
-  try {
-    auto parsed = parse_bench_arguments(args);
-    if (!parsed.options) {
-      if (launcher_says_rank_zero()) std::cout << parsed.help_text;
-      return kExitOk;
-    }
-    options = *parsed.options;
-  } catch (const UsageError& error) {
-    if (launcher_says_rank_zero()) std::fprintf(stderr, "ccscope bench: error: %s\n", error.what());
-    return kExitUsage;
+bool launcher_says_rank_zero() {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"}) {
+    if (const char* value = std::getenv(name)) return std::string(value) == "0";
   }
+  return true;
+}
 
+int run_benchmark(const BenchOptions& options, const ReporterSetup& setup_reporters,
+                  const std::vector<std::string>& command_line) {
   MpiSession session(nullptr, nullptr);
   const World world = World::from_mpi();
   const bool leader = world.rank() == 0;
@@ -195,14 +181,7 @@ int bench_main(const std::vector<std::string>& args, const std::vector<std::stri
   std::string open_error;
   if (leader) {
     try {
-      std::vector<std::pair<std::string, std::string>> outputs;
-      if (!options.csv_path.empty()) outputs.emplace_back("--csv", options.csv_path);
-      if (!options.json_path.empty()) outputs.emplace_back("--json", options.json_path);
-      reports::refuse_same_file(outputs);
-      reporters.append(reports::make_console_reporter(std::cout));
-      if (!options.csv_path.empty()) reporters.append(reports::make_csv_reporter(options.csv_path));
-      if (!options.json_path.empty())
-        reporters.append(reports::make_json_reporter(options.json_path));
+      setup_reporters(reporters);
     } catch (const reports::InputError& error) {  // says what to do already
       open_error = error.what();
     } catch (const std::exception& error) {

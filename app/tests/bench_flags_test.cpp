@@ -1,21 +1,24 @@
-#include "options.h"
+// `ccscope bench` flags (app/src/bench_flags.cpp) into BenchOptions.
+#include "ccscope/app/bench_flags.h"
 
 #include <gtest/gtest.h>
 
 #include "ccscope/collectives/error.h"
 
-namespace ccscope::bench {
+namespace ccscope::app {
 namespace {
 
+using namespace ccscope::bench;
+
 BenchOptions parse(std::vector<std::string> args) {
-  auto parsed = parse_bench_arguments(args);
+  auto parsed = parse_bench_flags(args);
   EXPECT_TRUE(parsed.options.has_value());
   return parsed.options.value_or(BenchOptions{});
 }
 
 std::string usage_error(std::vector<std::string> args) {
   try {
-    parse_bench_arguments(args);
+    parse_bench_flags(args);
   } catch (const UsageError& error) {
     return error.what();
   }
@@ -76,7 +79,7 @@ TEST(Options, SeveralCollectives) {
 }
 
 TEST(Options, HelpIsNotAnError) {
-  auto parsed = parse_bench_arguments({"--help"});
+  auto parsed = parse_bench_flags({"--help"});
   EXPECT_FALSE(parsed.options);
   EXPECT_NE(parsed.help_text.find("--minbytes"), std::string::npos);
   EXPECT_NE(parsed.help_text.find("full OUTPUT"), std::string::npos);  // all-gather size convention
@@ -295,7 +298,7 @@ TEST(Options, TestOnlyFlags) {
   EXPECT_EQ(o.shift_block_rank, 1);
   EXPECT_THROW(validate_for_ranks(o, 1), UsageError);  // rank 1 of 1
   EXPECT_NO_THROW(validate_for_ranks(o, 2));
-  const std::string help = bench_help_text();
+  const std::string help = bench_flags_help();
   for (const char* flag : {"--test-shift-block", "--test-stale-output", "--test-corrupt-rank"}) {
     const size_t at = help.find(flag);
     ASSERT_NE(at, std::string::npos) << flag;
@@ -313,7 +316,7 @@ TEST(Options, GraphLaunchesNeedNccl) {
 }
 
 TEST(Options, HelpNamesTheTimeStatisticAndEveryNcclTestsFlag) {
-  const std::string help = bench_help_text();
+  const std::string help = bench_flags_help();
   EXPECT_NE(help.find("MAXIMUM over ranks"), std::string::npos);
   for (const char* flag : {"--nthreads",
                            "--ngpus",
@@ -370,4 +373,4 @@ TEST(Options, OpIgnoredForDataMovementIsNoted) {
 }
 
 }  // namespace
-}  // namespace ccscope::bench
+}  // namespace ccscope::app

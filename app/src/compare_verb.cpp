@@ -1,55 +1,36 @@
-// ccscope compare / ccscope baseline: argument parsing and printing around
-// compare_runs() and the baseline store.
-#include "ccscope/reports/compare_command.h"
-
-#include <CLI/CLI.hpp>
-#include <algorithm>
+// `ccscope compare BASELINE CURRENT [flags]`: read both sides, compare_runs
+// (reports), print render_compare_text, exit by compare_exit_code.
+//
+// Exit codes are for `git bisect run`: 0 good, 1 bad, 125 skip. Whatever keeps
+// compare from judging a commit's results (a file it cannot read, an empty
+// current run, no common statistic, another setup than the saved baseline)
+// is 125, never 2, which bisect would take for a bad commit; 2 is kept for
+// flags that are wrong, a mistake in the command rather than in the results.
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <limits>
 #include <optional>
 
+#include "ccscope/app/verbs.h"
 #include "ccscope/reports/baseline.h"
 #include "ccscope/reports/compare.h"
 #include "ccscope/reports/user_files.h"
+#include "verb_support.h"
 
-namespace ccscope::reports {
+namespace ccscope::app {
+using namespace ccscope::reports;
 namespace {
 
-int usage_error(const char* verb, const std::string& what) {
-  std::fprintf(stderr, "ccscope %s: error: %s (ccscope %s --help)\n", verb, what.c_str(), verb);
-  return 2;
-}
-
-// Runs CLI11 on args; returns an exit code when parsing ends the command.
-std::optional<int> parse(CLI::App& app, const char* verb, std::vector<std::string> args) {
-  std::reverse(args.begin(), args.end());  // CLI11 takes them last-first
-  try {
-    app.parse(args);
-  } catch (const CLI::CallForHelp&) {
-    std::printf("%s", app.help().c_str());
-    return 0;
-  } catch (const CLI::ParseError& e) {
-    return usage_error(verb, e.what());
-  }
-  return std::nullopt;
-}
-
-std::vector<std::string> split_commas(const std::vector<std::string>& words) {
-  std::vector<std::string> out;
-  for (const auto& w : words) {
-    size_t start = 0;
-    for (size_t p; (p = w.find(',', start)) != std::string::npos; start = p + 1)
-      if (p > start) out.push_back(w.substr(start, p - start));
-    if (start < w.size()) out.push_back(w.substr(start));
-  }
-  return out;
+// One line on stderr, exit 125: the results cannot be judged.
+int cannot_judge(const std::string& why) {
+  std::fprintf(stderr, "ccscope compare: cannot judge (exit 125): %s\n", why.c_str());
+  return kCompareCannotJudge;
 }
 
 // "64K", "1M", "1G" (binary, as nccl-tests) or plain bytes; "" = open.
 // Throws std::invalid_argument for a sign, other suffixes or an overflow.
-std::optional<size_t> parse_size(const std::string& text) {
+std::optional<size_t> parse_window_size(const std::string& text) {
   if (text.empty()) return std::nullopt;
   unsigned long long v = 0;
   const char* end = text.data() + text.size();
@@ -78,15 +59,20 @@ std::vector<LoadedRun> read_all(const std::vector<std::string>& files) {
 
 }  // namespace
 
-int compare_main(const std::vector<std::string>& args) {
+int compare_verb(const std::vector<std::string>& args, const std::vector<std::string>&) {
   CLI::App app{
       "Compares results with a baseline: per size the busbw ratio current/baseline, a verdict over "
       "a size\n"
-      "window. Exit 0 no regression, 1 regression, 125 cannot judge (for git bisect run), 2 bad "
-      "input.\n"
+      "window, by a statistic over ranks both sides have (ccscope's max or its avg column against\n"
+      "nccl-tests' avg, ...; the output names it).\n"
       "Files: ccscope CSV/JSON, nccl-tests text or -J JSON, OSU output; several per side as a "
       "comma list\n"
-      "(or repeat --base-file/--current-file): repeated samples enable a Mann-Whitney test.",
+      "(or repeat --base-file/--current-file): repeated samples enable a Mann-Whitney test.\n"
+      "Exit (for git bisect run): 0 no regression, 1 regression, 125 cannot judge: also a file "
+      "that cannot\n"
+      "be read (missing, bad format), an empty current run, no common statistic, a baseline "
+      "missing or\n"
+      "from another setup; 2 only for bad flags.",
       "ccscope compare"};
   std::vector<std::string> positional, base_files, current_files;
   std::string baseline_name, dir, sizes;
@@ -106,7 +92,7 @@ int compare_main(const std::vector<std::string>& args) {
                  "size window MIN:MAX, e.g. 1M:1G (default: busbw >= half its peak)");
   app.add_flag("--ignore-fingerprint", ignore_fingerprint,
                "compare with a baseline from another setup");
-  if (auto code = parse(app, "compare", args)) return *code;
+  if (auto code = parse_flags(app, "compare", args)) return *code;
   if (!std::isfinite(threshold_pct))  // CLI11's range check lets NaN through
     return usage_error("compare", "--threshold must be a number from 0 to 100 (percent)");
 
@@ -116,8 +102,8 @@ int compare_main(const std::vector<std::string>& args) {
     size_t colon = sizes.find(':');
     try {
       if (colon == std::string::npos) throw std::invalid_argument(sizes);
-      options.min_size = parse_size(sizes.substr(0, colon));
-      options.max_size = parse_size(sizes.substr(colon + 1));
+      options.min_size = parse_window_size(sizes.substr(0, colon));
+      options.max_size = parse_window_size(sizes.substr(colon + 1));
     } catch (const std::exception&) {
       return usage_error("compare", "--sizes " + quote_name(sizes) +
                                         ": expected MIN:MAX in bytes such as 8:64K or 1M:");
@@ -125,14 +111,9 @@ int compare_main(const std::vector<std::string>& args) {
     if (options.min_size && options.max_size && *options.min_size > *options.max_size)
       return usage_error("compare", "--sizes " + quote_name(sizes) + ": MIN is larger than MAX");
   }
-  try {
-    std::vector<std::string> files = split_commas(positional);
-    std::optional<Baseline> saved;
-    if (!baseline_name.empty()) {
-      saved = load_baseline(baseline_dir(dir), baseline_name);
-      base_files.insert(base_files.begin(), saved->files.begin(), saved->files.end());
-      current_files.insert(current_files.begin(), files.begin(), files.end());
-    } else if (positional.size() == 2) {
+  const std::vector<std::string> files = split_commas(positional);
+  if (baseline_name.empty()) {
+    if (positional.size() == 2) {
       auto b = split_commas({positional[0]}), c = split_commas({positional[1]});
       base_files.insert(base_files.begin(), b.begin(), b.end());
       current_files.insert(current_files.begin(), c.begin(), c.end());
@@ -144,6 +125,16 @@ int compare_main(const std::vector<std::string>& args) {
       return usage_error(
           "compare",
           "need baseline and current results: BASELINE CURRENT or --baseline NAME CURRENT");
+  } else if (files.empty() && current_files.empty()) {
+    return usage_error("compare", "need the current results: --baseline NAME CURRENT");
+  }
+  try {
+    std::optional<Baseline> saved;
+    if (!baseline_name.empty()) {
+      saved = load_baseline(baseline_dir(dir), baseline_name);
+      base_files.insert(base_files.begin(), saved->files.begin(), saved->files.end());
+      current_files.insert(current_files.begin(), files.begin(), files.end());
+    }
     const auto baseline = read_all(base_files), current = read_all(current_files);
     if (saved && !ignore_fingerprint)
       for (const auto& run : current) {
@@ -156,49 +147,12 @@ int compare_main(const std::vector<std::string>& args) {
           return kCompareCannotJudge;
         }
       }
-    CompareResult result = compare_runs(baseline, current, options);
-    std::fputs(result.report.c_str(), stdout);
-    return result.exit_code;
+    const CompareResult result = compare_runs(baseline, current, options);
+    std::fputs(render_compare_text(result).c_str(), stdout);
+    return compare_exit_code(result);
   } catch (const InputError& e) {
-    return usage_error("compare", e.what());
+    return cannot_judge(e.what());
   }
 }
 
-int baseline_main(const std::vector<std::string>& args) {
-  CLI::App app{
-      "Keeps named baselines: copies of results files with the fingerprint of their setup.",
-      "ccscope baseline"};
-  app.require_subcommand(1);
-  std::string dir, name;
-  std::vector<std::string> files;
-  CLI::App* save = app.add_subcommand("save", "save NAME FILES...: store results as baseline NAME");
-  save->add_option("name", name, "baseline name")->required();
-  save->add_option("files", files, "results files")->required();
-  save->add_option("--dir", dir,
-                   "baselines directory (default $CCSCOPE_BASELINE_DIR or ./baselines)");
-  CLI::App* list = app.add_subcommand("list", "list the saved baselines");
-  list->add_option("--dir", dir,
-                   "baselines directory (default $CCSCOPE_BASELINE_DIR or ./baselines)");
-  if (auto code = parse(app, "baseline", args)) return *code;
-  try {
-    if (save->parsed()) {
-      Baseline b = save_baseline(baseline_dir(dir), name, split_commas(files));
-      std::printf("saved baseline '%s' (%zu files) in %s\n", b.name.c_str(), b.files.size(),
-                  baseline_dir(dir).c_str());
-      return 0;
-    }
-    for (const auto& b : list_baselines(baseline_dir(dir))) {
-      const Fingerprint& f = b.fingerprint;
-      std::printf("%-20s %s  %zu file(s)  %s, %s, NCCL %s, %d ranks, %d nodes, %d per node\n",
-                  b.name.c_str(), b.saved_utc.c_str(), b.files.size(), f.backend.c_str(),
-                  f.gpu_model.empty() ? "?" : f.gpu_model.c_str(),
-                  f.nccl_version.empty() ? "-" : f.nccl_version.c_str(), f.ranks, f.nodes,
-                  f.ranks_per_node);
-    }
-    return 0;
-  } catch (const InputError& e) {
-    return usage_error("baseline", e.what());
-  }
-}
-
-}  // namespace ccscope::reports
+}  // namespace ccscope::app

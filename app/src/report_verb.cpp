@@ -1,6 +1,5 @@
-// `ccscope report RESULTS... [-o FILE] [--markdown] [--title T]`.
-#include "ccscope/reports/report_command.h"
-
+// `ccscope report RESULTS... [-o FILE] [--markdown] [--title T]`: read the
+// files, render HTML or markdown (reports' renderers), write it.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
@@ -9,12 +8,14 @@
 #include <string>
 #include <vector>
 
+#include "ccscope/app/verbs.h"
 #include "ccscope/reports/html_report.h"
 #include "ccscope/reports/loaded_results.h"
 #include "ccscope/reports/markdown_report.h"
 #include "ccscope/reports/user_files.h"
 
-namespace ccscope::reports {
+namespace ccscope::app {
+using namespace ccscope::reports;
 namespace {
 
 int usage_error(const std::string& message) {
@@ -24,7 +25,7 @@ int usage_error(const std::string& message) {
 
 }  // namespace
 
-int report_main(const std::vector<std::string>& args) {
+int report_verb(const std::vector<std::string>& args, const std::vector<std::string>&) {
   CLI::App app{
       "Render results files (ccscope CSV/JSON, nccl-tests text or -J JSON, OSU output) as one "
       "self-contained HTML page with busbw charts, or as markdown tables.",
@@ -38,6 +39,8 @@ int report_main(const std::vector<std::string>& args) {
   app.add_option("-o,--output", output, "write to FILE (default: standard output)");
   app.add_flag("--markdown", markdown, "markdown tables instead of HTML");
   app.add_option("--title", options.title, "page title")->capture_default_str();
+  // (Export flags, e.g. --csv/--json of the loaded records, go here: they
+  // write `runs` below through reports' writers.)
   try {
     std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 wants them reversed
     app.parse(reversed);
@@ -75,4 +78,4 @@ int report_main(const std::vector<std::string>& args) {
   return 0;
 }
 
-}  // namespace ccscope::reports
+}  // namespace ccscope::app

@@ -1,0 +1,22 @@
+#pragma once
+// The verbs of `ccscope <verb>`, one file each in app/src/<verb>_verb.cpp:
+// flags, usage, printing and the exit code; the work is the libraries'.
+// `args` are the words after the verb, `command_line` the whole command.
+#include <string>
+#include <vector>
+
+namespace ccscope::app {
+
+// 0 ok, 1 wrong results or a failure while measuring, 2 bad arguments or a run
+// this job cannot do, 3 timeout, 128 + signal when stopped.
+int bench_verb(const std::vector<std::string>& args, const std::vector<std::string>& command_line);
+// 0 ok, 2 bad arguments or input (one line on stderr).
+int report_verb(const std::vector<std::string>& args, const std::vector<std::string>& command_line);
+// 0 no regression, 1 regression, 125 cannot judge (also: an input it cannot
+// read, an empty current run, no common time statistic), 2 bad flags.
+int compare_verb(const std::vector<std::string>& args, const std::vector<std::string>& command_line);
+// 0 ok, 2 bad arguments or input.
+int baseline_verb(const std::vector<std::string>& args,
+                  const std::vector<std::string>& command_line);
+
+}  // namespace ccscope::app

@@ -1,0 +1,37 @@
+#include "verb_support.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace ccscope::app {
+
+int usage_error(const char* verb, const std::string& what) {
+  std::fprintf(stderr, "ccscope %s: error: %s (ccscope %s --help)\n", verb, what.c_str(), verb);
+  return kExitUsage;
+}
+
+std::optional<int> parse_flags(CLI::App& app, const char* verb, std::vector<std::string> args) {
+  std::reverse(args.begin(), args.end());  // CLI11 takes them last-first
+  try {
+    app.parse(args);
+  } catch (const CLI::CallForHelp&) {
+    std::printf("%s", app.help().c_str());
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    return usage_error(verb, e.what());
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> split_commas(const std::vector<std::string>& words) {
+  std::vector<std::string> out;
+  for (const auto& w : words) {
+    size_t start = 0;
+    for (size_t p; (p = w.find(',', start)) != std::string::npos; start = p + 1)
+      if (p > start) out.push_back(w.substr(start, p - start));
+    if (start < w.size()) out.push_back(w.substr(start));
+  }
+  return out;
+}
+
+}  // namespace ccscope::app

@@ -1,0 +1,40 @@
+#pragma once
+// Running a benchmark from BenchOptions: MPI start-up, the checks that need
+// the job (ranks, backend, memory), the hang watchdog, every sweep (-d/-o all,
+// -r -1, -N), interruption by SIGINT/SIGTERM, and what each rank says when
+// something goes wrong. The command layer (app/src/bench_verb.cpp) parses the
+// flags into BenchOptions and names the reporters rank 0 writes to.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ccscope/bench/options.h"
+#include "ccscope/reports/reporter.h"
+
+namespace ccscope::bench {
+
+// The outcome of a run, as the process's exit code (ranks that abort hand it
+// to MPI_Abort, so it is the library's to choose).
+inline constexpr int kBenchOk = 0;
+inline constexpr int kBenchFailed = 1;   // wrong results, a backend failure, an output not written
+inline constexpr int kBenchRefused = 2;  // options this job cannot run (rank 0 said why)
+inline constexpr int kBenchTimeout = 3;  // the watchdog stopped a hung operation
+// Stopped by SIGINT/SIGTERM: 128 + the signal's number.
+
+// Called on rank 0 once MPI is up and the options are judged, before anything
+// is measured: appends the reporters the run writes to (console, --csv,
+// --json, ...). An exception refuses the run on every rank (kBenchRefused)
+// with its message; an InputError's message says what to do already.
+using ReporterSetup = std::function<void(reports::ReporterList& reporters)>;
+
+// Runs the benchmark on every rank of the job. `command_line` goes into the
+// run metadata. Returns one of the codes above (or does not return: an abort).
+int run_benchmark(const BenchOptions& options, const ReporterSetup& setup_reporters,
+                  const std::vector<std::string>& command_line);
+
+// Before MPI is up: whether the launcher's rank variable (Open MPI, MPICH,
+// Slurm) names this process rank 0, or none is set, so that a usage error is
+// printed once rather than once per rank.
+bool launcher_says_rank_zero();
+
+}  // namespace ccscope::bench

@@ -1,0 +1,77 @@
+#pragma once
+// What a benchmark run does, as options: the sweep, nccl-tests' switches and
+// ccscope's own. The command layer (app/src/bench_flags.cpp) fills them from
+// nccl-tests' flags; run_benchmark (ccscope/bench/benchmark.h) runs them.
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "ccscope/collectives/types.h"
+#include "ccscope/records/collective.h"
+
+namespace ccscope::bench {
+
+// -a: how the ranks' times become the reported time (nccl-tests' numbering).
+enum class TimeAcrossRanks { kRank0 = 0, kAverage = 1, kMinimum = 2, kMaximum = 3 };
+
+struct BenchOptions {
+  // The collectives to sweep, in order ("allreduce,allgather" runs both);
+  // `collective` is the one being run.
+  std::vector<Collective> collectives{Collective::kAllReduce};
+  Collective collective = Collective::kAllReduce;
+  size_t min_bytes = size_t{32} << 20;
+  size_t max_bytes = size_t{32} << 20;
+  size_t step_bytes = size_t{1} << 20;
+  size_t step_factor = 1;
+  int iterations = 20;
+  int warmup_iterations = 5;
+  // -d / -o: the types and ops to sweep ("all" = every one, in nccl-tests'
+  // order); `type` and `op` are the ones being run.
+  std::vector<DataType> types{DataType::kFloat32};
+  std::vector<ReduceOp> ops{ReduceOp::kSum};
+  DataType type = DataType::kFloat32;
+  ReduceOp op = ReduceOp::kSum;
+  // -c N: check iterations per size, each on fresh inputs of its own seed (0 = no check).
+  int check_iterations = 1;
+  // Buffer rotation (nccl-tests): timed iteration k uses offset
+  // size x (k mod (buffer / size)); --no-rotate keeps every iteration at offset 0.
+  bool rotate_buffers = true;
+  // -m: operations per timed iteration, issued in one group (nccl-tests' agg_iters).
+  int aggregate_iterations = 1;
+  // -G N: capture the -n iterations once as a graph and launch it N times (0 = off).
+  int graph_launches = 0;
+  // -C 1: report the host time to issue the operations instead of the time to
+  // complete them (nccl-tests' report_cputime).
+  bool report_cputime = false;
+  // -z 1: wait for every operation before issuing the next (nccl-tests' blocking).
+  bool blocking = false;
+  // -r: root of broadcast; -1 (nccl-tests) = every rank in turn, resolved by
+  // run_benchmark, so run_sweep always sees 0..ranks-1.
+  int root = 0;
+  TimeAcrossRanks time_across_ranks = TimeAcrossRanks::kMaximum;
+  std::string backend;  // "", "mpi" or "nccl"; "" = nccl when usable, else mpi
+  bool isolate_ranks = false;
+  double timeout_seconds = 300;  // -T/--timeout; 0 = no timeout (nccl-tests' -T 0)
+  std::string csv_path;
+  std::string json_path;
+  bool progress = true;
+  // -N/--repeat: whole sweeps, for repeated samples (records carry `repeat`);
+  // 0 = until stopped (nccl-tests' -N 0), SIGINT/SIGTERM end the run cleanly.
+  int repeats = 1;
+  int corrupt_rank = -1;           // test only: corrupt one output element on this rank
+  int shift_block_rank = -1;       // test only: shift this rank's first output block by one element
+  bool stale_output = false;       // test only: checks read the previous run's output
+  std::vector<std::string> notes;  // things the user should know (printed by rank 0)
+  std::vector<std::string> warnings;  // choices that remove a safety net (printed by rank 0)
+};
+
+// Checks that need the rank count (root range); throws UsageError.
+void validate_for_ranks(const BenchOptions& options, int ranks);
+// Checks that need the backend ("mpi", "nccl", "ring"; -G needs nccl), once it
+// is chosen (run_benchmark: after the default choice; the flag parser: when
+// --backend names it); throws UsageError.
+void validate_for_backend(const BenchOptions& options, const std::string& backend);
+
+std::string time_statistic_description(TimeAcrossRanks mode);
+
+}  // namespace ccscope::bench
