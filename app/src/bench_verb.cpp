@@ -39,7 +39,8 @@ int bench_verb(const std::vector<std::string>& args, const std::vector<std::stri
     reports::refuse_same_file(outputs);
     reporters.append(reports::make_console_reporter(std::cout));
     if (!options.csv_path.empty()) reporters.append(reports::make_csv_reporter(options.csv_path));
-    if (!options.json_path.empty()) reporters.append(reports::make_json_reporter(options.json_path));
+    if (!options.json_path.empty())
+      reporters.append(reports::make_json_reporter(options.json_path));
   };
   return bench::run_benchmark(options, setup, command_line);
 }

@@ -53,8 +53,9 @@ TEST_F(CompareVerb, PrintsTheReportAndExitsByTheVerdict) {
   EXPECT_NE(ok.out.find("statistic: max over ranks"), std::string::npos) << ok.out;
   EXPECT_NE(ok.out.find("summary: no regression (exit 0)"), std::string::npos) << ok.out;
   EXPECT_EQ(ok.err, "");
-  Outcome slower = compare(
-      {base, write("slow.csv", sweep(2, 1, [](size_t s, int) { return s >= 1u << 20 ? 1.25 : 1; }))});
+  Outcome slower =
+      compare({base, write("slow.csv",
+                           sweep(2, 1, [](size_t s, int) { return s >= 1u << 20 ? 1.25 : 1; }))});
   EXPECT_EQ(slower.code, 1) << slower.out;
   Outcome window = compare({base, write("cur2.csv", sweep(2, 1, same)), "--sizes", "1K:16K"});
   EXPECT_EQ(window.code, 0) << window.out;
@@ -85,8 +86,7 @@ TEST_F(CompareVerb, InputItCannotReadIsOneLineExit125) {
   spit(dir_.file("garbage.txt"), "hello, this is not a results file\n");
   const std::string header_only = dir_.file("header-only.csv");
   write_run(header_only, {}, test_metadata());  // a run stopped before its first record
-  for (const auto& [args, mention] :
-       std::vector<std::pair<std::vector<std::string>, std::string>>{
+  for (const auto& [args, mention] : std::vector<std::pair<std::vector<std::string>, std::string>>{
            {{base, dir_.file("nope.csv")}, "nope.csv"},
            {{dir_.file("nope.csv"), base}, "nope.csv"},
            {{base, dir_.file("empty.csv")}, "empty.csv"},

@@ -1,7 +1,5 @@
 // `ccscope report` (app/src/report_verb.cpp): arguments, exit codes, and a
 // round trip from a CSV written by ccscope's own CSV reporter.
-#include "ccscope/app/verbs.h"
-
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -11,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "ccscope/app/verbs.h"
 #include "ccscope/reports/record.h"
 #include "ccscope/reports/reporter.h"
 

@@ -127,9 +127,8 @@ std::map<std::string, Series> group(const std::vector<LoadedRun>& runs) {
       s.shape = shape;
       s.ranks = r.ranks;
       s.nodes = r.nodes;
-      s.samples[r.size_bytes].push_back(Sample{*r.time_s, r.time_statistic,
-                                               positive(r.time_min_s), positive(r.time_avg_s),
-                                               positive(r.time_max_s)});
+      s.samples[r.size_bytes].push_back(Sample{*r.time_s, r.time_statistic, positive(r.time_min_s),
+                                               positive(r.time_avg_s), positive(r.time_max_s)});
       s.time_s_statistics.insert(r.time_statistic);
       s.tools.insert(tool_of(run.format));
       note_method(r, s.method);

@@ -67,8 +67,8 @@ std::string model_text(const SeriesVerdict& v, double threshold) {
                                       ? "neither alpha nor beta changed beyond the threshold"
                                   : parts.size() == 2 ? parts[0] + " and " + parts[1]
                                                       : parts[0];
-  return fmt::format("model baseline: {}\nmodel current:  {}\nchange: {}", describe(b),
-                     describe(c), attribution);
+  return fmt::format("model baseline: {}\nmodel current:  {}\nchange: {}", describe(b), describe(c),
+                     attribution);
 }
 
 }  // namespace

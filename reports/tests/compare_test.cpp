@@ -2,6 +2,8 @@
 // compare_exit_code, on files written by ccscope's own writers and on
 // nccl-tests' output. The `compare` verb's flags and exit codes for input it
 // cannot read: app/tests/compare_verb_test.cpp.
+#include "ccscope/reports/compare.h"
+
 #include <gtest/gtest.h>
 
 #include <charconv>
@@ -10,7 +12,6 @@
 #include <random>
 #include <sstream>
 
-#include "ccscope/reports/compare.h"
 #include "ccscope/reports/loaded_results.h"
 #include "compare_test_util.h"
 
@@ -227,8 +228,8 @@ TEST_F(Compare, DifferentMeasurementMethodsCannotBeJudged) {
       << rotated.out;
   EXPECT_EQ(rotated.out.find("busbw ratio"), std::string::npos) << rotated.out;  // no table
 
-  Outcome aggregated = compare(
-      base, write("agg.csv", measured([](BenchRecord& r) { r.aggregate_iterations = 4; })));
+  Outcome aggregated =
+      compare(base, write("agg.csv", measured([](BenchRecord& r) { r.aggregate_iterations = 4; })));
   EXPECT_EQ(aggregated.code, 125) << aggregated.out;
   EXPECT_NE(aggregated.out.find("operations per timed iteration (-m): baseline 1, current 4"),
             std::string::npos)
@@ -303,7 +304,8 @@ Outcome compare_loaded(const LoadedRun& base, const LoadedRun& cur) {
 }
 
 TEST(CompareStatistic, TheSameStatisticOnBothSidesIsTimeS) {
-  Outcome o = compare_loaded(loaded("ccscope-csv", "max", true), loaded("ccscope-csv", "max", true));
+  Outcome o =
+      compare_loaded(loaded("ccscope-csv", "max", true), loaded("ccscope-csv", "max", true));
   EXPECT_EQ(o.code, 0) << o.out;
   ASSERT_EQ(o.result.series.size(), 1u);
   const StatisticChoice& c = o.result.series[0].statistic;
@@ -322,8 +324,8 @@ TEST(CompareStatistic, CcscopeAgainstNcclTestsComparesTheAverage) {
   const LoadedRun ccscope = loaded("ccscope-csv", "max", true);
   const LoadedRun nccl_tests = loaded("nccl-tests-text", "avg", false);
   for (const bool ccscope_first : {true, false}) {
-    Outcome o = ccscope_first ? compare_loaded(ccscope, nccl_tests)
-                              : compare_loaded(nccl_tests, ccscope);
+    Outcome o =
+        ccscope_first ? compare_loaded(ccscope, nccl_tests) : compare_loaded(nccl_tests, ccscope);
     EXPECT_EQ(o.code, 0) << o.out;
     ASSERT_EQ(o.result.series.size(), 1u);
     const StatisticChoice& c = o.result.series[0].statistic;
@@ -387,7 +389,8 @@ TEST_F(Compare, CcscopeFileAgainstNcclTestsTextComparesTheAverage) {
 // Both sides carry min/avg/max (ccscope -a 1 against ccscope -a 3): the
 // baseline's time_s statistic, taken from the current side's column.
 TEST(CompareStatistic, DifferentTimeSOfBothCcscopeSidesFollowTheBaseline) {
-  Outcome o = compare_loaded(loaded("ccscope-csv", "avg", true), loaded("ccscope-json", "max", true));
+  Outcome o =
+      compare_loaded(loaded("ccscope-csv", "avg", true), loaded("ccscope-json", "max", true));
   EXPECT_EQ(o.code, 0) << o.out;
   ASSERT_EQ(o.result.series.size(), 1u);
   const StatisticChoice& c = o.result.series[0].statistic;

@@ -14,7 +14,8 @@ int bench_verb(const std::vector<std::string>& args, const std::vector<std::stri
 int report_verb(const std::vector<std::string>& args, const std::vector<std::string>& command_line);
 // 0 no regression, 1 regression, 125 cannot judge (also: an input it cannot
 // read, an empty current run, no common time statistic), 2 bad flags.
-int compare_verb(const std::vector<std::string>& args, const std::vector<std::string>& command_line);
+int compare_verb(const std::vector<std::string>& args,
+                 const std::vector<std::string>& command_line);
 // 0 ok, 2 bad arguments or input.
 int baseline_verb(const std::vector<std::string>& args,
                   const std::vector<std::string>& command_line);

@@ -76,8 +76,8 @@ struct CompareInput {
 struct CompareResult {
   CompareOptions options;  // the rule the verdicts were made by
   std::vector<CompareInput> baseline, current;
-  std::vector<SeriesVerdict> series;          // one per baseline series
-  std::vector<std::string> only_in_current;   // names of series the baseline lacks
+  std::vector<SeriesVerdict> series;         // one per baseline series
+  std::vector<std::string> only_in_current;  // names of series the baseline lacks
   // Why nothing could be judged at all (no baseline record with a time, an
   // empty current run), or "".
   std::string cannot_judge;
