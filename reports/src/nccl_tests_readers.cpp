@@ -575,7 +575,12 @@ LoadedRun read_nccl_tests_text(const std::string& path, const std::string& raw) 
   }
 
   for (auto& b : blocks) {
-    if (b.records.empty()) continue;
+    if (b.records.empty()) {  // one test of several failed or was cut
+      run.notes.push_back(at(path, b.first_line) + ": a test (" +
+                          (b.collective.empty() ? "nccl-tests" : program_of(b.collective)) +
+                          ") with no result rows");
+      continue;
+    }
     RunMetadata placement;  // this test's ranks, nodes and ranks per node
     placement.hosts = b.hosts;
     derive_layout(placement);

@@ -318,6 +318,15 @@ TEST(NcclTestsText, V2_19_6TwoTestsKeepTheirOwnCollectiveAndRanks) {
   EXPECT_TRUE(noted(run, "3 lines of other programs skipped")) << notes_of(run);  // mpirun banner
 }
 
+TEST(NcclTestsText, ATestWithoutRowsAmongOthersIsNoted) {
+  const std::string text = slurp(input("nccl-tests/v2.19.6-two-tests.txt")) +
+                           "# Collective test starting: broadcast_perf\n# nThread 1 nGpus 2\n"
+                           "Invalid number of GPUs: 2 requested but only 1 were found.\n";
+  LoadedRun run = parse_results("t.txt", text);
+  EXPECT_EQ(run.records.size(), 34u);
+  EXPECT_TRUE(noted(run, "t.txt:57: a test (broadcast_perf) with no result rows")) << notes_of(run);
+}
+
 TEST(NcclTestsText, V2_19_6InvalidNumberOfGpusIsOneLine) {
   const std::string e = error_of("nccl-tests/v2.19.6-invalid-number-of-gpus.txt");
   EXPECT_NE(e.find("v2.19.6-invalid-number-of-gpus.txt:8: all_reduce_perf printed no results; "
