@@ -79,7 +79,8 @@ Cell cell_of(const T& member) {
   }
 }
 
-// Integers below MinValue are refused (counts and sizes are never negative).
+// Values below MinValue are refused (counts, sizes, times and bandwidths are
+// never negative).
 template <typename T, long long MinValue>
 void set_from(T& member, const Cell& c) {
   using V = value_type<T>;
@@ -94,6 +95,7 @@ void set_from(T& member, const Cell& c) {
     v = parse_flag(c.text);
   } else if constexpr (std::is_floating_point_v<V>) {
     v = parse_number(c.text);
+    if (v < MinValue) throw FieldError(c.text + " is negative");
   } else if constexpr (std::is_integral_v<V>) {
     constexpr long long kMax = std::numeric_limits<V>::max() > std::numeric_limits<long long>::max()
                                    ? std::numeric_limits<long long>::max()

@@ -36,11 +36,16 @@ void check_schema(const std::string& id, const std::string& where) {
                     bench_kind().schema_id() + "); read it with a newer ccscope");
 }
 
+// `where` is "file:line" (CSV: the field is named in the message) or a JSON
+// path ("file: records[3]", completed with ".field").
 void set_field(const BenchField& field, LoadedBenchRow& row, const Cell& cell,
-               const std::string& where) {
+               const std::string& where, bool json_path = false) {
   try {
     field.set(row, cell);
   } catch (const FieldError& e) {
+    if (json_path)
+      fail(where + "." + std::string(field.name),
+           std::string(e.what()) + "; is the file complete and unedited?");
     fail(where, std::string(field.name) + " " + e.what() + "; is the file complete and unedited?");
   }
 }
@@ -144,7 +149,7 @@ void read_json_fields(const json& object, FieldScope scope, LoadedBenchRow& row,
       fail(where + "." + std::string(field.name), e.what());
     }
     if (field.name == "size_bytes") *has_size = cell.present;
-    set_field(field, row, cell, where);
+    set_field(field, row, cell, where, true);
   }
 }
 
