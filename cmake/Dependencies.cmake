@@ -44,10 +44,3 @@ if(NOT CCSCOPE_CUDA STREQUAL "OFF")
   endif()
 endif()
 
-# fast-cpp-csv-parser (Debian libfccp-dev): a single header, libfccp/csv.h.
-find_path(FCCP_INCLUDE_DIR libfccp/csv.h REQUIRED)
-if(NOT TARGET ccscope_fccp)
-  add_library(ccscope_fccp INTERFACE IMPORTED)
-  target_include_directories(ccscope_fccp INTERFACE ${FCCP_INCLUDE_DIR})
-  target_compile_definitions(ccscope_fccp INTERFACE CSV_IO_NO_THREAD)
-endif()
