@@ -2,7 +2,8 @@
 // Build: cmake --preset fuzz && cmake --build --preset fuzz
 // Run:   build-fuzz/reports/fuzz/readers_fuzz -dict=reports/fuzz/readers.dict \
 //          -max_total_time=300 <new-corpus-dir> reports/tests/inputs/nccl-tests \
-//          reports/tests/inputs/osu reports/tests/data
+//          reports/tests/inputs/osu reports/tests/data reports/fuzz/seeds
+// (seeds/: ccscope CSV and JSON as its writers wrote them.)
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
