@@ -1,5 +1,7 @@
-// `ccscope report RESULTS... [-o FILE] [--markdown] [--title T]`: read the
-// files, render HTML or markdown (reports' renderers), write it.
+// `ccscope report RESULTS... [-o FILE] [--markdown] [--title T] [--csv F]
+// [--json F]` and `ccscope report --schema`: read the files, render HTML or
+// markdown (reports' renderers), write it; or write the records read in
+// ccscope's schema (the import path); or print the schema's table.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
@@ -11,7 +13,9 @@
 #include "ccscope/app/verbs.h"
 #include "ccscope/reports/html_report.h"
 #include "ccscope/reports/loaded_results.h"
+#include "ccscope/records/schema.h"
 #include "ccscope/reports/markdown_report.h"
+#include "ccscope/reports/record_export.h"
 #include "ccscope/reports/user_files.h"
 
 namespace ccscope::app {
@@ -21,6 +25,38 @@ namespace {
 int usage_error(const std::string& message) {
   std::fprintf(stderr, "ccscope report: error: %s\n", message.c_str());
   return 2;
+}
+
+// The bench record's fields, from the schema's table, as a markdown table.
+std::string schema_table() {
+  const auto& kind = records::bench_kind();
+  std::string out = "# " + kind.schema_id() +
+                    ": one row (CSV) / record (JSON) per collective, size and in-place variant\n"
+                    "# run fields repeat on every CSV row and sit once under JSON's metadata\n\n"
+                    "| field | unit | type | scope | since | in CSV | meaning |\n"
+                    "|---|---|---|---|---|---|---|\n";
+  for (const auto& f : kind.fields)
+    out += "| " + std::string(f.name) + " | " + std::string(f.unit) + " | " +
+           std::string(records::name(f.type)) + " | " +
+           (f.scope == records::FieldScope::kRun ? "run" : "record") + " | " +
+           std::to_string(f.since) + " | " + (f.in_csv ? "yes" : "JSON only") + " | " +
+           std::string(f.meaning) + (f.absent.empty() ? "" : " (older files: " + std::string(f.absent) + ")") +
+           " |\n";
+  return out;
+}
+
+// "-" is standard output.
+int write_output(const std::string& path, const std::string& text, const OutputTarget* target) {
+  if (path == "-") {
+    std::cout << text << std::flush;
+    return std::cout ? 0 : usage_error("cannot write to standard output");
+  }
+  try {
+    write_whole_file(*target, text);
+  } catch (const std::exception& e) {
+    return usage_error(std::string(e.what()) + "; check the directory and permissions");
+  }
+  return 0;
 }
 
 }  // namespace
@@ -34,13 +70,20 @@ int report_verb(const std::vector<std::string>& args, const std::vector<std::str
   std::string output;
   bool markdown = false;
   ReportOptions options;
-  app.add_option("results", files, "results files, one run each (overlaid in that order)")
-      ->required();
+  std::string csv_output, json_output;
+  bool schema = false;
+  app.add_option("results", files, "results files, one run each (overlaid in that order)");
   app.add_option("-o,--output", output, "write to FILE (default: standard output)");
   app.add_flag("--markdown", markdown, "markdown tables instead of HTML");
   app.add_option("--title", options.title, "page title")->capture_default_str();
-  // (Export flags, e.g. --csv/--json of the loaded records, go here: they
-  // write `runs` below through reports' writers.)
+  app.add_option("--csv", csv_output,
+                 "also write every record read, from any format, as ccscope CSV (- = stdout); "
+                 "alone, only that")
+      ->type_name("FILE");
+  app.add_option("--json", json_output,
+                 "the same as one ccscope JSON document (the files must be of one run)")
+      ->type_name("FILE");
+  app.add_flag("--schema", schema, "print the fields of ccscope's records (the schema's table)");
   try {
     std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 wants them reversed
     app.parse(reversed);
@@ -51,29 +94,57 @@ int report_verb(const std::vector<std::string>& args, const std::vector<std::str
     return usage_error(std::string(e.what()) + " (ccscope report --help)");
   }
 
+  if (schema) {
+    std::cout << schema_table() << std::flush;
+    return std::cout ? 0 : usage_error("cannot write to standard output");
+  }
+  if (files.empty()) return usage_error("give one or more results files (ccscope report --help)");
+  // Exports alone (no -o, no --markdown) write only the exports.
+  const bool exporting = !csv_output.empty() || !json_output.empty();
+  const bool rendering = !exporting || !output.empty() || markdown;
+  if (rendering && output.empty()) output = "-";
+  std::vector<std::pair<std::string, std::string>> outputs;
+  if (rendering) outputs.emplace_back("-o", output);
+  if (!csv_output.empty()) outputs.emplace_back("--csv", csv_output);
+  if (!json_output.empty()) outputs.emplace_back("--json", json_output);
+
   std::vector<LoadedRun> runs;
-  std::optional<OutputTarget> target;
+  std::vector<std::optional<OutputTarget>> targets;
   try {
-    if (!output.empty()) {
-      std::vector<std::pair<std::string, std::string>> uses{{"-o", output}};
-      for (const std::string& file : files) uses.emplace_back("results file", file);
-      refuse_same_file(uses);
-      target = resolve_output(output);  // before reading: a bad -o fails at once
-    }
+    std::vector<std::pair<std::string, std::string>> uses;
+    for (const auto& use : outputs)
+      if (use.second != "-") uses.push_back(use);
+    for (const std::string& file : files) uses.emplace_back("results file", file);
+    refuse_same_file(uses);
+    if (std::count_if(outputs.begin(), outputs.end(), [](const auto& u) { return u.second == "-"; }) > 1)
+      return usage_error("only one output can be standard output (-)");
+    // Before reading: a bad output path fails at once.
+    for (const auto& use : outputs)
+      targets.push_back(use.second == "-" ? std::nullopt
+                                          : std::optional<OutputTarget>(resolve_output(use.second)));
     for (const std::string& file : files) runs.push_back(read_results(file));
   } catch (const InputError& e) {
     return usage_error(e.what());
   }
-  const std::string text =
-      markdown ? render_markdown_report(runs, options) : render_html_report(runs, options);
-  if (!target) {
-    std::cout << text << std::flush;
-    return std::cout ? 0 : usage_error("cannot write to standard output");
-  }
-  try {
-    write_whole_file(*target, text);
-  } catch (const std::exception& e) {
-    return usage_error(std::string(e.what()) + "; check the directory and permissions");
+  // What a reader skipped or converted: the user sees it, on stderr.
+  for (const LoadedRun& run : runs)
+    for (const std::string& note : run.notes)
+      std::fprintf(stderr, "ccscope report: note: %s: %s\n", printable(run.path).c_str(),
+                   printable(note).c_str());
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    std::string text;
+    try {
+      if (outputs[i].first == "--csv")
+        text = records_csv(runs);
+      else if (outputs[i].first == "--json")
+        text = records_json(runs);
+      else
+        text = markdown ? render_markdown_report(runs, options) : render_html_report(runs, options);
+    } catch (const InputError& e) {
+      return usage_error(e.what());
+    }
+    const OutputTarget* target = targets[i] ? &*targets[i] : nullptr;
+    if (const int status = write_output(outputs[i].second, text, target); status != 0) return status;
   }
   return 0;
 }

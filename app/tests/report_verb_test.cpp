@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "ccscope/app/verbs.h"
+#include "ccscope/records/schema.h"
+#include "ccscope/reports/loaded_results.h"
 #include "ccscope/reports/record.h"
 #include "ccscope/reports/reporter.h"
 
@@ -92,6 +94,58 @@ TEST_F(ReportVerb, HtmlAndMarkdownFromCcscopeCsv) {
   const std::string md = slurp(file("out.md"));
   EXPECT_NE(md.find("## allreduce, out-of-place"), std::string::npos) << md;
   EXPECT_NE(md.find("| 1 KiB |"), std::string::npos) << md;
+}
+
+const char* kNcclTestsText =
+    "# nccl-tests version 2.19.6 nccl-headers=22809 nccl-library=22809\n"
+    "# Collective test starting: all_gather_perf\n"
+    "#       size         count      type   redop    root     time   algbw   busbw #wrong     "
+    "time   algbw   busbw #wrong\n"
+    "        1024           128     float    none      -1    12.25    0.08    0.06      0    "
+    "12.00    0.09    0.06      0\n"
+    "# Avg bus bandwidth    : 0.06\n";
+
+// `--csv` alone writes the records read, in ccscope's schema, and nothing else.
+TEST_F(ReportVerb, CsvExportOfAnotherToolsFileReadsBackInCcscopesSchema) {
+  std::ofstream(file("nccl.txt")) << kNcclTestsText;
+  ASSERT_EQ(report_main({file("nccl.txt"), "--csv", file("import.csv")}), 0);
+  const std::string text = slurp(file("import.csv"));
+  EXPECT_EQ(text.rfind("schema,collective,", 0), 0u) << text;
+  const LoadedRun back = read_results(file("import.csv"));
+  EXPECT_EQ(back.format, "ccscope-csv");
+  ASSERT_EQ(back.records.size(), 2u);
+  EXPECT_EQ(back.records[0].collective, "allgather");
+  EXPECT_EQ(back.records[0].size_bytes, 1024u);
+  EXPECT_EQ(back.records[0].time_statistic, "avg");
+  EXPECT_EQ(back.records[1].in_place, true);
+  EXPECT_DOUBLE_EQ(*back.records[1].time_s, 12e-6);
+}
+
+TEST_F(ReportVerb, JsonExportRefusesRunsOfDifferentMetadata) {
+  std::ofstream(file("a.txt")) << kNcclTestsText;
+  std::ofstream(file("b.txt")) << "# nccl-tests version 2.19.6 nccl-headers=22809 nccl-library=22809\n"
+                               << "#  Rank  0 Group  0 Pid  11 on other-node device  0 [0x01] NVIDIA H200\n"
+                               << std::string(kNcclTestsText).substr(std::string(kNcclTestsText).find('\n') + 1);
+  ASSERT_EQ(report_main({file("a.txt"), "--json", file("one.json")}), 0);
+  EXPECT_EQ(read_results(file("one.json")).records.size(), 2u);
+  EXPECT_EQ(report_main({file("a.txt"), file("b.txt"), "--json", file("two.json")}), 2);
+  EXPECT_FALSE(fs::exists(file("two.json")));
+  EXPECT_EQ(report_main({file("a.txt"), file("b.txt"), "--csv", file("two.csv")}), 0);
+  EXPECT_EQ(read_results(file("two.csv")).records.size(), 4u);
+}
+
+TEST_F(ReportVerb, SchemaPrintsEveryFieldOfTheTable) {
+  testing::internal::CaptureStdout();
+  ASSERT_EQ(report_main({"--schema"}), 0);
+  const std::string text = testing::internal::GetCapturedStdout();
+  for (const auto& field : records::bench_kind().fields)
+    EXPECT_NE(text.find("| " + std::string(field.name) + " |"), std::string::npos) << field.name;
+  EXPECT_NE(text.find("ccscope.bench/2"), std::string::npos);
+}
+
+TEST_F(ReportVerb, TwoOutputsOnStandardOutputAreRefused) {
+  std::ofstream(file("a.txt")) << kNcclTestsText;
+  EXPECT_EQ(report_main({file("a.txt"), "--csv", "-", "--json", "-"}), 2);
 }
 
 }  // namespace
