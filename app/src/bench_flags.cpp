@@ -1,5 +1,6 @@
 // nccl-tests' flags (and ccscope's own) into bench::BenchOptions, with CLI11.
 #include "ccscope/app/bench_flags.h"
+#include "ccscope/records/collective.h"
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -43,8 +44,7 @@ void build_app(CLI::App& app, RawArguments& raw) {
       "for NCCL. Every nccl-tests 2.19 flag is accepted; those ccscope cannot honour refuse "
       "values other than their default with one line.");
   app.add_option("collective", raw.collective,
-                 "allreduce | allgather | reducescatter | broadcast | alltoall | sendrecv; "
-                 "several separated by commas are run one after the other");
+                 collective_choices() + "; several separated by commas are run one after the other");
   app.add_option("-b,--minbytes", raw.min_bytes, "smallest size, e.g. 8, 1K, 64M (default 32M)");
   app.add_option("-e,--maxbytes", raw.max_bytes, "largest size (default 32M)");
   app.add_option("-i,--stepbytes", raw.step_bytes,
@@ -133,15 +133,15 @@ void build_app(CLI::App& app, RawArguments& raw) {
                  "the check sees misplaced data");
   app.add_flag("--test-stale-output", raw.stale_output,
                "TESTING ONLY: the checks read the previous run's output, to prove they fail");
+  // Sizes and bus factors from the collectives' descriptions (records/collective.h).
+  std::string conventions = "Sizes (nccl-tests' conventions):\n";
+  std::string factors = "Bandwidth: algbw = size / time; busbw = algbw x factor, n = ranks:\n";
+  for (const auto& d : all_collectives()) {
+    conventions += "  " + std::string(d.name) + ": " + std::string(d.size_convention) + "\n";
+    factors += "  " + std::string(d.name) + " " + std::string(d.busbw_rule) + "\n";
+  }
   app.footer(
-      "Sizes (nccl-tests' conventions):\n"
-      "  allreduce, broadcast, sendrecv: size = the bytes of one rank's buffer\n"
-      "  allgather:      size = the full OUTPUT (ranks x block)\n"
-      "  reducescatter:  size = the full INPUT (ranks x block)\n"
-      "  alltoall:       size = one rank's whole send buffer (ranks x per-peer block)\n"
-      "  each block (count / ranks) is rounded down to a multiple of 16 bytes, as nccl-tests 2.19\n"
-      "Bandwidth: algbw = size / time; busbw = algbw x 2(n-1)/n (allreduce), (n-1)/n (allgather,\n"
-      "  reducescatter, alltoall), 1 (broadcast, sendrecv). GB/s = 1e9 bytes/s.\n"
+      conventions + factors + "  GB/s = 1e9 bytes/s.\n" +
       "Time: as nccl-tests, each rank's host wall clock over the -n iterations issued back to\n"
       "  back plus one wait, per operation (x -m, x -G), then across ranks per -a: by default\n"
       "  the MAXIMUM over ranks (the slowest rank). p50/p99 come from a second, stamped pass.\n"
