@@ -9,30 +9,32 @@ std::vector<CollectiveDescription> make_descriptions() {
   return {
       {Collective::kAllReduce, "allreduce", "all-reduce", "all_reduce_perf", "ncclAllReduce",
        "osu_allreduce", {"Allreduce"}, true, false, true, false, ExpectedRule::kReducedElement,
-       "size = bytes reduced per rank (send = receive buffer size)", "2(n-1)/n"},
+       "size = bytes reduced per rank (send = receive buffer size)", "2(n-1)/n",
+       NcclTestsOp::kReduction, "redop"},
       {Collective::kAllGather, "allgather", "all-gather", "all_gather_perf", "ncclAllGather",
        "osu_allgather", {"Allgather"}, false, false, true, true, ExpectedRule::kGatheredBlocks,
        "size = the full OUTPUT per rank (ranks x block); each block rounded down to a multiple "
        "of 16 bytes",
-       "(n-1)/n"},
+       "(n-1)/n", NcclTestsOp::kNone, ""},
       {Collective::kReduceScatter, "reducescatter", "reduce-scatter", "reduce_scatter_perf",
        "ncclReduceScatter", "osu_reduce_scatter", {"Reduce_scatter", "Reduce Scatter"}, true,
        false, true, false, ExpectedRule::kReducedBlock,
        "size = the full INPUT per rank (ranks x block); each block rounded down to a multiple of "
        "16 bytes",
-       "(n-1)/n"},
+       "(n-1)/n", NcclTestsOp::kReduction, "redop"},
       {Collective::kBroadcast, "broadcast", "broadcast", "broadcast_perf", "ncclBroadcast",
        "osu_bcast", {"Broadcast", "Bcast"}, false, true, true, false, ExpectedRule::kRootInput,
-       "size = bytes broadcast from the root", "1"},
+       "size = bytes broadcast from the root", "1", NcclTestsOp::kNone, "root"},
       {Collective::kAllToAll, "alltoall", "all-to-all", "alltoall_perf", "ncclAlltoAll",
        "osu_alltoall", {"All-to-All Personalized Exchange", "Alltoall"}, false, false, false,
        true, ExpectedRule::kTransposed,
        "size = the whole send buffer per rank (ranks x per-peer block); each block rounded down "
        "to a multiple of 16 bytes",
-       "(n-1)/n"},
+       "(n-1)/n", NcclTestsOp::kNone, "redop"},
       {Collective::kSendRecv, "sendrecv", "send/recv", "sendrecv_perf", "ncclSend/ncclRecv", "",
        {}, false, false, false, false, ExpectedRule::kPreviousRank,
-       "size = bytes each rank sends to rank+1 (and receives from rank-1)", "1"},
+       "size = bytes each rank sends to rank+1 (and receives from rank-1)", "1",
+       NcclTestsOp::kAny, ""},
   };
 }
 

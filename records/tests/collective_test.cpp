@@ -69,5 +69,23 @@ TEST(Collective, InPlaceAndReductionFlags) {
   EXPECT_TRUE(describe(Collective::kAllGather).in_place);
 }
 
+// nccl-tests' tables: the redop column says the reduction where there is one
+// (sendrecv: any op, run without reducing); 2.0-2.11 headers show redop for
+// all-to-all too, root for the rooted collectives.
+TEST(Collective, NcclTestsColumnsOfEachCollective) {
+  for (const auto& d : all_collectives()) {
+    EXPECT_EQ(d.nccl_tests_op == NcclTestsOp::kReduction, d.reduces) << d.name;
+    EXPECT_EQ(d.nccl_tests_old_columns.find("root") != std::string_view::npos, d.has_root)
+        << d.name;
+  }
+  EXPECT_EQ(describe(Collective::kSendRecv).nccl_tests_op, NcclTestsOp::kAny);
+  EXPECT_EQ(describe(Collective::kAllGather).nccl_tests_op, NcclTestsOp::kNone);
+  EXPECT_EQ(describe(Collective::kAllReduce).nccl_tests_old_columns, "redop");
+  EXPECT_EQ(describe(Collective::kAllToAll).nccl_tests_old_columns, "redop");
+  EXPECT_EQ(describe(Collective::kBroadcast).nccl_tests_old_columns, "root");
+  EXPECT_EQ(describe(Collective::kAllGather).nccl_tests_old_columns, "");
+  EXPECT_EQ(describe(Collective::kSendRecv).nccl_tests_old_columns, "");
+}
+
 }  // namespace
 }  // namespace ccscope

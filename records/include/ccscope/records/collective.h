@@ -34,6 +34,13 @@ enum class ExpectedRule {
   kPreviousRank,    // element i of rank (r - 1) mod n's input (send/recv ring)
 };
 
+// What nccl-tests' redop column holds for a collective.
+enum class NcclTestsOp {
+  kNone,       // nothing (empty until 2.13.3, "none" after)
+  kReduction,  // the reduction it runs (sum, prod, ...)
+  kAny,        // sendrecv: run once per op though nothing is reduced; either
+};
+
 struct CollectiveDescription {
   Collective id;
   std::string_view name;                // ccscope's: "allreduce"
@@ -52,6 +59,11 @@ struct CollectiveDescription {
   ExpectedRule expected;
   std::string_view size_convention;  // one line for --help and reports
   std::string_view busbw_rule;       // the factor in words, e.g. "2(n-1)/n"
+  // nccl-tests' table: its redop column, and the columns its 2.0-2.11 header
+  // has between "type" and "time" ("redop", "root" or ""; each test printed
+  // its own header then).
+  NcclTestsOp nccl_tests_op;
+  std::string_view nccl_tests_old_columns;
 };
 
 const std::vector<CollectiveDescription>& all_collectives();
