@@ -27,28 +27,96 @@
 #include <utility>
 #include <vector>
 
+#include "ccscope/common/environment.h"
+#include "ccscope/common/nccl_version.h"
+#include "ccscope/records/collective.h"
 #include "ccscope/reports/loaded_results.h"
 #include "reader_support.h"
 
 namespace ccscope::reports::detail {
 namespace {
 
-constexpr std::string_view kPrograms[] = {"all_reduce",     "all_gather", "alltoall",  "alltoallv",
-                                          "broadcast",      "gather",     "hypercube", "reduce",
-                                          "reduce_scatter", "scatter",    "sendrecv"};
+// The collectives of nccl-tests' programs as their tables show them: what
+// the redop column holds, a root column, whether size is n x count x element
+// (n ranks) rather than count x element, busbw's factor over algbw, and the
+// columns of a 2.0-2.11 header between type and time. The six ccscope
+// benchmarks come from their descriptions (records/collective.h).
+struct Signature {
+  std::string_view collective, program;
+  NcclTestsOp op;
+  bool root;
+  bool size_per_count_n;
+  std::optional<Collective> described;  // busbw factor: bus_bandwidth_factor
+  double (*other_factor)(int n);        // else this
+  std::string_view old_columns;
+  double factor(int n) const {
+    return described ? bus_bandwidth_factor(*described, n) : other_factor(n);
+  }
+};
+double spread_factor(int n) { return (n - 1.0) / n; }
+double one_factor(int) { return 1; }
+
+// nccl-tests' programs of collectives ccscope does not benchmark.
+constexpr Signature kOtherSignatures[] = {
+    {"reduce", "reduce_perf", NcclTestsOp::kReduction, true, false, {}, one_factor, "redop root"},
+    {"hypercube", "hypercube_perf", NcclTestsOp::kNone, false, true, {}, one_factor, ""},
+    {"gather", "gather_perf", NcclTestsOp::kNone, true, true, {}, spread_factor, "root"},
+    {"scatter", "scatter_perf", NcclTestsOp::kNone, true, true, {}, spread_factor, "root"},
+};
+// Read by name only: its per-peer sizes vary, so no table tells it.
+constexpr std::string_view kOtherPrograms[] = {"alltoallv_perf"};
+
+const std::vector<Signature>& signatures() {
+  static const std::vector<Signature> all = [] {
+    std::vector<Signature> out;
+    for (const auto& d : all_collectives()) {
+      // Elements of the "count" column vs bytes of "size" (8 ranks, 4-byte elements).
+      const auto l = layout_for(d.id, size_t{1} << 20, 4, 8, 0);
+      out.push_back({d.name, d.nccl_tests_program, d.nccl_tests_op, d.has_root,
+                     l.size_bytes == l.param_count * 4 * 8, d.id, nullptr,
+                     d.nccl_tests_old_columns});
+    }
+    out.insert(out.end(), std::begin(kOtherSignatures), std::end(kOtherSignatures));
+    return out;
+  }();
+  return all;
+}
+
+// "all_reduce_perf" (no directory; the MPI build's "_mpi" removed).
+std::string_view plain_program(std::string_view program) {
+  program = program.substr(program.find_last_of('/') + 1);  // npos + 1 == 0
+  if (program.ends_with("_perf_mpi")) program.remove_suffix(4);
+  return program;
+}
 
 bool is_nccl_tests_program(std::string_view name) {
-  if (name.ends_with("_mpi")) name.remove_suffix(4);
+  name = plain_program(name);
   if (!name.ends_with("_perf")) return false;
-  name.remove_suffix(5);
-  return std::find(std::begin(kPrograms), std::end(kPrograms), name) != std::end(kPrograms);
+  for (const auto& s : signatures())
+    if (s.program == name) return true;
+  return std::find(std::begin(kOtherPrograms), std::end(kOtherPrograms), name) !=
+         std::end(kOtherPrograms);
+}
+
+// nccl-tests' program name (or its collective's, "all_reduce") -> ccscope's
+// collective name; a program not known here keeps its name without "_perf"
+// and underscores (alltoallv_perf -> alltoallv).
+std::string collective_of_program(std::string_view program) {
+  program = plain_program(program);
+  if (auto c = parse_collective(program)) return std::string(name(*c));
+  if (program.size() > 5 && program.ends_with("_perf")) program.remove_suffix(5);
+  std::string out;
+  for (char c : program)
+    if (c != '_') out += c;
+  return out;
 }
 
 // ccscope's collective name -> the nccl-tests program, for messages.
 std::string program_of(const std::string& collective) {
-  for (std::string_view p : kPrograms)
-    if (collective_from_program(std::string(p) + "_perf") == collective)
-      return std::string(p) + "_perf";
+  for (const auto& s : signatures())
+    if (s.collective == collective) return std::string(s.program);
+  for (std::string_view p : kOtherPrograms)
+    if (collective_of_program(p) == collective) return std::string(p);
   return collective;
 }
 
@@ -143,20 +211,20 @@ LoadedRun read_nccl_tests_json(const std::string& path, const json& doc) {
   std::vector<std::string> args = jstrings(doc, "args", jwhere(path, ""));
   for (const auto& a : args) m.command_line += (m.command_line.empty() ? "" : " ") + a;
   std::string program = args.empty() ? "" : args[0].substr(args[0].find_last_of('/') + 1);
-  std::string collective = collective_from_program(program);
+  std::string collective = collective_of_program(program);
   if (collective.empty())
     fail(jwhere(path, "args"), "no program name (e.g. all_reduce_perf) to tell the collective");
   const std::vector<std::string> options(args.begin() + (args.empty() ? 0 : 1), args.end());
   std::string statistic = statistic_of_average(options);
   if (statistic.empty()) statistic = "avg";  // -a 1, nccl-tests' default
   if (auto v = jinteger(doc, "nccl_version", jwhere(path, ""), 0, kLongMax))
-    m.nccl_version = nccl_version_from_code(*v);
+    m.nccl_version = nccl_version_text(*v);
   m.start_time_utc =
       jstring(doc, "start_time", jwhere(path, ""));  // local time, as nccl-tests prints it
   m.end_time_utc = jstring(doc, "end_time", jwhere(path, ""));
   for (const auto& kv : jstrings(doc, "env", jwhere(path, ""))) {
     size_t eq = kv.find('=');
-    if (eq != std::string::npos && collected_variable(kv.substr(0, eq)))
+    if (eq != std::string::npos && is_recorded_variable(std::string_view(kv).substr(0, eq)))
       m.environment.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
   }
   std::sort(m.environment.begin(), m.environment.end());
@@ -384,33 +452,6 @@ void read_row(Block& b, std::vector<std::string> f, const std::string& where, Co
   }
 }
 
-// What each collective's table looks like: its op and root columns, its size
-// per count (1, or the rank count n), its busbw/algbw factor, and (2.0-2.11)
-// the columns its own header has between type and time.
-struct Signature {
-  const char* collective;
-  int op;  // 0: none (empty or "none"), 1: a reduction, 2: either
-  bool root;
-  bool size_per_count_n;
-  double (*factor)(double n);
-  const char* old_columns;
-};
-double all_reduce_factor(double n) { return 2 * (n - 1) / n; }
-double spread_factor(double n) { return (n - 1) / n; }
-double one_factor(double) { return 1; }
-constexpr Signature kSignatures[] = {
-    {"allreduce", 1, false, false, all_reduce_factor, "redop"},
-    {"reducescatter", 1, false, true, spread_factor, "redop"},
-    {"reduce", 1, true, false, one_factor, "redop root"},
-    {"sendrecv", 2, false, false, one_factor, ""},
-    {"allgather", 0, false, true, spread_factor, ""},
-    {"alltoall", 0, false, true, spread_factor, "redop"},
-    {"hypercube", 0, false, true, one_factor, ""},
-    {"broadcast", 0, true, false, one_factor, "root"},
-    {"gather", 0, true, true, spread_factor, "root"},
-    {"scatter", 0, true, true, spread_factor, "root"},
-};
-
 // Without a "# Collective test starting" line (before 2.16.7) or a command
 // line: the collectives whose tables look like `b`'s.
 std::vector<std::string> collectives_fitting(const Block& b, std::optional<int> ranks) {
@@ -436,20 +477,23 @@ std::vector<std::string> collectives_fitting(const Block& b, std::optional<int> 
                   : b.layout.redop                ? "redop"
                   : b.layout.root                 ? "root"
                                                   : "";
+  // busbw / algbw for n ranks (a ratio past the largest rank count: the same factor).
+  const int ranks_n =
+      n > static_cast<double>(kIntMax) ? static_cast<int>(kIntMax) : static_cast<int>(n);
   std::vector<std::string> out;
-  for (const auto& s : kSignatures) {
-    if (s.op != 2 && (s.op == 1) != reduction) continue;
+  for (const auto& s : signatures()) {
+    if (s.op != NcclTestsOp::kAny && (s.op == NcclTestsOp::kReduction) != reduction) continue;
     if (s.root != rooted) continue;
     if (per_count_n && *per_count_n != s.size_per_count_n) continue;
     if (b.layout.known && b.layout.deviation && old_columns != s.old_columns) continue;
     bool fits = true;
-    if (n >= 2)
+    if (ranks_n >= 2)
       for (const auto& r : b.records) {
         if (!r.algbw_GBps || !r.busbw_GBps || *r.algbw_GBps < 0.5) continue;
-        const double f = s.factor(n), a = *r.algbw_GBps;  // printed to 2 decimals
+        const double f = s.factor(ranks_n), a = *r.algbw_GBps;  // printed to 2 decimals
         if (std::fabs(*r.busbw_GBps - f * a) > 0.006 * (1 + f) + 1e-3 * f * a) fits = false;
       }
-    if (fits) out.push_back(s.collective);
+    if (fits) out.push_back(std::string(s.collective));
   }
   return out;
 }
@@ -518,12 +562,12 @@ LoadedRun read_nccl_tests_text(const std::string& path, const std::string& raw) 
       for (const auto& w : words)
         if (starts_with(w, "nccl-library=") && m.nccl_version.empty())
           if (auto code = to_integer(w.substr(13)); code && *code >= 0)
-            m.nccl_version = nccl_version_from_code(*code);
+            m.nccl_version = nccl_version_text(*code);
     } else if (starts_with(t, "# Collective test starting:")) {
       Block& b = open_block(!cur || has_rows || cur->saw_start || cur->saw_nthread);
       b.saw_start = true;
-      if (words.size() >= 4 && !collective_from_program(words[3]).empty()) {
-        b.collective = collective_from_program(words[3]);
+      if (words.size() >= 4 && !collective_of_program(words[3]).empty()) {
+        b.collective = collective_of_program(words[3]);
         b.collective_from = "header";
       }
     } else if (starts_with(t, "# nThread")) {
@@ -596,7 +640,7 @@ LoadedRun read_nccl_tests_text(const std::string& path, const std::string& raw) 
       if (n <= kIntMax) ranks = static_cast<int>(n);
     }
     if (b.collective.empty() && b.launch && !b.launch->program.empty()) {
-      b.collective = collective_from_program(b.launch->program);
+      b.collective = collective_of_program(b.launch->program);
       b.collective_from = "the command line at line " + std::to_string(b.launch_line);
     }
     const std::string where = at(path, b.first_line);

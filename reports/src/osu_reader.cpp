@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "ccscope/records/collective.h"
 #include "ccscope/reports/loaded_results.h"
 #include "reader_support.h"
 
@@ -37,7 +38,32 @@ std::string lower(std::string s) {
 
 struct Title {
   std::string collective;
+  std::string program;  // "osu_bcast", for messages
   std::string backend;  // "mpi" or "nccl"
+  // OSU prints one rank's block, nccl-tests the whole buffer (size x ranks).
+  bool size_is_per_rank = false;
+};
+
+// OSU's titles of collectives ccscope does not benchmark, and its variants
+// of those it does (the six's own titles: their descriptions' osu_titles),
+// lowercased, " Personalized Exchange" and " Persistent" removed.
+struct OtherTitle {
+  std::string_view words;
+  std::optional<Collective> described;  // a variant of one of the six
+  std::string_view collective, program;
+  bool size_is_per_rank;
+};
+constexpr OtherTitle kOtherTitles[] = {
+    {"reduce_scatter_block", Collective::kReduceScatter, "", "osu_reduce_scatter_block", false},
+    {"allgatherv", {}, "allgatherv", "osu_allgatherv", false},
+    {"all-to-allv", {}, "alltoallv", "osu_alltoallv", false},
+    {"all-to-allw", {}, "alltoallw", "osu_alltoallw", false},
+    {"reduce", {}, "reduce", "osu_reduce", false},
+    {"gather", {}, "gather", "osu_gather", true},
+    {"gatherv", {}, "gatherv", "osu_gatherv", false},
+    {"scatter", {}, "scatter", "osu_scatter", true},
+    {"scatterv", {}, "scatterv", "osu_scatterv", false},
+    {"barrier", {}, "barrier", "osu_barrier", false},
 };
 
 // "# OSU MPI-CUDA All-to-All Personalized Exchange Latency Test v7.3" -> alltoall.
@@ -57,35 +83,33 @@ Title parse_title(const std::string& t, const std::string& where) {
   for (auto it = first; it != latency; ++it) name += (name.empty() ? "" : " ") + *it;
   name = lower(name);
   if (name.ends_with(" persistent")) name.resize(name.size() - 11);  // same table
-  if (name.ends_with(" personalized exchange")) name.resize(name.size() - 22);
   if (starts_with(name, "non-blocking") || name.find("neighborhood") != std::string::npos)
     fail(where,
          "OSU's non-blocking and neighborhood benchmarks (tables of Overall, Compute and "
          "Overlap) are not read; give the blocking benchmark's output (e.g. osu_allreduce)");
-  static const std::map<std::string, std::string, std::less<>> names = {
-      {"allreduce", "allreduce"},
-      {"allgather", "allgather"},
-      {"allgatherv", "allgatherv"},
-      {"all-to-all", "alltoall"},
-      {"all-to-allv", "alltoallv"},
-      {"all-to-allw", "alltoallw"},
-      {"alltoall", "alltoall"},
-      {"broadcast", "broadcast"},
-      {"bcast", "broadcast"},
-      {"reduce", "reduce"},
-      {"reduce_scatter", "reducescatter"},
-      {"reduce_scatter_block", "reducescatter"},
-      {"gather", "gather"},
-      {"gatherv", "gatherv"},
-      {"scatter", "scatter"},
-      {"scatterv", "scatterv"},
-      {"barrier", "barrier"}};
-  auto it = names.find(name);
-  if (it != names.end()) {
-    out.collective = it->second;
-  } else {
+  auto described = [&out](const CollectiveDescription& d) {
+    out.collective = d.name;
+    out.program = d.osu_program;
+    out.size_is_per_rank = d.osu_size_is_per_rank;
+  };
+  for (const auto& d : all_collectives())
+    for (std::string_view title : d.osu_titles)
+      if (lower(std::string(title)) == name) {
+        described(d);
+        return out;
+      }
+  if (name.ends_with(" personalized exchange")) name.resize(name.size() - 22);
+  for (const auto& o : kOtherTitles)
+    if (o.words == name) {
+      if (o.described) described(describe(*o.described));
+      if (!o.described) out.collective = o.collective, out.size_is_per_rank = o.size_is_per_rank;
+      out.program = o.program;
+      break;
+    }
+  if (out.collective.empty()) {  // a title not known here: its letters and digits
     for (char c : name)
       if (std::isalnum(static_cast<unsigned char>(c))) out.collective += c;
+    out.program = "osu_" + out.collective;
   }
   if (out.collective.empty()) fail(where, "an OSU title without a benchmark name");
   if (out.collective == "barrier")
@@ -105,12 +129,6 @@ std::vector<std::string> parse_columns(const std::vector<std::string>& words) {
   }
   if (!name.empty()) columns.push_back(name);
   return columns;
-}
-
-// nccl-tests counts these collectives' size over all ranks, OSU per rank.
-bool per_rank_size(const std::string& collective) {
-  return collective == "allgather" || collective == "alltoall" || collective == "gather" ||
-         collective == "scatter";
 }
 
 struct Test {
@@ -256,14 +274,13 @@ LoadedRun read_osu(const std::string& path, const std::string& raw) {
     run.records.push_back(std::move(r));
   }
   if (run.records.empty())
-    fail_no_results(at(path, line_no),
-                    tests.empty() ? "OSU" : "osu_" + tests.back().title.collective, other);
+    fail_no_results(at(path, line_no), tests.empty() ? "OSU" : tests.back().title.program, other);
 
   // OSU's per-rank sizes -> nccl-tests' (the whole buffer: size x ranks).
   for (size_t k = 0; k < tests.size(); ++k) {
     const Test& test = tests[k];
     const size_t end = k + 1 < tests.size() ? tests[k + 1].first_record : run.records.size();
-    if (!per_rank_size(test.title.collective) || end == test.first_record) continue;
+    if (!test.title.size_is_per_rank || end == test.first_record) continue;
     const std::string where = at(path, test.line);
     if (!test.ranks) {
       run.notes.push_back(where + ": " + test.title.collective +

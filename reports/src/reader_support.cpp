@@ -95,41 +95,7 @@ void apply_layout(const RunMetadata& m, LoadedRecord& r) {
   if (m.ranks_per_node > 0) r.ranks_per_node = m.ranks_per_node;
 }
 
-// nccl-tests' program name -> ccscope's collective name.
-std::string collective_from_program(std::string program) {
-  program = program.substr(program.find_last_of('/') + 1);                 // npos + 1 == 0
-  if (program.ends_with("_perf_mpi")) program.resize(program.size() - 4);  // the MPI build
-  if (program.size() > 5 && program.ends_with("_perf")) program.resize(program.size() - 5);
-  std::string out;
-  for (char c : program)
-    if (c != '_') out += c;
-  return out;  // all_reduce -> allreduce, reduce_scatter -> reducescatter, ...
-}
-
-// 22803 -> "2.28.3" (NCCL_VERSION_CODE = major*10000 + minor*100 + patch).
-std::string nccl_version_from_code(long long code) {
-  if (code < 10000) return std::to_string(code);
-  return std::to_string(code / 10000) + "." + std::to_string(code % 10000 / 100) + "." +
-         std::to_string(code % 100);
-}
-
-bool collected_variable(const std::string& name) {
-  for (const char* p : {"NCCL_", "UCX_", "MPIR_", "OMPI_", "CCSCOPE_"})
-    if (starts_with(name, p)) return true;
-  return false;
-}
-
 // ------------------------------------------------------------------ JSON helpers
-
-std::string time_statistic_token(std::string_view text) {
-  for (const char* token : {"max", "avg", "min", "rank0"})
-    if (text == token) return token;
-  if (starts_with(text, "max over ranks")) return "max";
-  if (starts_with(text, "average over ranks")) return "avg";
-  if (starts_with(text, "min over ranks")) return "min";
-  if (starts_with(text, "rank 0")) return "rank0";
-  return "";
-}
 
 // Where a JSON value lives, for messages: "run.json: records[3].time_s".
 std::string jwhere(const std::string& path, const std::string& pointer) {

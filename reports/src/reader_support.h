@@ -39,14 +39,6 @@ long long need_integer(const std::string& text, const std::string& where, const 
 // Hosts of each rank -> nodes and the largest number of ranks on one node.
 void derive_layout(RunMetadata& m);
 void apply_layout(const RunMetadata& m, LoadedRecord& r);
-// nccl-tests' program name -> ccscope's collective name.
-std::string collective_from_program(std::string program);
-// 22803 -> "2.28.3" (NCCL_VERSION_CODE = major*10000 + minor*100 + patch).
-std::string nccl_version_from_code(long long code);
-bool collected_variable(const std::string& name);
-// ccscope.bench/1's sentence ("max over ranks of mean over iterations") or a
-// token -> "max", "avg", "min", "rank0"; "" when it says none of them.
-std::string time_statistic_token(std::string_view text);
 
 // Where a JSON value lives, for messages: "run.json: records[3].time_s".
 std::string jwhere(const std::string& path, const std::string& pointer);
