@@ -238,6 +238,7 @@ TEST(CcscopeCsv, FileWithoutTheMeasurementColumnsReadsTheDefaults) {
   ASSERT_EQ(run.records.size(), 1u);
   EXPECT_EQ(run.records[0].wrong, 7);
   EXPECT_DOUBLE_EQ(*run.records[0].time_s, 2.5e-5);
+  EXPECT_EQ(run.records[0].time_statistic, "max");  // version 1's sentence, as a token
   expect_measurement_defaults(run);
 }
 
@@ -265,6 +266,7 @@ TEST(CcscopeJson, FileWithoutTheMeasurementKeysReadsTheDefaults) {
   LoadedRun run = read_results(dir.file("old.json"));
   ASSERT_EQ(run.records.size(), 1u);
   EXPECT_EQ(run.records[0].wrong, 7);
+  EXPECT_EQ(run.records[0].time_statistic, "max");  // version 1's sentence, as a token
   expect_measurement_defaults(run);
 }
 
@@ -295,7 +297,7 @@ TEST(Errors, NameFileAndLine) {
       << error_of(dir.file("cut.csv"));
 
   std::string typed = csv;
-  typed.replace(typed.find(",max over ranks"), 0, "x");  // time_s of row 1 -> "...x"
+  typed.replace(typed.find(",max,"), 0, "x");  // time_s of row 1 -> "...x"
   spit(dir.file("typed.csv"), typed);
   EXPECT_NE(error_of(dir.file("typed.csv")).find("typed.csv:2: time_s"), std::string::npos)
       << error_of(dir.file("typed.csv"));
