@@ -535,6 +535,13 @@ TEST(Osu, RunThatPrintedOnlyAnErrorIsOneLine) {
       << e;
 }
 
+// The program a failed run names is OSU's own (osu_bcast), from the description.
+TEST(Osu, FailedRunNamesOsusProgram) {
+  const std::string e = text_error(
+      "# OSU MPI Broadcast Latency Test v7.4\nThis test requires at least two processes\n");
+  EXPECT_NE(e.find("osu_bcast printed no results"), std::string::npos) << e;
+}
+
 TEST(Osu, NonBlockingTablesAreRefused) {
   const std::string e = error_of("osu/v7.4-iallreduce-nonblocking.txt");
   EXPECT_NE(e.find("v7.4-iallreduce-nonblocking.txt:2: OSU's non-blocking"), std::string::npos)
