@@ -13,6 +13,7 @@
 #include <optional>
 
 #include "ccscope/app/verbs.h"
+#include "ccscope/common/sizes.h"
 #include "ccscope/reports/baseline.h"
 #include "ccscope/reports/compare.h"
 #include "ccscope/reports/user_files.h"
@@ -28,27 +29,13 @@ int cannot_judge(const std::string& why) {
   return kCompareCannotJudge;
 }
 
-// "64K", "1M", "1G" (binary, as nccl-tests) or plain bytes; "" = open.
-// Throws std::invalid_argument for a sign, other suffixes or an overflow.
+// "64K", "1M", "0.5G" (binary, as nccl-tests' -b/-e) or plain bytes; "" = open.
+// Throws std::invalid_argument for anything parse_size refuses.
 std::optional<size_t> parse_window_size(const std::string& text) {
   if (text.empty()) return std::nullopt;
-  unsigned long long v = 0;
-  const char* end = text.data() + text.size();
-  auto [used, ec] = std::from_chars(text.data(), end, v);  // no sign accepted
-  if (ec != std::errc()) throw std::invalid_argument(text);
-  const std::string suffix(used, end);
-  const std::string units = "KMGT";
-  if (suffix.size() == 1 &&
-      units.find(static_cast<char>(std::toupper(suffix[0]))) != std::string::npos) {
-    const unsigned shift =
-        10 * static_cast<unsigned>(units.find(static_cast<char>(std::toupper(suffix[0]))) + 1);
-    if (v > (std::numeric_limits<unsigned long long>::max() >> shift))
-      throw std::invalid_argument(text);
-    v <<= shift;
-  } else if (!suffix.empty()) {
-    throw std::invalid_argument(text);
-  }
-  return static_cast<size_t>(v);
+  const std::optional<size_t> bytes = parse_size(text);
+  if (!bytes) throw std::invalid_argument(text);
+  return bytes;
 }
 
 std::vector<LoadedRun> read_all(const std::vector<std::string>& files) {

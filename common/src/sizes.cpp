@@ -79,4 +79,20 @@ std::string format_size(size_t bytes) {
   return number + " " + kUnits[unit];
 }
 
+std::string format_exact_size(size_t bytes) {
+  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  size_t unit = 0;
+  while (bytes >= 1024 && bytes % 1024 == 0 && unit + 1 < std::size(kUnits)) {
+    bytes /= 1024;
+    ++unit;
+  }
+  return std::to_string(bytes) + " " + kUnits[unit];
+}
+
+std::string format_exact_sizes(const std::vector<size_t>& sizes) {
+  std::string out;
+  for (size_t size : sizes) out += (out.empty() ? "" : ", ") + format_exact_size(size);
+  return out;
+}
+
 }  // namespace ccscope

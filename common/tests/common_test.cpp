@@ -52,6 +52,14 @@ TEST(Sizes, Formats) {
   EXPECT_EQ(format_size(std::numeric_limits<size_t>::max()), "16 EiB");
 }
 
+TEST(Sizes, ExactFormsNameEachSizeExactly) {
+  EXPECT_EQ(format_exact_size(1536), "1536 B");
+  EXPECT_EQ(format_exact_size(65536), "64 KiB");
+  EXPECT_EQ(format_exact_size(size_t{3} << 30), "3 GiB");
+  EXPECT_EQ(format_exact_size(0), "0 B");
+  EXPECT_EQ(format_exact_sizes({8, 1024, 1536}), "8 B, 1 KiB, 1536 B");
+}
+
 TEST(UtcTime, Iso8601) {
   EXPECT_EQ(utc_iso8601(0), "1970-01-01T00:00:00Z");
   EXPECT_EQ(utc_iso8601(1795872670), "2026-11-28T13:31:10Z");

@@ -2,70 +2,16 @@
 
 #include <gtest/gtest.h>
 
+#include "sample_records.h"
+
 #include <set>
 #include <string>
 
 namespace ccscope::records {
 namespace {
 
-// Every field holds a value unlike its default, and text fields hold what CSV
-// must quote: commas, quotes, line breaks, non-ASCII text.
-BenchRecord sample_record() {
-  BenchRecord r;
-  r.collective = "broadcast";
-  r.backend = "nccl";
-  r.dtype = "bfloat16";
-  r.op = "none";
-  r.root = 3;
-  r.in_place = true;
-  r.size_bytes = 17179869184;  // 16 GiB: beyond 32 bits
-  r.count = 8589934592;
-  r.ranks = 16;
-  r.nodes = 2;
-  r.ranks_per_node = 8;
-  r.iterations = 20;
-  r.warmup_iterations = 5;
-  r.time_s = 1.2345678901234567e-05;
-  r.time_statistic = "avg";
-  r.algbw_GBps = 0.1;
-  r.busbw_GBps = 1.0 / 3;
-  r.rank_time_min_s = 1e-300;
-  r.rank_time_avg_s = 2.5e-6;
-  r.rank_time_max_s = 3.75e-6;
-  r.iteration_time_p50_s = 2e-6;
-  r.iteration_time_p99_s = 9.5e-6;
-  r.iterations_per_sample = 7;
-  r.rotated = true;
-  r.aggregate_iterations = 4;
-  r.graph_launches = 2;
-  r.time_method = "host wall clock, \"-n\" iterations, one sync\nsecond line";
-  r.checked = true;
-  r.wrong = 9007199254740993;  // 2^53 + 1: not exact in a double
-  r.check_iterations = 3;
-  r.failed_checks = 1;
-  r.record_time_utc = "2026-12-01T13:31:10Z";
-  r.repeat = 2;
-  return r;
-}
-
-RunMetadata sample_run() {
-  RunMetadata m;
-  m.ccscope_version = "0.1.0";
-  m.git_commit = "abc123, dirty";
-  m.backend = "nccl";
-  m.mpi_library = "MPICH Version:\t4.0.2";
-  m.nccl_version = "2.28.9";
-  m.cuda_version = "13.0";
-  m.driver_version = "580.65.06;575.57.08";
-  m.hosts = {"node-a", "nœud-b"};
-  m.gpu_names = {"NVIDIA H200", "NVIDIA \"H200\", SXM"};
-  m.environment = {{"NCCL_DEBUG", "INFO"}, {"NCCL_IB_HCA", "=mlx5_0:1,mlx5_1:1"}};
-  m.command_line = "mpiexec -n 2 ccscope bench broadcast -b 8 -e \"1G\"\r\n";
-  m.start_time_utc = "2026-12-01T13:00:00Z";
-  m.end_time_utc = "2026-12-01T13:05:00Z";
-  m.backend_resources = "alloc=ncclMemAlloc, blocking=0";
-  return m;
-}
+using testing::hostile_record;
+using testing::hostile_run;
 
 LoadedBenchRow read_back_csv(const std::string& header, const std::string& line) {
   const auto rows = parse_csv(header + line);
@@ -95,8 +41,8 @@ TEST(Schema, EveryFieldIsNamedOnceAndDescribed) {
 }
 
 TEST(Schema, EveryMeasuredFieldRoundTripsThroughCsvText) {
-  const BenchRecord record = sample_record();
-  const RunMetadata run = sample_run();
+  const BenchRecord record = hostile_record();
+  const RunMetadata run = hostile_run();
   const std::vector<Cell> written = bench_cells(record, run);
   const auto& fields = bench_kind().fields;
   for (size_t i = 0; i < fields.size(); ++i)
@@ -117,7 +63,7 @@ TEST(Schema, EveryMeasuredFieldRoundTripsThroughCsvText) {
   EXPECT_EQ(row.run.gpu_names, run.gpu_names);
   EXPECT_EQ(row.run.environment, run.environment);
   EXPECT_EQ(row.run.command_line, run.command_line);
-  EXPECT_EQ(row.record.root, 3);
+  EXPECT_EQ(row.record.root, 5);
   EXPECT_EQ(row.record.in_place, true);
 }
 
@@ -135,11 +81,11 @@ TEST(Schema, ReadOnlyFieldsRoundTripFromARowReadBack) {
 }
 
 TEST(Schema, UncheckedRecordHasNoWrongCount) {
-  BenchRecord record = sample_record();
+  BenchRecord record = hostile_record();
   record.checked = false;
   record.wrong = 0;
   const LoadedBenchRow row = read_back_csv(csv_line(csv_columns(bench_kind())),
-                                           csv_row(bench_kind(), bench_cells(record, sample_run())));
+                                           csv_row(bench_kind(), bench_cells(record, hostile_run())));
   EXPECT_EQ(row.record.checked, false);
   EXPECT_FALSE(row.record.wrong.has_value());
 }

@@ -1,6 +1,8 @@
 // Named baselines on disk; see baseline.h.
 #include "ccscope/reports/baseline.h"
 
+#include "ccscope/common/utc_time.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -27,13 +29,6 @@ json to_json(const Fingerprint& f) {
               {"ranks", f.ranks},
               {"nodes", f.nodes},
               {"ranks_per_node", f.ranks_per_node}};
-}
-
-std::string utc_now() {
-  std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  return buf;
 }
 
 // Names become directory names: a safe alphabet, and short enough that
@@ -144,7 +139,7 @@ Baseline save_baseline(const std::string& dir, const std::string& name,
   try {
     for (size_t i = 0; i < files.size(); ++i)
       write_whole_file(resolve_output((target / b.files[i]).string()), contents[i]);
-    b.saved_utc = utc_now();
+    b.saved_utc = utc_now_iso8601();
     json doc{{"schema", "ccscope.baseline/1"},
              {"name", name},
              {"saved_utc", b.saved_utc},

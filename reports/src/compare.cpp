@@ -5,6 +5,7 @@
 // time for the same size and ranks), so OSU files, which carry no busbw, are
 // compared as well. Several samples of one size (several files per side, or
 // the `repeat` column of `bench --repeat K`) are pooled.
+#include "ccscope/common/sizes.h"
 #include "ccscope/reports/compare.h"
 
 #include <fmt/format.h>
@@ -223,20 +224,6 @@ std::optional<AlphaBetaFit> fit(const std::map<size_t, double>& med) {
   return fit_alpha_beta(sizes, times);
 }
 
-std::string size_text(size_t bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(bytes);
-  int u = 0;
-  while (v >= 1024 && u < 4 && std::fmod(v, 1024) == 0) v /= 1024, ++u;
-  return fmt::format("{} {}", v, units[u]);
-}
-
-std::string size_list(const std::vector<size_t>& sizes) {
-  std::string out;
-  for (size_t s : sizes) out += (out.empty() ? "" : ", ") + size_text(s);
-  return out;
-}
-
 SeriesVerdict judge(const Series& base, const Series* cur,
                     const std::map<std::string, Series>& current, const CompareOptions& o) {
   SeriesVerdict v;
@@ -301,7 +288,7 @@ SeriesVerdict judge(const Series& base, const Series* cur,
     v.sizes.push_back(s);
   }
   if (!missing.empty()) {
-    v.cannot_judge = "the current results lack sizes " + size_list(missing);
+    v.cannot_judge = "the current results lack sizes " + format_exact_sizes(missing);
     return v;
   }
   if (std::none_of(v.sizes.begin(), v.sizes.end(),

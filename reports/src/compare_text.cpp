@@ -5,25 +5,12 @@
 #include <string>
 #include <vector>
 
+#include "ccscope/common/sizes.h"
 #include "ccscope/reports/compare.h"
 #include "ccscope/reports/user_files.h"
 
 namespace ccscope::reports {
 namespace {
-
-std::string size_text(size_t bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(bytes);
-  int u = 0;
-  while (v >= 1024 && u < 4 && std::fmod(v, 1024) == 0) v /= 1024, ++u;
-  return fmt::format("{} {}", v, units[u]);
-}
-
-std::string size_list(const std::vector<size_t>& sizes) {
-  std::string out;
-  for (size_t s : sizes) out += (out.empty() ? "" : ", ") + size_text(s);
-  return out;
-}
 
 std::string describe_inputs(const std::vector<CompareInput>& inputs) {
   std::string out;
@@ -83,8 +70,8 @@ std::string render_compare_text(const CompareResult& result) {
       " with >= 4 samples per side it must also differ by Mann-Whitney U (two-sided p < 0.05)\n",
       o.threshold * 100);
   out += o.min_size || o.max_size
-             ? fmt::format("window: sizes {} .. {}\n", size_text(o.min_size.value_or(0)),
-                           o.max_size ? size_text(*o.max_size) : "max")
+             ? fmt::format("window: sizes {} .. {}\n", format_exact_size(o.min_size.value_or(0)),
+                           o.max_size ? format_exact_size(*o.max_size) : "max")
              : "window: sizes where the baseline's busbw is at least half its peak\n";
   bool any_regression = false;
   for (const SeriesVerdict& v : result.series) {
@@ -100,7 +87,7 @@ std::string render_compare_text(const CompareResult& result) {
                            ? fmt::format("{:.3f}..{:.3f}", s.ci_low, s.ci_high)
                            : "-";
       out += fmt::format("{} {:>10}  {:>3}/{:<3}  {:>11.3f}  {:>15}  {:>8}{}{}\n",
-                         s.in_window ? "*" : " ", size_text(s.size_bytes), s.base_samples,
+                         s.in_window ? "*" : " ", format_exact_size(s.size_bytes), s.base_samples,
                          s.current_samples, s.busbw_ratio, ci,
                          s.p_value ? fmt::format("{:.3g}", *s.p_value) : "-",
                          s.slower ? "  slower" : "", s.in_window ? "" : "  (outside window)");
@@ -110,13 +97,13 @@ std::string render_compare_text(const CompareResult& result) {
     if (!v.cannot_judge.empty()) {
       out += "verdict: cannot judge: " + v.cannot_judge + "\n";
     } else if (v.regression) {
-      out += "verdict: REGRESSION at " + size_list(slower) + "\n";
+      out += "verdict: REGRESSION at " + format_exact_sizes(slower) + "\n";
       any_regression = true;
     } else {
       out += "verdict: no regression in the window (* sizes)\n";
     }
     if (!slower_outside.empty())
-      out += "note: slower outside the window at " + size_list(slower_outside) + "\n";
+      out += "note: slower outside the window at " + format_exact_sizes(slower_outside) + "\n";
   }
   for (const auto& name : result.only_in_current)
     out += "\nnote: only in the current results: " + name + "\n";

@@ -178,11 +178,11 @@ void nccl_tests_group(LoadedRecord r, const json& j, bool in_place, const std::s
   r.source = gw;
   if (auto t = jfigure(*g, "time", gw)) {
     if (*t < 0) fail(gw + ".time", "negative");
-    r.time_s = *t * 1e-6;
+    r.time_s = *t / 1e6;
   }
   if (auto t = jfigure(*g, "cpu_time", gw)) {  // -C: host time to issue, never time_s
     if (*t < 0) fail(gw + ".cpu_time", "negative");
-    r.cpu_time_s = *t * 1e-6;
+    r.cpu_time_s = *t / 1e6;
   }
   set_statistic(r, statistic);
   r.algbw_GBps = jfigure(*g, "alg_bw", gw);
@@ -196,8 +196,8 @@ void nccl_tests_group(LoadedRecord r, const json& j, bool in_place, const std::s
   const std::string pkey = std::string(key) + "_per_iter";
   if (const json* p = member(j, pkey.c_str()); p && p->is_object()) {
     const std::string pw = w + "." + pkey;
-    if (auto v = jfigure(*p, "p50_us", pw); v && *v >= 0) r.iteration_time_p50_s = *v * 1e-6;
-    if (auto v = jfigure(*p, "p99_us", pw); v && *v >= 0) r.iteration_time_p99_s = *v * 1e-6;
+    if (auto v = jfigure(*p, "p50_us", pw); v && *v >= 0) r.iteration_time_p50_s = *v / 1e6;
+    if (auto v = jfigure(*p, "p99_us", pw); v && *v >= 0) r.iteration_time_p99_s = *v / 1e6;
   }
   out.push_back(std::move(r));
 }
@@ -431,7 +431,7 @@ void read_row(Block& b, std::vector<std::string> f, const std::string& where, Co
       return v;
     };
     if (auto t = figure(at, cpu_time ? "cputime" : "time"))
-      (cpu_time ? r.cpu_time_s : r.time_s) = *t * 1e-6;
+      (cpu_time ? r.cpu_time_s : r.time_s) = *t / 1e6;
     r.algbw_GBps = figure(at + 1, "algbw");
     r.busbw_GBps = figure(at + 2, "busbw");
     if (auto wrong = figure(at + 3, l.deviation ? "error" : "#wrong")) {
@@ -447,7 +447,7 @@ void read_row(Block& b, std::vector<std::string> f, const std::string& where, Co
       }
     }
     if (group == 8)
-      if (auto p99 = figure(at + 6, "i_p99")) r.iteration_time_p99_s = *p99 * 1e-6;
+      if (auto p99 = figure(at + 6, "i_p99")) r.iteration_time_p99_s = *p99 / 1e6;
     b.records.push_back(std::move(r));
   }
 }

@@ -263,7 +263,7 @@ LoadedRun read_osu(const std::string& path, const std::string& raw) {
       if (!target) continue;
       double us = need_double(f[i], where, columns[i]);
       if (us < 0) fail(where, columns[i] + " is negative");
-      *target = us * 1e-6;
+      *target = us / 1e6;
       has_time |= target == &r.time_s;
     }
     if (!has_size) fail(where, "no 'Size' column in the header; rerun without hiding sizes");
