@@ -375,7 +375,8 @@ TEST(NcclTestsText, BrokenRowsNameTheirLine) {
   negative.replace(negative.find("  67.91"), 7, " -67.91");
   EXPECT_NE(text_error(negative).find("t.txt:31: time -67.91 is negative"), std::string::npos)
       << text_error(negative);
-  EXPECT_NE(text_error(std::string("# nThread 1\n8 2 float sum -1 1 2 3\0 4", 40)).find("NUL byte"),
+  static constexpr char kWithNul[] = "# nThread 1\n8 2 float sum -1 1 2 3\0 4";
+  EXPECT_NE(text_error(std::string(kWithNul, sizeof kWithNul - 1)).find("NUL byte"),
             std::string::npos);
 }
 
