@@ -166,7 +166,10 @@ RankProgress ask_peer(int rank, const std::vector<std::string>& addresses, int p
 
 std::string join_ranks(const std::vector<int>& ranks) {
   std::string out;
-  for (int r : ranks) out += (out.empty() ? "" : ",") + std::to_string(r);
+  for (int r : ranks) {
+    if (!out.empty()) out += ',';
+    out += std::to_string(r);
+  }
   return out;
 }
 

@@ -54,7 +54,7 @@ Cell cell_of_value(const V& v) {
     c.present = !v.empty();
     c.text = v;
   } else if constexpr (std::is_same_v<V, bool>) {
-    c.text = v ? "1" : "0";
+    c.text.assign(1, v ? '1' : '0');  // (not a literal: GCC 12 -O3 warns of -Wrestrict there)
   } else if constexpr (std::is_floating_point_v<V>) {
     c.text = number_text(v);
   } else if constexpr (std::is_integral_v<V>) {
