@@ -36,7 +36,8 @@ stop_run() {
   while [ ! -f "$dir/run.csv" ] || [ "$(csv_select "$dir/run.csv" size_bytes 2>/dev/null | grep -c '')" -lt 3 ]; do
     [ "$(date +%s)" -lt "$deadline" ] || { fail "$name: no records within 60 s"; kill -9 "$pid"; return; }
     kill -0 "$pid" 2>/dev/null || { fail "$name: the run ended before the signal"; return; }
-    sleep 0.1
+    # Each look starts ci/read-records (python): every 0.5 s keeps the ranks' cores free.
+    sleep 0.5
   done
   kill -s "$sig" "$pid"
   wait_pid_with_deadline "$pid" 60
