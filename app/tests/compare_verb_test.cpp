@@ -36,15 +36,7 @@ size_t lines(const std::string& text) { return std::count(text.begin(), text.end
 
 auto same = [](size_t, int) { return 1.0; };
 
-class CompareVerb : public ::testing::Test {
- protected:
-  std::string write(const std::string& name, const std::vector<BenchRecord>& records,
-                    const RunMetadata& m = test_metadata()) {
-    write_run(dir_.file(name), records, m);
-    return dir_.file(name);
-  }
-  TempDir dir_;
-};
+class CompareVerb : public ResultFilesTest {};
 
 TEST_F(CompareVerb, PrintsTheReportAndExitsByTheVerdict) {
   auto base = write("base.csv", sweep(2, 1, same));

@@ -688,14 +688,8 @@ LoadedRun read_nccl_tests_text(const std::string& path, const std::string& raw) 
   if (tests > 1)
     run.notes.push_back(std::to_string(tests) +
                         " tests in one file; each row keeps its own test's collective and ranks");
-  if (skipped)
-    run.notes.push_back(std::to_string(skipped) +
-                        " lines of other programs skipped (NCCL INFO/WARN, launcher and MPI "
-                        "messages, command lines)");
-  if (prefixed)
-    run.notes.push_back(std::to_string(prefixed) +
-                        " nccl-tests lines read without their log prefix (mpirun --tag-output, "
-                        "srun --label, time stamps)");
+  note_foreign_lines(run, skipped, "NCCL INFO/WARN, launcher and MPI messages, command lines",
+                     prefixed, "nccl-tests");
   if (std::any_of(run.records.begin(), run.records.end(),
                   [](const LoadedRecord& r) { return r.cpu_time_s.has_value(); }))
     run.notes.push_back(

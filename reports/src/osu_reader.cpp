@@ -305,14 +305,7 @@ LoadedRun read_osu(const std::string& path, const std::string& raw) {
     run.notes.push_back(std::to_string(failed) +
                         " sizes failed OSU's validation (Fail or DATA VALIDATION ERROR): read as "
                         "wrong=1, as OSU prints no count");
-  if (skipped)
-    run.notes.push_back(std::to_string(skipped) +
-                        " lines of other programs skipped (launcher and MPI messages, command "
-                        "lines)");
-  if (prefixed)
-    run.notes.push_back(std::to_string(prefixed) +
-                        " OSU lines read without their log prefix (mpirun --tag-output, srun "
-                        "--label, time stamps)");
+  note_foreign_lines(run, skipped, "launcher and MPI messages, command lines", prefixed, "OSU");
   return run;
 }
 

@@ -420,4 +420,15 @@ void fail_no_results(const std::string& where, const std::string& program,
                   "'s whole output");
 }
 
+void note_foreign_lines(LoadedRun& run, size_t skipped, std::string_view kinds, size_t prefixed,
+                        std::string_view tool) {
+  if (skipped)
+    run.notes.push_back(std::to_string(skipped) + " lines of other programs skipped (" +
+                        std::string(kinds) + ")");
+  if (prefixed)
+    run.notes.push_back(std::to_string(prefixed) + " " + std::string(tool) +
+                        " lines read without their log prefix (mpirun --tag-output, srun "
+                        "--label, time stamps)");
+}
+
 }  // namespace ccscope::reports::detail

@@ -85,6 +85,12 @@ std::string reported_failure(const std::vector<std::string>& lines);
 [[noreturn]] void fail_no_results(const std::string& where, const std::string& program,
                                   const std::vector<std::string>& other_lines);
 
+// The notes of a text reader that skipped other programs' lines (`skipped`,
+// of the kinds named in `kinds`) and read `prefixed` lines of `tool` without
+// their log prefix; nothing for counts of 0.
+void note_foreign_lines(LoadedRun& run, size_t skipped, std::string_view kinds, size_t prefixed,
+                        std::string_view tool);
+
 // One reader per format (read_results detects which).
 LoadedRun read_ccscope_csv(const std::string& path, const std::string& raw);
 LoadedRun read_ccscope_json(const std::string& path, const json& doc);

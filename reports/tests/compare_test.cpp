@@ -73,15 +73,7 @@ std::optional<double> whole_number(const std::string& token) {
   return value;
 }
 
-class Compare : public ::testing::Test {
- protected:
-  std::string write(const std::string& name, const std::vector<BenchRecord>& records,
-                    const RunMetadata& m = test_metadata()) {
-    write_run(dir_.file(name), records, m);
-    return dir_.file(name);
-  }
-  TempDir dir_;
-};
+class Compare : public ResultFilesTest {};
 
 TEST_F(Compare, IdenticalFilesPass) {
   auto base = write("base.csv", sweep(2, 1, same));

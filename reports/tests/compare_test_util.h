@@ -1,6 +1,7 @@
 #pragma once
 // Helpers for the reader and compare tests: a scratch directory, ccscope result
 // files written through the real writers, and file contents as text.
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -112,5 +113,16 @@ inline void write_run(const std::string& path, const std::vector<BenchRecord>& r
   for (const auto& r : records) reporter->add(r);
   reporter->end(m);
 }
+
+// A test with a temporary directory of results files written by ccscope's writers.
+class ResultFilesTest : public ::testing::Test {
+ protected:
+  std::string write(const std::string& name, const std::vector<BenchRecord>& records,
+                    const RunMetadata& m = test_metadata()) {
+    write_run(dir_.file(name), records, m);
+    return dir_.file(name);
+  }
+  TempDir dir_;
+};
 
 }  // namespace ccscope::reports::testing
