@@ -1,0 +1,2 @@
+#pragma once
+// (being written) a small XML reader for topology files
