@@ -44,3 +44,18 @@ if(NOT CCSCOPE_CUDA STREQUAL "OFF")
   endif()
 endif()
 
+
+# Optional: hwloc for the topology probe's live PCI tree (the GPU machine has
+# none: the probe then says so and reads NVML and sysfs alone).
+set(CCSCOPE_HAVE_HWLOC OFF)
+find_package(PkgConfig QUIET)
+if(PKG_CONFIG_FOUND)
+  pkg_check_modules(HWLOC QUIET IMPORTED_TARGET hwloc>=2.0)
+  if(HWLOC_FOUND)
+    set(CCSCOPE_HAVE_HWLOC ON)
+    message(STATUS "ccscope: hwloc ${HWLOC_VERSION} for the topology probe")
+  endif()
+endif()
+if(NOT CCSCOPE_HAVE_HWLOC)
+  message(STATUS "ccscope: hwloc not found; the topology probe reads NVML and sysfs only")
+endif()

@@ -1,0 +1,108 @@
+#include "ccscope/topo/probe.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <memory>
+#include <string>
+
+#include "ccscope/topo/readers.h"
+#include "ccscope/topo/sysfs.h"
+
+#ifdef CCSCOPE_HAVE_HWLOC
+#include <hwloc.h>
+#endif
+
+namespace ccscope::topo {
+namespace {
+
+std::string this_hostname() {
+  std::string name(256, '\0');
+  if (gethostname(name.data(), name.size()) != 0) return "";
+  name.resize(name.find('\0') == std::string::npos ? name.size() : name.find('\0'));
+  return name;
+}
+
+#ifdef CCSCOPE_HAVE_HWLOC
+// hwloc's own topology exported as XML and read by the one hwloc-XML reader, so
+// that a live probe and a saved file (`--from`) cannot disagree in how they are read.
+SourceStatus read_hwloc_live(HostTopology& into) {
+  SourceStatus status{"hwloc", false, ""};
+  hwloc_topology_t topology = nullptr;
+  if (hwloc_topology_init(&topology) != 0) {
+    status.detail = "hwloc_topology_init failed";
+    return status;
+  }
+  std::unique_ptr<hwloc_topology, void (*)(hwloc_topology_t)> guard(topology,
+                                                                   hwloc_topology_destroy);
+  hwloc_topology_set_io_types_filter(topology, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+  if (hwloc_topology_load(topology) != 0) {
+    status.detail = "hwloc_topology_load failed";
+    return status;
+  }
+  char* buffer = nullptr;
+  int length = 0;
+  if (hwloc_topology_export_xmlbuffer(topology, &buffer, &length, 0) != 0 || !buffer) {
+    status.detail = "hwloc_topology_export_xmlbuffer failed";
+    return status;
+  }
+  std::string xml(buffer, length > 0 ? static_cast<size_t>(length - 1) : 0);
+  hwloc_free_xmlbuffer(topology, buffer);
+  HostTopology read;
+  try {
+    read = read_hwloc_xml(xml);
+  } catch (const TopologyError& e) {
+    status.detail = std::string("hwloc's own XML did not read: ") + e.what();
+    return status;
+  }
+  const unsigned version = hwloc_get_api_version();
+  status.read = true;
+  status.detail = "hwloc " + std::to_string(version >> 16) + "." +
+                  std::to_string((version >> 8) & 0xff) + "." + std::to_string(version & 0xff) +
+                  " (live), " + std::to_string(read.gpus.size()) + " GPUs, " +
+                  std::to_string(read.nics.size()) + " NICs";
+  const std::string hostname = into.hostname;
+  into = std::move(read);
+  if (!hostname.empty()) into.hostname = hostname;
+  into.sources.erase(std::remove_if(into.sources.begin(), into.sources.end(),
+                                    [](const SourceStatus& s) { return s.name == "hwloc"; }),
+                     into.sources.end());
+  return status;
+}
+#endif
+
+}  // namespace
+
+bool hwloc_compiled() {
+#ifdef CCSCOPE_HAVE_HWLOC
+  return true;
+#else
+  return false;
+#endif
+}
+
+HostTopology probe_host(const ProbeOptions& options) {
+  HostTopology host;
+  host.hostname = this_hostname();
+  if (!options.use_hwloc) {
+    host.sources.push_back({"hwloc", false, "not asked for (--no-hwloc)"});
+  } else {
+#ifdef CCSCOPE_HAVE_HWLOC
+    host.sources.push_back(read_hwloc_live(host));
+#else
+    host.sources.push_back({"hwloc", false, "this ccscope was built without hwloc"});
+#endif
+  }
+  if (options.use_nvml)
+    host.sources.push_back(read_nvml(host, options.nvml_library));
+  else
+    host.sources.push_back({"nvml", false, "not asked for (--no-nvml)"});
+  host.sources.push_back(read_sysfs_nics(host, options.sysfs_root));
+  if (options.read_shapers && options.sysfs_root == "/sys")
+    for (Nic& nic : host.nics)
+      if (nic.name.find(':') == std::string::npos) nic.shaped_Gbps = egress_shaped_Gbps(nic.name);
+  host.sources.push_back({"nccl", false, "no NCCL topology dump given (--nccl-topo FILE)"});
+  return host;
+}
+
+}  // namespace ccscope::topo

@@ -1,0 +1,148 @@
+#include <algorithm>
+#include <cstdio>
+
+#include "ccscope/topo/report.h"
+
+namespace ccscope::topo {
+namespace {
+
+std::string figure(double GBps) {
+  if (GBps <= 0) return "?";
+  char text[32];
+  std::snprintf(text, sizeof text, GBps >= 100 ? "%.0f" : GBps >= 1 ? "%.2f" : "%.4f", GBps);
+  return text;
+}
+
+std::string padded(const std::string& text, size_t width) {
+  return text.size() >= width ? text + " " : text + std::string(width - text.size(), ' ');
+}
+
+}  // namespace
+
+void complete_report(TopologyReport& report) {
+  report.node_pairs.clear();
+  for (size_t i = 0; i < report.nodes.size(); ++i)
+    for (size_t j = i + 1; j < report.nodes.size(); ++j)
+      report.node_pairs.push_back(
+          node_pair_path(report.nodes[i], report.nodes[j], report.env, report.sockets_only));
+  for (const HostTopology& node : report.nodes)
+    for (Finding& f : check_node(node)) report.findings.push_back(std::move(f));
+  for (Finding& f : check_homogeneity(report.nodes)) report.findings.push_back(std::move(f));
+  for (MeasuredPair& m : report.measured) {
+    m.below_threshold = m.expected_GBps > 0 && m.measured_GBps < report.threshold * m.expected_GBps;
+    if (m.below_threshold)
+      report.findings.push_back(
+          {Finding::Severity::kFail, m.endpoint_a, "measure.below_expected",
+           m.endpoint_a + " <-> " + m.endpoint_b + " (" + m.path + "): " + figure(m.measured_GBps) +
+               " GB/s, " + std::to_string(static_cast<int>(100 * m.measured_GBps / m.expected_GBps)) +
+               "% of the expected " + figure(m.expected_GBps) + " GB/s (threshold " +
+               std::to_string(static_cast<int>(100 * report.threshold + 0.5)) + "%)",
+           "check the link of both ends (cable, negotiated rate, errors: ethtool -S / ibstat / "
+           "perfquery), then the switch port"});
+  }
+}
+
+std::string render_topology_text(const TopologyReport& report) {
+  std::string out;
+  for (const HostTopology& node : report.nodes) {
+    out += "== " + (node.hostname.empty() ? std::string("(unnamed node)") : node.hostname) + ": " +
+           std::to_string(node.gpus.size()) + " GPUs, " + std::to_string(node.nics.size()) +
+           " network interfaces/ports";
+    if (node.packages || node.cores)
+      out += ", " + std::to_string(node.packages) + " packages, " + std::to_string(node.numa_nodes) +
+             " NUMA nodes, " + std::to_string(node.cores) + " cores";
+    out += "\n  sources:";
+    for (const SourceStatus& s : node.sources)
+      out += "\n    " + padded(s.name, 6) + (s.read ? "read      " : "not read  ") + s.detail;
+    out += "\n";
+    if (node.gpus.empty()) {
+      out += "  no GPU found\n";
+    } else {
+      out += "\n" + render_path_matrix(node, report.env) + "\n";
+      out += "  GPU  name                              bus id         PCIe (now/max)\n";
+      for (const Gpu& gpu : node.gpus) {
+        const PcieLink now = gpu.pcie_current.known() ? gpu.pcie_current : gpu.pci.link;
+        auto link = [](const PcieLink& l) {
+          return l.generation ? "gen" + std::to_string(l.generation) +
+                                    (l.width ? " x" + std::to_string(l.width) : "")
+                              : std::string("?");
+        };
+        out += "  " + padded(std::to_string(gpu.index), 5) + padded(gpu.name, 34) +
+               padded(gpu.pci.bus_id, 15) + link(now) + " / " + link(gpu.pcie_max) + "\n";
+      }
+      const std::vector<GpuPairPath> pairs = gpu_pair_paths(node, report.env);
+      if (!pairs.empty()) {
+        out += "\n  GPU pair  path  transport  expected GB/s  basis\n";
+        for (const GpuPairPath& p : pairs)
+          out += "  " + padded(std::to_string(p.gpu_a) + "-" + std::to_string(p.gpu_b), 10) +
+                 padded(p.token(), 6) + padded(p.p2p ? "P2P" : "SHM", 11) +
+                 padded(figure(p.expected_GBps), 15) + p.basis + "\n";
+      }
+    }
+    out += "\n  NIC            kind        state    rate Gbit/s  MTU    driver\n";
+    for (const Nic& nic : node.nics) {
+      char rate[64];
+      if (nic.effective_Gbps() > 0)
+        std::snprintf(rate, sizeof rate, "%g%s", nic.effective_Gbps(),
+                      nic.shaped_Gbps > 0 && nic.shaped_Gbps < nic.rate_Gbps ? " (tc)" : "");
+      else
+        std::snprintf(rate, sizeof rate, "?");
+      out += "  " + padded(nic.name, 15) + padded(nic_kind_name(nic.kind), 12) +
+             padded(nic.state.empty() ? "?" : nic.state, 9) + padded(rate, 13) +
+             padded(nic.mtu ? std::to_string(nic.mtu) : "?", 7) +
+             (nic.driver.empty() ? (nic.is_virtual ? "(virtual)" : "") : nic.driver) + "\n";
+    }
+    for (const std::string& note : node.notes) out += "  note: " + note + "\n";
+    out += "\n";
+  }
+  if (report.nodes.size() > 1) {
+    out += "nodes:\n  host                 GPUs  GPU model                      NICs up  driver        CUDA   NCCL\n";
+    for (const HostTopology& node : report.nodes) {
+      std::string model = node.gpus.empty() ? "-" : node.gpus.front().name;
+      const size_t up = static_cast<size_t>(std::count_if(
+          node.nics.begin(), node.nics.end(),
+          [](const Nic& n) { return n.name != "lo" && (n.state == "up" || n.state == "active"); }));
+      out += "  " + padded(node.hostname, 21) + padded(std::to_string(node.gpus.size()), 6) +
+             padded(model, 31) + padded(std::to_string(up), 9) +
+             padded(node.driver_version.empty() ? "-" : node.driver_version, 14) +
+             padded(node.cuda_version.empty() ? "-" : node.cuda_version, 7) +
+             (node.nccl_version.empty() ? "-" : node.nccl_version) + "\n";
+    }
+    out += "\nnode pairs:\n  pair                        transport  expected GB/s  basis\n";
+    for (const NodePairPath& p : report.node_pairs)
+      out += "  " + padded(p.host_a + " - " + p.host_b, 28) + padded(transport_name(p.transport), 11) +
+             padded(figure(p.expected_GBps), 15) + p.basis + "\n";
+    out += "\n";
+  }
+  if (!report.measured.empty()) {
+    std::vector<const MeasuredPair*> sorted;
+    for (const MeasuredPair& m : report.measured) sorted.push_back(&m);
+    // Slowest last: the pair to look at ends the table, as a ranked list.
+    std::stable_sort(sorted.begin(), sorted.end(), [](const MeasuredPair* a, const MeasuredPair* b) {
+      const double ra = a->expected_GBps > 0 ? a->measured_GBps / a->expected_GBps : a->measured_GBps;
+      const double rb = b->expected_GBps > 0 ? b->measured_GBps / b->expected_GBps : b->measured_GBps;
+      return ra > rb;
+    });
+    out += "measured (per direction, both directions at once; median of repetitions; slowest "
+           "last):\n  pair                        round  path               measured GB/s  "
+           "expected GB/s  % of expected\n";
+    for (const MeasuredPair* m : sorted) {
+      std::string percent = "?";
+      if (m->expected_GBps > 0)
+        percent = std::to_string(static_cast<int>(100 * m->measured_GBps / m->expected_GBps + 0.5)) +
+                  "%" + (m->below_threshold ? "  BELOW THRESHOLD" : "");
+      out += "  " + padded(m->endpoint_a + " - " + m->endpoint_b, 28) +
+             padded(std::to_string(m->round), 7) + padded(m->path, 19) +
+             padded(figure(m->measured_GBps), 15) + padded(figure(m->expected_GBps), 15) + percent +
+             "\n";
+    }
+    out += "\n";
+  }
+  out += "findings:\n";
+  if (report.findings.empty()) out += "  none\n";
+  for (const Finding& f : report.findings)
+    out += "  " + padded(severity_name(f.severity), 5) + f.message + "\n        -> " + f.remedy + "\n";
+  return out;
+}
+
+}  // namespace ccscope::topo
