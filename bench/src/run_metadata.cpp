@@ -5,13 +5,39 @@
 #include <set>
 #include <string>
 
+#include "ccscope/bench/cluster_topology.h"
 #include "ccscope/collectives/backends.h"
+#include "ccscope/topo/paths.h"
 #include "ccscope/common/environment.h"
 #include "ccscope/version.h"
 
 extern char** environ;
 
 namespace ccscope::bench {
+
+void set_expected_path(reports::RunMetadata& metadata, const World& world,
+                       const Communicator& comm) {
+  // NVML and sysfs place GPUs and rate NICs; hwloc's full I/O scan would add
+  // up to a second per node to every bench run for the PCI tree alone.
+  topo::ProbeOptions probe;
+  probe.use_hwloc = false;
+  const bool nccl = comm.backend_name() == "nccl";
+  ClusterTopology cluster;
+  try {
+    cluster = gather_cluster_topology(
+        world, probe, nccl ? gpu_identity_for_local_rank(world.local_rank()) : std::string());
+  } catch (const topo::TopologyError&) {
+    return;  // every rank read the same texts: all leave the figure unknown alike
+  }
+  // The MPI backends speak TCP between nodes whatever the NICs (MPICH's and
+  // Open MPI's default transports here); NCCL picks as topo says it would.
+  const topo::RankSetPath path =
+      expected_path_of_run(cluster, topo::nccl_environment_from_process(), !nccl);
+  if (path.expected_GBps > 0) {
+    metadata.expected_busbw_GBps = path.expected_GBps;
+    metadata.expected_path = path.description;
+  }
+}
 
 std::string shell_join(const std::vector<std::string>& words) {
   std::string out;
@@ -62,6 +88,7 @@ reports::RunMetadata collect_run_metadata(const World& world, const Communicator
   metadata.ranks_per_node = world.max_ranks_per_node();
   metadata.environment = recorded_environment(environ);
   metadata.command_line = shell_join(command_line);
+  set_expected_path(metadata, world, comm);
   metadata.start_time_utc = utc_now_iso8601();
   return metadata;
 }

@@ -14,6 +14,11 @@ namespace ccscope::bench {
 reports::RunMetadata collect_run_metadata(const World& world, const Communicator& comm,
                                           const std::vector<std::string>& command_line);
 
+// Collective: the nominal figure of the slowest path the ranks use and what it
+// is (topo), into expected_busbw_GBps/expected_path; left unset when unknown.
+void set_expected_path(reports::RunMetadata& metadata, const World& world,
+                       const Communicator& comm);
+
 // Joins arguments, quoting those a shell would split.
 std::string shell_join(const std::vector<std::string>& words);
 

@@ -65,7 +65,7 @@ BenchKind make_bench_kind() {
   using R = BenchRecord;
   using L = LoadedRecord;
   using M = RunMetadata;
-  BenchKind kind{"ccscope.bench", 2, {}};
+  BenchKind kind{"ccscope.bench", 3, {}};
   auto& f = kind.fields;
   // The schema id of the row; readers check it before any other field.
   f.push_back(BenchField{
@@ -167,6 +167,22 @@ BenchKind make_bench_kind() {
   f.push_back(run_field<&M::backend_resources>({"backend_resources", "", "what the backend used, its words"}));
   f.push_back(read_only_field<&L::cpu_time_s>(
       {"cpu_time_s", "s", "host CPU time to issue an operation (nccl-tests -C)", 2}));
+  f.push_back(run_field<&M::expected_busbw_GBps>(
+      {"expected_busbw_GBps", "GB/s",
+       "nominal per-direction bandwidth of the slowest path the ranks use; empty when unknown", 3}));
+  f.push_back(run_field<&M::expected_path>(
+      {"expected_path", "", "that path and what its figure is made of", 3}));
+  f.push_back(BenchField{
+      "busbw_percent_of_expected", "%", FieldType::kNumber, FieldScope::kRecord, 3, "", true,
+      "busbw_GBps / expected_busbw_GBps x 100; empty when the expected figure is unknown",
+      [](const BenchRow& row) {
+        if (!row.run.expected_busbw_GBps || *row.run.expected_busbw_GBps <= 0) return Cell{};
+        return cell_of(100.0 * row.record.busbw_GBps / *row.run.expected_busbw_GBps);
+      },
+      [](const LoadedBenchRow& row) { return cell_of(row.record.busbw_percent_of_expected); },
+      [](LoadedBenchRow& row, const Cell& c) {
+        set_from<std::optional<double>, 0>(row.record.busbw_percent_of_expected, c);
+      }});
   f.push_back(run_field<&M::end_time_utc>({"end_time_utc", "", "ISO 8601 UTC end of the run"}, false));
   return kind;
 }

@@ -62,6 +62,8 @@ inline RunMetadata hostile_run() {
   m.start_time_utc = "2026-12-01T13:00:00Z";
   m.end_time_utc = "2026-12-01T13:05:00Z";
   m.backend_resources = "alloc=ncclMemAlloc, blocking=0";
+  m.expected_busbw_GBps = 0.125;
+  m.expected_path = "socket over eth0: 1 Gbit/s (tc shaper; line rate 10 Gbit/s), node-a,1 \"b\"";
   return m;
 }
 

@@ -72,6 +72,12 @@ class ConsoleReporter : public Reporter {
     if (!m.driver_version.empty()) line(fmt::format("# GPU driver: {}", m.driver_version));
     if (!m.backend_resources.empty())
       line(fmt::format("# Backend resources: {}", m.backend_resources));
+    // busbw against the slowest path's nominal figure: two columns more (%exp)
+    // only when that figure is known, so a run without it prints nccl-tests' table.
+    if (m.expected_busbw_GBps && *m.expected_busbw_GBps > 0) {
+      expected_GBps_ = *m.expected_busbw_GBps;
+      line(fmt::format("# Expected busbw: {:.4g} GB/s, {}", expected_GBps_, m.expected_path));
+    }
     line("#");
   }
 
@@ -134,15 +140,19 @@ class ConsoleReporter : public Reporter {
     line(fmt::format("# time: {}", records::describe_time_statistic(r.time_statistic)));
     if (!r.time_method.empty()) line(fmt::format("# time method: {}", r.time_method));
     line("#");
-    line(
-        "#                                                              out-of-place              "
-        "         in-place          ");
-    line(
-        "#       size         count      type   redop    root     time   algbw   busbw  #wrong    "
-        " time   algbw   busbw  #wrong ");
-    line(
-        "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            "
-        " (us)  (GB/s)  (GB/s)         ");
+    const bool percent = expected_GBps_ > 0;
+    line(std::string(
+             "#                                                              out-of-place              "
+             "         in-place          ") +
+         (percent ? "   busbw % of expected" : ""));
+    line(std::string(
+             "#       size         count      type   redop    root     time   algbw   busbw  #wrong    "
+             " time   algbw   busbw  #wrong ") +
+         (percent ? "  oop %exp  ip %exp" : ""));
+    line(std::string(
+             "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            "
+             " (us)  (GB/s)  (GB/s)         ") +
+         (percent ? "       (%)      (%)" : ""));
   }
 
   static std::string group(const std::optional<BenchRecord>& r) {
@@ -155,8 +165,15 @@ class ConsoleReporter : public Reporter {
   void flush_pending() {
     if (!out_of_place_ && !in_place_) return;
     const BenchRecord& r = out_of_place_ ? *out_of_place_ : *in_place_;
-    line(fmt::format("{:>12}  {:>12}  {:>8}  {:>6}  {:>6}{}{}", r.size_bytes, r.count, r.dtype,
-                     r.op, r.root, group(out_of_place_), group(in_place_)));
+    std::string percent;
+    if (expected_GBps_ > 0) {
+      const auto share = [this](const std::optional<BenchRecord>& v) {
+        return v ? fmt::format("{:.1f}", 100.0 * v->busbw_GBps / expected_GBps_) : std::string("N/A");
+      };
+      percent = fmt::format("  {:>8}  {:>7}", share(out_of_place_), share(in_place_));
+    }
+    line(fmt::format("{:>12}  {:>12}  {:>8}  {:>6}  {:>6}{}{}{}", r.size_bytes, r.count, r.dtype,
+                     r.op, r.root, group(out_of_place_), group(in_place_), percent));
     out_of_place_.reset();
     in_place_.reset();
   }
@@ -166,6 +183,7 @@ class ConsoleReporter : public Reporter {
   std::optional<BenchRecord> out_of_place_;
   std::optional<BenchRecord> in_place_;
   double busbw_sum_ = 0;
+  double expected_GBps_ = 0;  // the run's expected busbw; 0 unknown
   int64_t records_ = 0;
   int64_t failed_checks_ = 0;  // "# Out of bounds values"
 };

@@ -71,6 +71,12 @@ SourceStatus read_hwloc_live(HostTopology& into) {
 }
 #endif
 
+// A source's status, replacing one a reader already put there under its name.
+void set_source(HostTopology& host, SourceStatus status) {
+  if (SourceStatus* held = host.source(status.name)) *held = std::move(status);
+  else host.sources.push_back(std::move(status));
+}
+
 }  // namespace
 
 bool hwloc_compiled() {
@@ -85,23 +91,23 @@ HostTopology probe_host(const ProbeOptions& options) {
   HostTopology host;
   host.hostname = this_hostname();
   if (!options.use_hwloc) {
-    host.sources.push_back({"hwloc", false, "not asked for (--no-hwloc)"});
+    set_source(host, {"hwloc", false, "not asked for (--no-hwloc)"});
   } else {
 #ifdef CCSCOPE_HAVE_HWLOC
-    host.sources.push_back(read_hwloc_live(host));
+    set_source(host, read_hwloc_live(host));
 #else
-    host.sources.push_back({"hwloc", false, "this ccscope was built without hwloc"});
+    set_source(host, {"hwloc", false, "this ccscope was built without hwloc"});
 #endif
   }
   if (options.use_nvml)
-    host.sources.push_back(read_nvml(host, options.nvml_library));
+    set_source(host, read_nvml(host, options.nvml_library));
   else
-    host.sources.push_back({"nvml", false, "not asked for (--no-nvml)"});
-  host.sources.push_back(read_sysfs_nics(host, options.sysfs_root));
+    set_source(host, {"nvml", false, "not asked for (--no-nvml)"});
+  set_source(host, read_sysfs_nics(host, options.sysfs_root));
   if (options.read_shapers && options.sysfs_root == "/sys")
     for (Nic& nic : host.nics)
       if (nic.name.find(':') == std::string::npos) nic.shaped_Gbps = egress_shaped_Gbps(nic.name);
-  host.sources.push_back({"nccl", false, "no NCCL topology dump given (--nccl-topo FILE)"});
+  set_source(host, {"nccl", false, "no NCCL topology dump given (--nccl-topo FILE)"});
   return host;
 }
 

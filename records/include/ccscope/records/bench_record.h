@@ -38,6 +38,11 @@ struct RunMetadata {
   // alltoall=ncclAlltoAll, blocking=0"; "" when it has nothing to say (and in
   // files written before the field existed).
   std::string backend_resources;
+  // The nominal per-direction bandwidth of the slowest path the run's ranks use
+  // (topo's nominal-rate table), which busbw is set against; absent when no
+  // source rates that path (host memory, an unknown link). And what it is.
+  std::optional<double> expected_busbw_GBps;
+  std::string expected_path;
 };
 
 struct BenchRecord {
@@ -134,6 +139,8 @@ struct LoadedRecord {
   std::optional<int> check_iterations;
   std::optional<int> failed_checks;
   std::string record_time_utc;
+  // busbw_GBps / the run's expected_busbw_GBps x 100 (ccscope.bench/3).
+  std::optional<double> busbw_percent_of_expected;
 };
 
 }  // namespace ccscope::records
