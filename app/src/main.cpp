@@ -37,6 +37,9 @@ constexpr Verb kVerbs[] = {
     {"compare", ccscope::reports::kCompareCannotJudge, ccscope::app::compare_verb,
      "BASELINE CURRENT: per-size busbw ratios and a regression verdict\n"
      "(exit 0 no regression, 1 regression, 125 cannot judge: git bisect run; 2 bad flags)"},
+    {"topo", 2, ccscope::app::topo_verb,
+     "GPUs, NICs and the path between every pair of GPUs and of nodes with its\n"
+     "expected bandwidth; --measure: every pair's bandwidth (ccscope topo --help)"},
     {"baseline", 2, ccscope::app::baseline_verb,
      "save NAME FILES... | list: keep fingerprinted baselines for compare"},
 };

@@ -1,5 +1,6 @@
 #include "ccscope/bench/pair_bandwidth.h"
 
+#include <algorithm>
 #include <chrono>
 #include <stdexcept>
 #include <string>
@@ -62,6 +63,74 @@ std::vector<PairBandwidth> measure_pair_rounds(Communicator& comm, const Control
     for (size_t i = 0; i < pairs.size(); ++i)
       results.push_back({pairs[i].first, pairs[i].second, round,
                          algorithm_bandwidth_GBps(bytes, seconds[i])});
+  }
+  return results;
+}
+
+namespace {
+
+// `bytes` from `from` to `to` as a timed stream; returns GB/s on `from`, 0 elsewhere.
+double one_way(PointToPoint& p2p, int from, int to, std::vector<unsigned char>& buffer,
+               const PairBandwidthOptions& options, std::string& problem) {
+  unsigned char ack = 0;
+  const size_t bytes = buffer.size();
+  if (p2p.rank() == from) {
+    std::fill(buffer.begin(), buffer.end(), static_cast<unsigned char>(from + 1));
+    for (int i = 0; i < options.warmup; ++i) p2p.send(to, buffer.data(), bytes);
+    if (options.warmup > 0) p2p.recv(to, &ack, 1);
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < options.repetitions; ++i) p2p.send(to, buffer.data(), bytes);
+    p2p.recv(to, &ack, 1);
+    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+    return algorithm_bandwidth_GBps(bytes * static_cast<size_t>(options.repetitions), took.count());
+  }
+  if (p2p.rank() == to) {
+    const unsigned char want = static_cast<unsigned char>(from + 1);
+    for (int i = 0; i < options.warmup + options.repetitions; ++i) {
+      std::fill(buffer.begin(), buffer.end(), static_cast<unsigned char>(~want));
+      p2p.recv(from, buffer.data(), bytes);
+      for (size_t b = 0; b < bytes && problem.empty(); ++b)
+        if (buffer[b] != want)
+          problem = "rank " + std::to_string(to) + " received a wrong byte from rank " +
+                    std::to_string(from) + " at offset " + std::to_string(b);
+      if (i + 1 == options.warmup || i + 1 == options.warmup + options.repetitions)
+        p2p.send(from, &ack, 1);
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::vector<PairBandwidth> measure_pair_rounds_one_way(PointToPoint& p2p,
+                                                       const ControlPlane& control,
+                                                       const std::vector<RankPairRound>& rounds,
+                                                       const PairBandwidthOptions& options) {
+  std::vector<unsigned char> buffer(std::max<size_t>(options.bytes, 1));
+  std::vector<PairBandwidth> results;
+  for (size_t round = 0; round < rounds.size(); ++round) {
+    const RankPairRound& pairs = rounds[round];
+    // Per pair: a->b figure (written by a), b->a figure (written by b); sum merges.
+    std::vector<double> figures(2 * pairs.size(), 0.0);
+    std::string problem;
+    control.barrier();
+    for (size_t i = 0; i < pairs.size(); ++i) {
+      const auto [a, b] = pairs[i];
+      if (p2p.rank() != a && p2p.rank() != b) continue;
+      figures[2 * i] = one_way(p2p, a, b, buffer, options, problem);
+      figures[2 * i + 1] = one_way(p2p, b, a, buffer, options, problem);
+    }
+    std::string problems;
+    for (const std::string& text : control.all_gather(problem))
+      if (!text.empty()) problems += (problems.empty() ? "" : "; ") + text;
+    if (!problems.empty()) throw std::runtime_error("pair bandwidth: " + problems);
+    control.all_reduce_sum(figures);
+    for (size_t i = 0; i < pairs.size(); ++i) {
+      PairBandwidth pair{pairs[i].first, pairs[i].second, round, 0, figures[2 * i],
+                         figures[2 * i + 1]};
+      pair.GBps = std::min(pair.GBps_a_to_b, pair.GBps_b_to_a);
+      results.push_back(pair);
+    }
   }
   return results;
 }

@@ -98,3 +98,68 @@ TEST(PairBandwidth, AWrongByteFromThePeerFailsTheMeasurement) {
 
 }  // namespace
 }  // namespace ccscope::bench
+
+namespace ccscope::bench {
+namespace {
+
+// Passes messages through, but flips one byte of the `nth` large message rank `victim` receives.
+class CorruptingPointToPoint : public PointToPoint {
+ public:
+  CorruptingPointToPoint(PointToPoint& inner, int victim, int nth)
+      : inner_(inner), victim_(victim), nth_(nth) {}
+  int rank() const override { return inner_.rank(); }
+  int size() const override { return inner_.size(); }
+  void send(int peer, const void* data, size_t bytes) override { inner_.send(peer, data, bytes); }
+  void recv(int peer, void* data, size_t bytes) override {
+    inner_.recv(peer, data, bytes);
+    if (rank() == victim_ && bytes > 1 && ++received_ == nth_) static_cast<unsigned char*>(data)[7] ^= 0x40;
+  }
+  void send_recv(int sp, const void* sd, size_t sb, int rp, void* rd, size_t rb) override {
+    inner_.send_recv(sp, sd, sb, rp, rd, rb);
+  }
+
+ private:
+  PointToPoint& inner_;
+  int victim_, nth_, received_ = 0;
+};
+
+TEST(PairBandwidthOneWay, BothDirectionsOfEveryPairInDisjointRounds) {
+  constexpr int kRanks = 4;
+  std::mutex mutex;
+  std::vector<PairBandwidth> figures;
+  InProcessTransport::run(kRanks, [&](PointToPoint& p2p) {
+    auto control = point_to_point_control(p2p);
+    std::vector<PairBandwidth> mine =
+        measure_pair_rounds_one_way(p2p, *control, rank_rounds(kRanks), {64 << 10, 1, 3, {}});
+    std::lock_guard<std::mutex> lock(mutex);
+    if (p2p.rank() == 2) figures = std::move(mine);
+  });
+  ASSERT_EQ(figures.size(), 6u);  // 3 rounds of 2 pairs
+  for (const PairBandwidth& pair : figures) {
+    EXPECT_GT(pair.GBps_a_to_b, 0);
+    EXPECT_GT(pair.GBps_b_to_a, 0);
+    EXPECT_EQ(pair.GBps, std::min(pair.GBps_a_to_b, pair.GBps_b_to_a));
+    EXPECT_LT(pair.round, 3u);
+  }
+}
+
+TEST(PairBandwidthOneWay, AWrongByteFailsEveryRankAlike) {
+  std::mutex mutex;
+  std::vector<std::string> errors;
+  InProcessTransport::run(3, [&](PointToPoint& p2p) {
+    CorruptingPointToPoint corrupting(p2p, 2, 3);  // rank 2's third message
+    auto control = point_to_point_control(p2p);
+    try {
+      measure_pair_rounds_one_way(corrupting, *control, rank_rounds(3), {4096, 1, 2, {}});
+    } catch (const std::runtime_error& e) {
+      std::lock_guard<std::mutex> lock(mutex);
+      errors.push_back(e.what());
+    }
+  });
+  ASSERT_EQ(errors.size(), 3u);  // the resting rank too: nobody waits for a peer that left
+  EXPECT_NE(errors[0].find("rank 2 received a wrong byte from rank"), std::string::npos) << errors[0];
+  EXPECT_NE(errors[0].find("at offset 7"), std::string::npos) << errors[0];
+}
+
+}  // namespace
+}  // namespace ccscope::bench

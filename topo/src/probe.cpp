@@ -55,11 +55,11 @@ SourceStatus read_hwloc_live(HostTopology& into) {
     status.detail = std::string("hwloc's own XML did not read: ") + e.what();
     return status;
   }
-  const unsigned version = hwloc_get_api_version();
+  // The release the headers are of (hwloc_get_api_version gives the API
+  // version: 2.8.0 for hwloc 2.9).
   status.read = true;
-  status.detail = "hwloc " + std::to_string(version >> 16) + "." +
-                  std::to_string((version >> 8) & 0xff) + "." + std::to_string(version & 0xff) +
-                  " (live), " + std::to_string(read.gpus.size()) + " GPUs, " +
+  status.detail = std::string("hwloc ") + HWLOC_VERSION + " (live), " +
+                  std::to_string(read.gpus.size()) + " GPUs, " +
                   std::to_string(read.nics.size()) + " NICs";
   const std::string hostname = into.hostname;
   into = std::move(read);

@@ -117,14 +117,12 @@ std::string render_topology_text(const TopologyReport& report) {
   if (!report.measured.empty()) {
     std::vector<const MeasuredPair*> sorted;
     for (const MeasuredPair& m : report.measured) sorted.push_back(&m);
-    // Slowest last: the pair to look at ends the table, as a ranked list.
+    // Slowest last: the pair to look at ends the table, a ranked list.
     std::stable_sort(sorted.begin(), sorted.end(), [](const MeasuredPair* a, const MeasuredPair* b) {
-      const double ra = a->expected_GBps > 0 ? a->measured_GBps / a->expected_GBps : a->measured_GBps;
-      const double rb = b->expected_GBps > 0 ? b->measured_GBps / b->expected_GBps : b->measured_GBps;
-      return ra > rb;
+      return a->measured_GBps > b->measured_GBps;
     });
-    out += "measured (per direction, both directions at once; median of repetitions; slowest "
-           "last):\n  pair                        round  path               measured GB/s  "
+    out += "measured (GB/s per direction, the slower direction; MPI: one way at a time, NCCL: "
+           "both ways at once; slowest last):\n  pair                        round  path               measured GB/s  "
            "expected GB/s  % of expected\n";
     for (const MeasuredPair* m : sorted) {
       std::string percent = "?";

@@ -20,4 +20,7 @@ int compare_verb(const std::vector<std::string>& args,
 int baseline_verb(const std::vector<std::string>& args,
                   const std::vector<std::string>& command_line);
 
+// 0 ok, 1 a failure while measuring or writing, 2 bad arguments or input.
+int topo_verb(const std::vector<std::string>& args, const std::vector<std::string>& command_line);
+
 }  // namespace ccscope::app

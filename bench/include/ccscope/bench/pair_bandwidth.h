@@ -1,8 +1,13 @@
 #pragma once
 // Point-to-point bandwidth between pairs of ranks, in rounds of disjoint pairs
-// (topo::disjoint_pair_rounds): what `ccscope topo --measure` runs. Both ends
-// of a pair send and receive at once (send_recv), so each direction of a
-// full-duplex link is loaded as a collective would load it.
+// (topo::disjoint_pair_rounds): what `ccscope topo --measure` runs.
+//  - over a PointToPoint (host memory, MPI): one direction at a time, a to b
+//    then b to a, each a stream of `repetitions` messages closed by an ack;
+//  - over a Communicator (device memory, NCCL): both ends exchange at once
+//    (send_recv), the only point-to-point a Communicator has.
+// MPICH over UCX's TCP transport was seen to serialise the two directions of
+// an MPI_Sendrecv in about one run in three here (each direction then read
+// half the link), which is why host memory is measured one way at a time.
 #include <chrono>
 #include <cstddef>
 #include <utility>
@@ -10,6 +15,7 @@
 
 #include "ccscope/collectives/communicator.h"
 #include "ccscope/collectives/control_plane.h"
+#include "ccscope/collectives/point_to_point.h"
 
 namespace ccscope::bench {
 
@@ -24,8 +30,11 @@ struct PairBandwidth {
   int rank_a = -1;
   int rank_b = -1;
   size_t round = 0;
-  // bytes / the slower end's median exchange time, GB/s (1e9 B/s), per direction.
+  // GB/s (1e9 B/s) per direction: the slower direction (one-way), or bytes
+  // over the slower end's median exchange time (both ways at once).
   double GBps = 0;
+  double GBps_a_to_b = 0;  // one-way only; 0 when both ways ran at once
+  double GBps_b_to_a = 0;
 };
 
 using RankPairRound = std::vector<std::pair<int, int>>;
@@ -36,5 +45,14 @@ using RankPairRound = std::vector<std::pair<int, int>>;
 std::vector<PairBandwidth> measure_pair_rounds(Communicator& comm, const ControlPlane& control,
                                                const std::vector<RankPairRound>& rounds,
                                                const PairBandwidthOptions& options);
+
+// One way at a time over `p2p` (its ranks are `control`'s). Each direction:
+// `warmup` + `repetitions` messages of `bytes`, the receiver's 1-byte ack ends
+// the timed stream (the sender's clock); the figure is every message's bytes
+// over that time. Every byte received is checked.
+std::vector<PairBandwidth> measure_pair_rounds_one_way(PointToPoint& p2p,
+                                                       const ControlPlane& control,
+                                                       const std::vector<RankPairRound>& rounds,
+                                                       const PairBandwidthOptions& options);
 
 }  // namespace ccscope::bench

@@ -19,7 +19,7 @@ struct MeasuredPair {
   std::string path;                    // "socket over eth0", "NV4", "PIX"
   size_t round = 0;                    // the schedule's round it ran in (0-based)
   double expected_GBps = 0;            // 0 unknown
-  double measured_GBps = 0;            // per direction, median of the repetitions
+  double measured_GBps = 0;            // per direction (the slower one), GB/s
   bool below_threshold = false;        // measured < threshold x expected
 };
 

@@ -1,0 +1,409 @@
+// `ccscope topo [--from FILE]... [--nccl-topo FILE] [--measure] [--json] [--csv FILE]`:
+// the topology of every node of the job (or of saved files), the path between
+// every pair of GPUs and of nodes with its expected bandwidth, findings, and
+// with --measure the point-to-point bandwidth of every pair in disjoint rounds.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ccscope/app/verbs.h"
+#include "ccscope/bench/benchmark.h"
+#include "ccscope/bench/cluster_topology.h"
+#include "ccscope/bench/pair_bandwidth.h"
+#include "ccscope/collectives/backends.h"
+#include "ccscope/collectives/error.h"
+#include "ccscope/collectives/mpi_point_to_point.h"
+#include "ccscope/collectives/watchdog.h"
+#include "ccscope/collectives/world.h"
+#include "ccscope/common/sizes.h"
+#include "ccscope/records/topology_record.h"
+#include "ccscope/reports/loaded_results.h"
+#include "ccscope/reports/user_files.h"
+#include "ccscope/topo/findings.h"
+#include "ccscope/topo/readers.h"
+#include "ccscope/topo/report.h"
+#include "ccscope/topo/schedule.h"
+#include "verb_support.h"
+
+namespace ccscope::app {
+namespace {
+
+constexpr const char* kVerb = "topo";
+
+struct TopoFlags {
+  std::vector<std::string> from;
+  std::string nccl_topo;
+  bool json = false;
+  std::string csv;
+  bool measure = false;
+  double threshold = 0.7;
+  std::string bytes_text = "16M";
+  size_t bytes = size_t{16} << 20;
+  int iterations = 5;
+  std::string backend = "auto";
+  double timeout_seconds = 120;
+  bool no_hwloc = false;
+  bool no_nvml = false;
+  std::string sysfs_root = "/sys";
+};
+
+// A saved topology: hwloc XML, NCCL's dump or ccscope's JSON (one or more nodes).
+std::vector<topo::HostTopology> load_topology_file(const std::string& path) {
+  const std::string text = reports::read_input_file(path);
+  try {
+    switch (topo::detect_topology_format(text)) {
+      case topo::TopologyFormat::kHwlocXml: return {topo::read_hwloc_xml(text)};
+      case topo::TopologyFormat::kNcclXml: return {topo::read_nccl_topology_xml(text)};
+      case topo::TopologyFormat::kCcscopeJson: return topo::read_topology_json(text);
+      case topo::TopologyFormat::kUnknown: break;
+    }
+  } catch (const topo::TopologyError& e) {
+    throw reports::InputError(reports::quote_name(path) + ": " + e.what());
+  }
+  throw reports::InputError(reports::quote_name(path) +
+                            ": not a topology file (hwloc XML from lstopo --of xml, an "
+                            "NCCL_TOPO_DUMP_FILE dump, or ccscope topo --json output)");
+}
+
+// The path records of a report: every GPU pair of every node and every node
+// pair, with the measured figure where one was measured.
+std::string path_records_csv(const topo::TopologyReport& report) {
+  const auto& kind = records::topology_path_kind();
+  std::string out = records::csv_line(records::csv_columns(kind));
+  const auto measured_for = [&report](const std::string& a, const std::string& b) {
+    for (const topo::MeasuredPair& m : report.measured)
+      if ((m.endpoint_a == a && m.endpoint_b == b) || (m.endpoint_a == b && m.endpoint_b == a))
+        return &m;
+    return static_cast<const topo::MeasuredPair*>(nullptr);
+  };
+  const auto fill = [&](records::TopologyPathRecord& r, double expected,
+                        const topo::MeasuredPair* m) {
+    if (expected > 0) r.expected_GBps = expected;
+    if (m) {
+      r.measured_GBps = m->measured_GBps;
+      r.round = static_cast<int64_t>(m->round);
+      if (expected > 0) {
+        r.percent_of_expected = 100 * m->measured_GBps / expected;
+        r.below_threshold = m->below_threshold;
+      }
+    }
+  };
+  for (const topo::HostTopology& node : report.nodes)
+    for (const topo::GpuPairPath& p : topo::gpu_pair_paths(node, report.env)) {
+      records::TopologyPathRecord r;
+      r.kind = "gpu_pair";
+      r.host_a = r.host_b = node.hostname;
+      r.endpoint_a = "GPU" + std::to_string(p.gpu_a);
+      r.endpoint_b = "GPU" + std::to_string(p.gpu_b);
+      r.path = p.token();
+      r.basis = p.basis;
+      fill(r, p.expected_GBps,
+           measured_for(node.hostname + "/" + r.endpoint_a, node.hostname + "/" + r.endpoint_b));
+      out += records::csv_row(kind, records::topology_path_cells(r));
+    }
+  for (const topo::NodePairPath& p : report.node_pairs) {
+    records::TopologyPathRecord r;
+    r.kind = "node_pair";
+    r.host_a = p.host_a;
+    r.host_b = p.host_b;
+    r.endpoint_a = p.device_a;
+    r.endpoint_b = p.device_b;
+    r.path = topo::transport_name(p.transport);
+    r.basis = p.basis;
+    fill(r, p.expected_GBps, measured_for(p.host_a, p.host_b));
+    out += records::csv_row(kind, records::topology_path_cells(r));
+  }
+  return out;
+}
+
+// Writes the outputs rank 0 owes: --csv and the text or JSON on stdout.
+int write_outputs(const TopoFlags& flags, const reports::OutputTarget* csv,
+                  const topo::TopologyReport& report) {
+  if (csv) {
+    try {
+      reports::write_whole_file(*csv, path_records_csv(report));
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "ccscope topo: error: %s\n", e.what());
+      return 1;
+    }
+  }
+  std::cout << (flags.json ? topo::topology_json(report) : topo::render_topology_text(report))
+            << std::flush;
+  return 0;
+}
+
+void cross_check(topo::TopologyReport& report, const std::vector<topo::HostTopology>& nccl_views) {
+  for (const topo::HostTopology& view : nccl_views) {
+    // NCCL's dump names no host: it is of the node it was written on, the first
+    // node here (rank 0's), unless only one node is shown.
+    topo::HostTopology& node = report.nodes.front();
+    for (topo::Finding& f : topo::cross_check_nccl(node, view)) report.findings.push_back(std::move(f));
+    if (topo::SourceStatus* status = node.source("nccl"))
+      *status = {"nccl", true, "NCCL topology dump (cross-checked): " +
+                                   std::to_string(view.gpus.size()) + " GPUs, " +
+                                   std::to_string(view.nics.size()) + " NICs"};
+  }
+}
+
+// The rounds --measure runs: node pairs (their first ranks) first, then the GPU
+// pairs inside every node at once (round r of each node together: disjoint ranks).
+struct MeasurePlan {
+  std::vector<bench::RankPairRound> rounds;
+  std::vector<std::vector<std::pair<std::string, std::string>>> labels;  // per round, per pair
+};
+
+MeasurePlan plan_measurement(const World& world, const bench::ClusterTopology& cluster,
+                             bool gpu_pairs) {
+  MeasurePlan plan;
+  const size_t nodes = cluster.nodes.size();
+  std::vector<int> leader(nodes, -1);
+  std::vector<std::vector<int>> local(nodes);
+  for (size_t rank = 0; rank < cluster.rank_node.size(); ++rank) {
+    const size_t node = cluster.rank_node[rank];
+    if (node >= nodes) continue;
+    if (leader[node] < 0) leader[node] = static_cast<int>(rank);
+    local[node].push_back(static_cast<int>(rank));
+  }
+  (void)world;
+  for (const topo::PairRound& round : topo::disjoint_pair_rounds(nodes)) {
+    bench::RankPairRound pairs;
+    std::vector<std::pair<std::string, std::string>> names;
+    for (const auto& [a, b] : round) {
+      pairs.emplace_back(leader[a], leader[b]);
+      names.emplace_back(cluster.nodes[a].hostname, cluster.nodes[b].hostname);
+    }
+    plan.rounds.push_back(pairs);
+    plan.labels.push_back(names);
+  }
+  if (!gpu_pairs) return plan;
+  std::vector<std::vector<topo::PairRound>> per_node(nodes);
+  size_t most = 0;
+  for (size_t n = 0; n < nodes; ++n) {
+    per_node[n] = topo::disjoint_pair_rounds(local[n].size());
+    most = std::max(most, per_node[n].size());
+  }
+  for (size_t r = 0; r < most; ++r) {
+    bench::RankPairRound pairs;
+    std::vector<std::pair<std::string, std::string>> names;
+    for (size_t n = 0; n < nodes; ++n) {
+      if (r >= per_node[n].size()) continue;
+      for (const auto& [a, b] : per_node[n][r]) {
+        const int rank_a = local[n][a], rank_b = local[n][b];
+        const int gpu_a = cluster.rank_gpu[static_cast<size_t>(rank_a)];
+        const int gpu_b = cluster.rank_gpu[static_cast<size_t>(rank_b)];
+        if (gpu_a < 0 || gpu_b < 0 || gpu_a == gpu_b) continue;
+        pairs.emplace_back(rank_a, rank_b);
+        names.emplace_back(cluster.nodes[n].hostname + "/GPU" + std::to_string(gpu_a),
+                           cluster.nodes[n].hostname + "/GPU" + std::to_string(gpu_b));
+      }
+    }
+    if (pairs.empty()) continue;
+    plan.rounds.push_back(pairs);
+    plan.labels.push_back(names);
+  }
+  return plan;
+}
+
+// The expected figure and path name of a measured pair.
+void rate_measured(topo::TopologyReport& report, topo::MeasuredPair& m) {
+  for (const topo::NodePairPath& p : report.node_pairs)
+    if ((p.host_a == m.endpoint_a && p.host_b == m.endpoint_b) ||
+        (p.host_a == m.endpoint_b && p.host_b == m.endpoint_a)) {
+      m.expected_GBps = p.expected_GBps;
+      m.path = std::string(topo::transport_name(p.transport)) +
+               (p.device_a.empty() ? "" : " over " + p.device_a);
+      return;
+    }
+  const size_t slash = m.endpoint_a.find("/GPU");
+  if (slash == std::string::npos) return;
+  const std::string host = m.endpoint_a.substr(0, slash);
+  const int gpu_a = std::stoi(m.endpoint_a.substr(slash + 4));
+  const int gpu_b = std::stoi(m.endpoint_b.substr(m.endpoint_b.find("/GPU") + 4));
+  for (const topo::HostTopology& node : report.nodes) {
+    if (node.hostname != host) continue;
+    for (const topo::GpuPairPath& p : topo::gpu_pair_paths(node, report.env))
+      if ((p.gpu_a == gpu_a && p.gpu_b == gpu_b) || (p.gpu_a == gpu_b && p.gpu_b == gpu_a)) {
+        m.expected_GBps = p.expected_GBps;
+        m.path = p.token();
+      }
+  }
+}
+
+int run_live(const TopoFlags& flags, const std::vector<topo::HostTopology>& nccl_views) {
+  MpiSession session(nullptr, nullptr);
+  const World world = World::from_mpi();
+  const bool leader = world.rank() == 0;
+  std::unique_ptr<reports::OutputTarget> csv;
+  std::string open_error;
+  if (leader && !flags.csv.empty()) {
+    try {
+      csv = std::make_unique<reports::OutputTarget>(reports::resolve_output(flags.csv));
+    } catch (const std::exception& e) {
+      open_error = e.what();
+    }
+  }
+  if (world.all_reduce_sum(static_cast<int64_t>(open_error.empty() ? 0 : 1)) != 0) {
+    if (leader) std::fprintf(stderr, "ccscope topo: error: %s\n", open_error.c_str());
+    return kExitUsage;
+  }
+  // The watchdog names a rank whose probe or exchange hangs. It is kept until
+  // every rank has said goodbye (as bench does): a peer's watchdog must not take
+  // this rank's exit for a death.
+  std::unique_ptr<HangWatchdog> watchdog;
+  try {
+    watchdog = std::make_unique<HangWatchdog>(
+        world, std::chrono::milliseconds(static_cast<long long>(flags.timeout_seconds * 1000)));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ccscope topo: rank %d (%s): cannot start the watchdog: %s\n", world.rank(),
+                 world.hostname().c_str(), e.what());
+    world.abort(1);
+  }
+  std::string backend = flags.backend;
+  if (backend == "auto") backend = nccl_backend_usable() ? "nccl" : "mpi";
+  if (backend == "nccl" && !nccl_backend_compiled()) {
+    if (leader)
+      std::fprintf(stderr, "ccscope topo: error: --backend nccl: this ccscope was built without NCCL\n");
+    return kExitUsage;
+  }
+  topo::ProbeOptions probe;
+  probe.use_hwloc = !flags.no_hwloc;
+  probe.use_nvml = !flags.no_nvml;
+  probe.sysfs_root = flags.sysfs_root;
+  const std::string bus = backend == "nccl" ? gpu_identity_for_local_rank(world.local_rank()) : "";
+  bench::ClusterTopology cluster;
+  try {
+    watchdog->begin_phase("topology probe and gather");
+    watchdog->operation_started();
+    cluster = bench::gather_cluster_topology(world, probe, bus);
+    watchdog->end_phase();
+  } catch (const topo::TopologyError& e) {
+    if (leader) std::fprintf(stderr, "ccscope topo: error: a node's topology did not read back: %s\n", e.what());
+    return 1;
+  }
+  topo::TopologyReport report;
+  report.nodes = cluster.nodes;
+  report.env = topo::nccl_environment_from_process();
+  report.sockets_only = backend != "nccl";
+  report.threshold = flags.threshold;
+  if (leader)
+    std::fprintf(stderr, "ccscope topo: probed %zu node(s) in %.3f s (the slowest node's probe)\n",
+                 cluster.nodes.size(), cluster.probe_seconds);
+
+  if (flags.measure && world.size() > 1) {
+    const MeasurePlan plan = plan_measurement(world, cluster, backend == "nccl");
+    std::vector<bench::PairBandwidth> figures;
+    try {
+      bench::PairBandwidthOptions options;
+      options.bytes = flags.bytes;
+      options.repetitions = flags.iterations;
+      options.timeout = std::chrono::milliseconds(static_cast<long long>(flags.timeout_seconds * 1000));
+      watchdog->begin_phase("topo --measure: pair bandwidth rounds");
+      watchdog->operation_started();
+      if (backend == "nccl") {
+        std::unique_ptr<Communicator> comm = make_nccl_communicator(world, {});
+        figures = bench::measure_pair_rounds(*comm, world, plan.rounds, options);
+      } else {
+        std::unique_ptr<PointToPoint> p2p = make_mpi_point_to_point();
+        figures = bench::measure_pair_rounds_one_way(*p2p, world, plan.rounds, options);
+      }
+      watchdog->end_phase();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "ccscope topo: rank %d (%s): --measure failed: %s\n", world.rank(),
+                   world.hostname().c_str(), e.what());
+      watchdog_say_goodbye();
+      world.abort(1);
+    }
+    // figures come round by round, pair by pair, in the plan's order.
+    size_t next = 0;
+    for (size_t r = 0; r < plan.rounds.size(); ++r)
+      for (size_t p = 0; p < plan.rounds[r].size() && next < figures.size(); ++p, ++next) {
+        topo::MeasuredPair m;
+        m.endpoint_a = plan.labels[r][p].first;
+        m.endpoint_b = plan.labels[r][p].second;
+        m.round = r;
+        m.measured_GBps = figures[next].GBps;
+        report.measured.push_back(m);
+      }
+  } else if (flags.measure && leader) {
+    std::fprintf(stderr, "ccscope topo: note: --measure needs two or more ranks (mpiexec -n N); "
+                         "nothing measured\n");
+  }
+  int rc = 0;
+  if (leader) {
+    topo::complete_report(report);
+    for (topo::MeasuredPair& m : report.measured) rate_measured(report, m);
+    report.findings.clear();
+    topo::complete_report(report);  // again: the findings of the rated pairs
+    cross_check(report, nccl_views);
+    rc = write_outputs(flags, csv.get(), report);
+  }
+  watchdog_say_goodbye();
+  world.barrier();
+  return rc;
+}
+
+}  // namespace
+
+int topo_verb(const std::vector<std::string>& args, const std::vector<std::string>& command_line) {
+  (void)command_line;
+  TopoFlags flags;
+  CLI::App app{
+      "The topology of every node of the job: GPUs, NICs, the path between every pair of GPUs "
+      "(nvidia-smi topo -m's names) and of nodes (IB, RoCE, socket) with its expected bandwidth "
+      "from the nominal-rate table, findings (nodes that differ, links below their maximum), "
+      "and with --measure the bandwidth of every pair. Launch with mpiexec for a cluster view.",
+      "ccscope topo"};
+  app.add_option("--from", flags.from,
+                 "read saved topologies instead of probing: hwloc XML (lstopo --of xml), an "
+                 "NCCL_TOPO_DUMP_FILE dump, or ccscope topo --json output (repeatable: one node each)");
+  app.add_option("--nccl-topo", flags.nccl_topo,
+                 "NCCL's own view (an NCCL_TOPO_DUMP_FILE dump of this node) to cross-check with");
+  app.add_flag("--json", flags.json, "print the JSON document (README: Topology JSON) instead of text");
+  app.add_option("--csv", flags.csv, "write the path records (ccscope.topo_path/1) to FILE");
+  app.add_flag("--measure", flags.measure,
+               "measure point-to-point bandwidth between every pair of nodes (and of GPUs inside a "
+               "node on the NCCL backend), in rounds of disjoint pairs");
+  app.add_option("--threshold", flags.threshold, "flag measured pairs below this share of expected")
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("-b,--bytes", flags.bytes_text, "bytes per direction per exchange (16M)");
+  app.add_option("-n,--iters", flags.iterations, "timed exchanges per pair (median taken)")
+      ->check(CLI::Range(1, 100000));
+  app.add_option("--backend", flags.backend, "mpi, nccl or auto (nccl when a GPU is usable)")
+      ->check(CLI::IsMember({"auto", "mpi", "nccl"}));
+  app.add_option("--timeout", flags.timeout_seconds, "seconds before a stuck exchange is reported")
+      ->check(CLI::Range(1.0, 86400.0));
+  app.add_flag("--no-hwloc", flags.no_hwloc, "do not read hwloc (the PCI tree)");
+  app.add_flag("--no-nvml", flags.no_nvml, "do not load NVML");
+  app.add_option("--sysfs", flags.sysfs_root, "sysfs root to read NICs from (tests)");
+  if (const std::optional<int> done = parse_flags(app, kVerb, args)) return *done;
+  const std::optional<size_t> bytes = parse_size(flags.bytes_text);
+  if (!bytes || *bytes == 0)
+    return usage_error(kVerb, "-b/--bytes '" + flags.bytes_text +
+                                  "' is not a size of at least 1 byte (e.g. 16M, 1G, 4096)");
+  flags.bytes = *bytes;
+  if (!flags.from.empty() && flags.measure)
+    return usage_error(kVerb, "--measure runs on the live job; it cannot measure a --from file");
+  std::vector<topo::HostTopology> nccl_views;
+  try {
+    if (!flags.nccl_topo.empty()) nccl_views = load_topology_file(flags.nccl_topo);
+    if (flags.from.empty()) return run_live(flags, nccl_views);
+    topo::TopologyReport report;
+    for (const std::string& path : flags.from)
+      for (topo::HostTopology& node : load_topology_file(path)) report.nodes.push_back(std::move(node));
+    report.env = topo::nccl_environment_from_process();
+    report.threshold = flags.threshold;
+    std::unique_ptr<reports::OutputTarget> csv;
+    if (!flags.csv.empty())
+      csv = std::make_unique<reports::OutputTarget>(reports::resolve_output(flags.csv));
+    topo::complete_report(report);
+    cross_check(report, nccl_views);
+    return write_outputs(flags, csv.get(), report);
+  } catch (const reports::InputError& e) {
+    return usage_error(kVerb, e.what());
+  }
+}
+
+}  // namespace ccscope::app
