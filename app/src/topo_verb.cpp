@@ -141,10 +141,12 @@ void cross_check(topo::TopologyReport& report, const std::vector<topo::HostTopol
     // node here (rank 0's), unless only one node is shown.
     topo::HostTopology& node = report.nodes.front();
     for (topo::Finding& f : topo::cross_check_nccl(node, view)) report.findings.push_back(std::move(f));
-    if (topo::SourceStatus* status = node.source("nccl"))
-      *status = {"nccl", true, "NCCL topology dump (cross-checked): " +
-                                   std::to_string(view.gpus.size()) + " GPUs, " +
-                                   std::to_string(view.nics.size()) + " NICs"};
+    const topo::SourceStatus status{"nccl", true,
+                                    "NCCL topology dump (cross-checked): " +
+                                        std::to_string(view.gpus.size()) + " GPUs, " +
+                                        std::to_string(view.nics.size()) + " NICs"};
+    if (topo::SourceStatus* held = node.source("nccl")) *held = status;
+    else node.sources.push_back(status);
   }
 }
 
