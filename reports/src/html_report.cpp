@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <set>
 #include <cmath>
 #include <string_view>
 
@@ -419,6 +420,39 @@ void fitted_model_table(std::string& o, const std::vector<LoadedRun>& runs,
   o += "</tbody>\n</table>\n";
 }
 
+// Where each run ran and what its slowest path should give (the records'
+// hosts, devices and expected busbw from the topology probe), beside the best
+// busbw it reached as a share of that figure.
+void topology_table(std::string& o, const std::vector<LoadedRun>& runs,
+                    const std::vector<std::string>& names) {
+  o += "<h2>Topology</h2>\n<p class=\"note\">The nodes and devices of each run and the slowest "
+       "path its ranks use, with its nominal bandwidth (ccscope topo's table of rates); "
+       "best busbw is the highest of the run's records.</p>\n";
+  o += "<table class=\"topology\">\n<thead><tr><th>run</th><th>nodes</th><th>hosts</th><th>devices</th>"
+       "<th>slowest path</th><th>expected busbw (GB/s)</th><th>best busbw (GB/s)</th>"
+       "<th>% of expected</th></tr></thead>\n<tbody>\n";
+  for (size_t r = 0; r < runs.size(); ++r) {
+    const RunMetadata& m = runs[r].metadata;
+    std::set<std::string> devices(m.gpu_names.begin(), m.gpu_names.end());
+    std::string device_text;
+    for (const std::string& d : devices) device_text += (device_text.empty() ? "" : ", ") + d;
+    double best = 0;
+    for (const LoadedRecord& record : runs[r].records)
+      if (record.busbw_GBps) best = std::max(best, *record.busbw_GBps);
+    const bool expected = m.expected_busbw_GBps && *m.expected_busbw_GBps > 0;
+    o += fmt::format(
+        "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
+        "<td>{}</td></tr>\n",
+        esc(names[r]), or_absent(run_nodes(runs[r])), or_absent(host_set(m)), or_absent(device_text),
+        expected ? esc(m.expected_path) : std::string("not rated (host memory or no link rate)"),
+        expected ? fmt::format("{:.4g}", *m.expected_busbw_GBps) : std::string("\xE2\x80\x94"),
+        best > 0 ? fmt::format("{:.4g}", best) : std::string("\xE2\x80\x94"),
+        expected && best > 0 ? fmt::format("{:.1f}%", 100 * best / *m.expected_busbw_GBps)
+                             : std::string("\xE2\x80\x94"));
+  }
+  o += "</tbody>\n</table>\n";
+}
+
 void metadata_details(std::string& o, const LoadedRun& run, const std::string& name) {
   const RunMetadata& m = run.metadata;
   o += fmt::format("<details class=\"metadata\">\n<summary>{} ({} records)</summary>\n", esc(name),
@@ -436,6 +470,9 @@ void metadata_details(std::string& o, const LoadedRun& run, const std::string& n
   row("NCCL version", or_absent(m.nccl_version));
   row("CUDA version", or_absent(m.cuda_version));
   row("GPU driver", or_absent(m.driver_version));
+  row("expected busbw (slowest path)",
+      m.expected_busbw_GBps ? fmt::format("{:.4g} GB/s: {}", *m.expected_busbw_GBps, esc(m.expected_path))
+                            : std::string("\xE2\x80\x94"));
   row("ranks / nodes / ranks per node",
       fmt::format("{} / {} / {}", or_absent(m.ranks), or_absent(m.nodes),
                   or_absent(m.ranks_per_node)));
@@ -515,6 +552,7 @@ std::string render_html_report(const std::vector<LoadedRun>& runs, const ReportO
   }
 
   fitted_model_table(o, runs, names, panels);
+  topology_table(o, runs, names);
 
   // Diag findings: LoadedRecord carries none yet. When records (or a findings
   // file) carry PASS/WARN/FAIL findings, their table is rendered here, and only

@@ -521,3 +521,28 @@ TEST(HtmlReport, FittedModelRecoversAlphaAndBeta) {
 
 }  // namespace
 }  // namespace ccscope::reports
+
+namespace ccscope::reports {
+namespace {
+
+TEST(HtmlReport, TopologyTableSetsEachRunAgainstItsSlowestPath) {
+  std::vector<LoadedRun> runs = sample_runs();
+  runs[1].metadata.expected_busbw_GBps = 50;
+  runs[1].metadata.expected_path = "IB over mlx5_0:1: 400 Gbit/s <between> node0 and node1";
+  double best = 0;
+  for (const LoadedRecord& r : runs[1].records) best = std::max(best, r.busbw_GBps.value_or(0));
+  const std::unique_ptr<Element> root = parse_xml(render_html_report(runs, {}));
+  const auto tables = root->all("table", "topology");
+  ASSERT_EQ(tables.size(), 1u);
+  const auto rows = tables[0]->all("tbody")[0]->all("tr");
+  ASSERT_EQ(rows.size(), runs.size());
+  const std::string rated = rows[1]->all_text();
+  EXPECT_NE(rated.find("IB over mlx5_0:1: 400 Gbit/s <between> node0"), std::string::npos) << rated;
+  char percent[32];
+  std::snprintf(percent, sizeof percent, "%.1f%%", 100 * best / 50);
+  EXPECT_NE(rated.find(percent), std::string::npos) << rated << " wants " << percent;
+  EXPECT_NE(rows[0]->all_text().find("not rated"), std::string::npos) << rows[0]->all_text();
+}
+
+}  // namespace
+}  // namespace ccscope::reports
