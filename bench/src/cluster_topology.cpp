@@ -3,6 +3,7 @@
 #include <chrono>
 #include <stdexcept>
 
+#include "ccscope/collectives/backends.h"
 #include "ccscope/topo/paths.h"
 #include "ccscope/topo/report.h"
 
@@ -18,8 +19,10 @@ ClusterTopology gather_cluster_topology(const World& world, const topo::ProbeOpt
     const auto start = std::chrono::steady_clock::now();
     topo::TopologyReport one;
     one.nodes.push_back(topo::probe_host(options));
-    // The node's name as MPI knows it, so that ranks and nodes match up.
+    // The node's name as MPI knows it, so that ranks and nodes match up; the
+    // NCCL this ccscope runs (no source on the node says which one a job loads).
     one.nodes.back().hostname = world.hostname();
+    one.nodes.back().nccl_version = nccl_version_string();
     mine = topo::topology_json(one);
     seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
