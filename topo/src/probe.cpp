@@ -3,6 +3,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <vector>
 #include <memory>
 #include <string>
 
@@ -71,6 +74,30 @@ SourceStatus read_hwloc_live(HostTopology& into) {
 }
 #endif
 
+// Where hwloc did not place a PCI device (no hwloc, as on the GPU machine), its
+// sysfs path does: /sys/devices/pci0000:00/0000:00:01.0/0000:02:00.0 is the
+// device under bridge 0000:00:01.0 under host bridge pci0000:00 (the id the
+// hwloc reader gives host bridges too).
+void place_from_sysfs(PciPlacement& pci, const std::string& sysfs_root) {
+  if (pci.bus_id.empty() || !pci.path.empty()) return;
+  std::error_code error;
+  const std::filesystem::path device =
+      std::filesystem::canonical(sysfs_root + "/bus/pci/devices/" + pci.bus_id, error);
+  if (error) return;
+  std::vector<PciHop> hops;
+  for (const std::filesystem::path& part : device.parent_path()) {
+    const std::string name = part.string();
+    if (name.rfind("pci", 0) == 0 && name.size() > 3) hops.insert(hops.begin(), {PciHop::Kind::kHostBridge, name});
+    else if (!normalize_bus_id(name).empty() && !hops.empty())
+      hops.insert(hops.begin(), {PciHop::Kind::kBridge, normalize_bus_id(name)});
+  }
+  if (hops.empty()) return;  // not under a PCI host bridge
+  pci.path = std::move(hops);
+  std::ifstream numa(device / "numa_node");
+  int node = -1;
+  if (numa >> node && node >= 0) pci.numa_node = node;
+}
+
 // A source's status, replacing one a reader already put there under its name.
 void set_source(HostTopology& host, SourceStatus status) {
   if (SourceStatus* held = host.source(status.name)) *held = std::move(status);
@@ -104,6 +131,8 @@ HostTopology probe_host(const ProbeOptions& options) {
   else
     set_source(host, {"nvml", false, "not asked for (--no-nvml)"});
   set_source(host, read_sysfs_nics(host, options.sysfs_root));
+  for (Gpu& gpu : host.gpus) place_from_sysfs(gpu.pci, options.sysfs_root);
+  for (Nic& nic : host.nics) place_from_sysfs(nic.pci, options.sysfs_root);
   if (options.read_shapers && options.sysfs_root == "/sys")
     for (Nic& nic : host.nics)
       if (nic.name.find(':') == std::string::npos) nic.shaped_Gbps = egress_shaped_Gbps(nic.name);
