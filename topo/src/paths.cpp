@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <limits>
+#include <map>
 #include <set>
+#include <string_view>
 #include <tuple>
 
 #include "ccscope/topo/nominal_rates.h"
@@ -70,12 +72,32 @@ NvlinkCount active_links(const Gpu& gpu, bool to_switches, const std::string& pe
 
 // A link bandwidth stated per link (hwloc's matrix gives per peer: one
 // switch/peer entry may bundle several links); how many links it is.
+// The quotient is bounded before the conversion: a stated bandwidth of 1e300
+// (a damaged file) must not make the int conversion undefined.
 int links_in(const NvlinkCount& count, int version) {
   const double per_link = nvlink_link_GBps(version > 0 ? version : 2);
-  if (count.GBps > 0 && per_link > 0)
-    return std::max(count.links, static_cast<int>(count.GBps / per_link + 0.5));
+  if (count.GBps > 0 && per_link > 0) {
+    const double links = std::min(count.GBps / per_link + 0.5, 1e9);
+    return std::max(count.links, static_cast<int>(links));
+  }
   return count.links;
 }
+
+// NVML's common-ancestor level of GPU index pairs, (lower, higher) -> level; the
+// last entry of a pair wins, as in the scan of gpu_pair_path. The loops over
+// every pair look levels up here rather than scanning the list for each pair.
+using AncestorIndex = std::map<std::pair<int, int>, const std::string*>;
+
+AncestorIndex ancestor_index(const HostTopology& host) {
+  AncestorIndex index;
+  for (const HostTopology::GpuAncestor& ancestor : host.gpu_ancestors)
+    index[{std::min(ancestor.gpu_a, ancestor.gpu_b), std::max(ancestor.gpu_a, ancestor.gpu_b)}] =
+        &ancestor.level;
+  return index;
+}
+
+GpuPairPath pair_path(const HostTopology& host, const Gpu& a, const Gpu& b,
+                      const NcclEnvironment& env, const AncestorIndex* ancestors);
 
 }  // namespace
 
@@ -145,6 +167,13 @@ PathLevel pci_path_level(const PciPlacement& a, const PciPlacement& b) {
 
 GpuPairPath gpu_pair_path(const HostTopology& host, const Gpu& a, const Gpu& b,
                           const NcclEnvironment& env) {
+  return pair_path(host, a, b, env, nullptr);
+}
+
+namespace {
+
+GpuPairPath pair_path(const HostTopology& host, const Gpu& a, const Gpu& b,
+                      const NcclEnvironment& env, const AncestorIndex* ancestors) {
   GpuPairPath path;
   path.gpu_a = a.index;
   path.gpu_b = b.index;
@@ -175,7 +204,10 @@ GpuPairPath gpu_pair_path(const HostTopology& host, const Gpu& a, const Gpu& b,
                  (path.through_nvswitch ? " via NVSwitch" : "");
   } else {
     path.level = pci_path_level(a.pci, b.pci);
-    if (path.level == PathLevel::kUnknown) {
+    if (path.level == PathLevel::kUnknown && ancestors) {
+      const auto found = ancestors->find({std::min(a.index, b.index), std::max(a.index, b.index)});
+      if (found != ancestors->end()) path.level = parse_path_level(*found->second);
+    } else if (path.level == PathLevel::kUnknown) {
       for (const HostTopology::GpuAncestor& ancestor : host.gpu_ancestors)
         if ((ancestor.gpu_a == a.index && ancestor.gpu_b == b.index) ||
             (ancestor.gpu_a == b.index && ancestor.gpu_b == a.index))
@@ -198,11 +230,14 @@ GpuPairPath gpu_pair_path(const HostTopology& host, const Gpu& a, const Gpu& b,
   return path;
 }
 
+}  // namespace
+
 std::vector<GpuPairPath> gpu_pair_paths(const HostTopology& host, const NcclEnvironment& env) {
+  const AncestorIndex ancestors = ancestor_index(host);
   std::vector<GpuPairPath> paths;
   for (size_t i = 0; i < host.gpus.size(); ++i)
     for (size_t j = i + 1; j < host.gpus.size(); ++j)
-      paths.push_back(gpu_pair_path(host, host.gpus[i], host.gpus[j], env));
+      paths.push_back(pair_path(host, host.gpus[i], host.gpus[j], env, &ancestors));
   return paths;
 }
 
@@ -219,10 +254,11 @@ std::string render_path_matrix(const HostTopology& host, const NcclEnvironment& 
   for (const Gpu& gpu : host.gpus) labels.push_back("GPU" + std::to_string(gpu.index));
   for (size_t i = 0; i < nics.size(); ++i) labels.push_back("NIC" + std::to_string(i));
   const size_t gpu_count = host.gpus.size();
+  const AncestorIndex ancestors = ancestor_index(host);
   auto cell = [&](size_t row, size_t column) -> std::string {
     if (row == column) return "X";
     if (row < gpu_count && column < gpu_count)
-      return gpu_pair_path(host, host.gpus[row], host.gpus[column], env).token();
+      return pair_path(host, host.gpus[row], host.gpus[column], env, &ancestors).token();
     const PciPlacement& a = row < gpu_count ? host.gpus[row].pci : nics[row - gpu_count]->pci;
     const PciPlacement& b =
         column < gpu_count ? host.gpus[column].pci : nics[column - gpu_count]->pci;
@@ -268,9 +304,13 @@ NetworkEnd network_end(const HostTopology& host, const NcclEnvironment& env, boo
   }
   end.transport = choice.transport;
   // NCCL spreads channels over the devices it found; the fastest bounds what
-  // one rank pair can reach.
+  // one rank pair can reach. (By name, the first NIC of a name as find_nic:
+  // a node may list thousands, each a device.)
+  std::map<std::string_view, const Nic*> by_name;
+  for (const Nic& nic : host.nics) by_name.emplace(nic.name, &nic);
   for (const std::string& name : choice.devices) {
-    const Nic* nic = host.find_nic(name);
+    const auto found = by_name.find(name);
+    const Nic* nic = found == by_name.end() ? nullptr : found->second;
     if (nic && (!end.nic || nic->effective_Gbps() > end.nic->effective_Gbps())) end.nic = nic;
   }
   return end;

@@ -1,6 +1,10 @@
+#include <cmath>
+#include <cstdint>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "ccscope/topo/report.h"
+#include "xml.h"  // quoted_for_message
 
 namespace ccscope::topo {
 namespace {
@@ -42,7 +46,14 @@ json node_json(const HostTopology& node, const NcclEnvironment& env) {
     g["numa_node"] = gpu.pci.numa_node;
     g["package"] = gpu.pci.package;
     g["pci_path"] = placement_json(gpu.pci);
-    const PcieLink& current = gpu.pcie_current.known() ? gpu.pcie_current : gpu.pci.link;
+    // The link now: NVML's current figure, else what the PCI placement read; a
+    // partial figure (a generation without a width) only when neither is whole,
+    // so that what the reader gives back (pcie_current) writes out the same.
+    const PcieLink& current =
+        gpu.pcie_current.known() ||
+                (!gpu.pci.link.known() && (gpu.pcie_current.generation || gpu.pcie_current.width))
+            ? gpu.pcie_current
+            : gpu.pci.link;
     g["pcie_generation"] = current.generation;
     g["pcie_width"] = current.width;
     g["pcie_max"] = link_json(gpu.pcie_max);
@@ -92,43 +103,141 @@ json node_json(const HostTopology& node, const NcclEnvironment& env) {
   return j;
 }
 
-// Readers of the document: a missing key reads as the type's default; a key
-// of the wrong type is an error naming it.
-template <typename T>
-T get(const json& object, const char* key, const std::string& where, T fallback = T{}) {
-  if (!object.is_object()) throw TopologyError(where + ": not an object");
-  const auto it = object.find(key);
-  if (it == object.end() || it->is_null()) return fallback;
-  try {
-    return it->get<T>();
-  } catch (const json::exception&) {
-    throw TopologyError(where + "." + key + ": " + it->type_name() + " where " +
-                        (std::is_same_v<T, std::string> ? "a string"
-                         : std::is_same_v<T, bool>      ? "true/false"
-                                                        : "a number") +
-                        " belongs");
-  }
+// What the reader accepts beyond well-formed JSON. The paths and the text view
+// run over every GPU pair of a node (gpu_pair_paths; the matrix over every
+// GPU/NIC pair) and scan the NVLinks and PCI paths of both ends for each, so an
+// unbounded document would take hours to show: a node may hold at most 1024
+// GPUs, 4096 NICs and one common-ancestor entry per GPU pair, a PCI path at
+// most 64 hops (the bus numbers bound a real tree at 256 levels; real ones are a
+// handful), and the document at most 100000 NVLinks in all (a DGX-2: 96). A
+// figure in GB/s or Gbit/s is finite, not negative and at most 1e6 (1 PB/s,
+// 1 Pbit/s); an integer fits an int. Anything beyond is a TopologyError.
+constexpr size_t kMaxGpusPerNode = 1024;
+constexpr size_t kMaxNicsPerNode = 4096;
+constexpr size_t kMaxAncestorsPerNode = kMaxGpusPerNode * (kMaxGpusPerNode - 1) / 2;
+constexpr size_t kMaxPciPathHops = 64;
+constexpr size_t kMaxNvlinks = 100000;
+constexpr double kMaxRate = 1e6;
+
+// One line, short, whatever the document holds: a key or value quoted in a
+// message loses its control characters and its length.
+std::string quoted(const std::string& text) { return quoted_for_message(text, 40); }
+
+std::string number_text(const json& value) {
+  std::string text = value.dump();
+  return text.size() > 40 ? text.substr(0, 40) + "..." : text;
 }
 
+const char* kind_of(const json& value) {
+  return value.is_number()    ? "a number"
+         : value.is_string()  ? "a string"
+         : value.is_boolean() ? "true/false"
+         : value.is_array()   ? "an array"
+         : value.is_object()  ? "an object"
+                              : "null";
+}
+
+[[noreturn]] void wrong_type(const std::string& at, const json& value, const char* wanted) {
+  throw TopologyError(at + ": " + kind_of(value) + " where " + wanted + " belongs");
+}
+
+// The member `key` of `object`, nullptr when missing or null (a missing key reads
+// as its default). `where` names `object` in messages: "nodes[0].gpus[3]".
+const json* member(const json& object, const char* key, const std::string& where) {
+  if (!object.is_object()) wrong_type(where, object, "an object");
+  const auto it = object.find(key);
+  return it == object.end() || it->is_null() ? nullptr : &*it;
+}
+
+std::string text_at(const json& object, const char* key, const std::string& where) {
+  const json* value = member(object, key, where);
+  if (!value) return {};
+  if (!value->is_string()) wrong_type(where + "." + key, *value, "a string");
+  return value->get<std::string>();
+}
+
+bool flag_at(const json& object, const char* key, const std::string& where, bool fallback) {
+  const json* value = member(object, key, where);
+  if (!value) return fallback;
+  if (!value->is_boolean()) wrong_type(where + "." + key, *value, "true/false");
+  return value->get<bool>();
+}
+
+// An int: an integer in int's range, or a float with such a whole value (2.0).
+// nlohmann's get<int> would wrap a large integer and leave a large float's
+// conversion undefined; a boolean is not a number here.
+int int_at(const json& object, const char* key, const std::string& where, int fallback = 0) {
+  const json* value = member(object, key, where);
+  if (!value) return fallback;
+  const std::string at = where + "." + key;
+  if (!value->is_number()) wrong_type(at, *value, "a whole number");
+  constexpr auto kMin = std::numeric_limits<int>::min(), kMax = std::numeric_limits<int>::max();
+  bool fits = false;
+  if (value->is_number_unsigned()) {
+    fits = value->get<std::uint64_t>() <= static_cast<std::uint64_t>(kMax);
+  } else if (value->is_number_integer()) {
+    const std::int64_t v = value->get<std::int64_t>();
+    fits = v >= kMin && v <= kMax;
+  } else {
+    const double v = value->get<double>();
+    if (std::isfinite(v) && v != std::trunc(v))
+      throw TopologyError(at + ": " + number_text(*value) + " is not a whole number");
+    fits = v >= kMin && v <= kMax;  // false for NaN and the infinities
+  }
+  if (!fits)
+    throw TopologyError(at + ": " + number_text(*value) + " is out of range (" +
+                        std::to_string(kMin) + " to " + std::to_string(kMax) + ")");
+  return value->is_number_float() ? static_cast<int>(value->get<double>()) : value->get<int>();
+}
+
+// A rate or bandwidth: 0 (unknown) to kMaxRate.
+double rate_at(const json& object, const char* key, const std::string& where) {
+  const json* value = member(object, key, where);
+  if (!value) return 0;
+  const std::string at = where + "." + key;
+  if (!value->is_number()) wrong_type(at, *value, "a number");
+  const double v = value->get<double>();
+  if (!(v >= 0 && v <= kMaxRate))  // also NaN
+    throw TopologyError(at + ": " + number_text(*value) + " is out of range (0 to 1e6)");
+  return v;
+}
+
+// The array `key` of `object`; an empty one when missing or null.
 const json& array_at(const json& object, const char* key, const std::string& where) {
   static const json empty = json::array();
-  const auto it = object.find(key);
-  if (it == object.end() || it->is_null()) return empty;
-  if (!it->is_array()) throw TopologyError(where + "." + key + ": not an array");
-  return *it;
+  const json* value = member(object, key, where);
+  if (!value) return empty;
+  if (!value->is_array()) wrong_type(where + "." + key, *value, "an array");
+  return *value;
 }
 
-PciPlacement placement_from(const json& j, const std::string& where) {
+void check_count(size_t count, size_t limit, const std::string& at, const char* what) {
+  if (count > limit)
+    throw TopologyError(at + ": " + std::to_string(count) + " " + what + ", more than the " +
+                        std::to_string(limit) + " ccscope reads");
+}
+
+std::string item(const std::string& where, const char* key, size_t index) {
+  return where + "." + key + "[" + std::to_string(index) + "]";
+}
+
+PciPlacement placement_from(const json& j, const std::string& where, bool has_package) {
   PciPlacement p;
-  p.bus_id = normalize_bus_id(get<std::string>(j, "pci_bus_id", where));
-  p.numa_node = get<int>(j, "numa_node", where, -1);
-  p.package = get<int>(j, "package", where, -1);
-  for (const json& hop : array_at(j, "pci_path", where)) {
-    if (!hop.is_string()) throw TopologyError(where + ".pci_path: an item that is not a string");
-    const std::string text = hop.get<std::string>();
-    if (text.rfind("host:", 0) == 0) p.path.push_back({PciHop::Kind::kHostBridge, text.substr(5)});
-    else if (text.rfind("bridge:", 0) == 0) p.path.push_back({PciHop::Kind::kBridge, text.substr(7)});
-    else throw TopologyError(where + ".pci_path: '" + text + "' is not bridge:ID or host:ID");
+  p.bus_id = normalize_bus_id(text_at(j, "pci_bus_id", where));
+  p.numa_node = int_at(j, "numa_node", where, -1);
+  if (has_package) p.package = int_at(j, "package", where, -1);
+  const json& path = array_at(j, "pci_path", where);
+  check_count(path.size(), kMaxPciPathHops, where + ".pci_path", "hops");
+  for (size_t i = 0; i < path.size(); ++i) {
+    const std::string at = item(where, "pci_path", i);
+    if (!path[i].is_string()) wrong_type(at, path[i], "a string");
+    const std::string text = path[i].get<std::string>();
+    if (text.rfind("host:", 0) == 0)
+      p.path.push_back({PciHop::Kind::kHostBridge, text.substr(5)});
+    else if (text.rfind("bridge:", 0) == 0)
+      p.path.push_back({PciHop::Kind::kBridge, text.substr(7)});
+    else
+      throw TopologyError(at + ": " + quoted(text) + " is not bridge:ID or host:ID");
   }
   return p;
 }
@@ -140,77 +249,94 @@ NicKind nic_kind_from(const std::string& text) {
   return NicKind::kOther;
 }
 
-HostTopology node_from(const json& j, const std::string& where) {
+HostTopology node_from(const json& j, const std::string& where, size_t& nvlinks_read) {
   HostTopology node;
-  node.hostname = get<std::string>(j, "hostname", where);
-  node.numa_nodes = get<int>(j, "numa_nodes", where);
-  node.packages = get<int>(j, "packages", where);
-  node.cores = get<int>(j, "cores", where);
-  node.pus = get<int>(j, "pus", where);
-  node.cpu_model = get<std::string>(j, "cpu_model", where);
-  node.driver_version = get<std::string>(j, "driver_version", where);
-  node.cuda_version = get<std::string>(j, "cuda_version", where);
-  node.nccl_version = get<std::string>(j, "nccl_version", where);
+  node.hostname = text_at(j, "hostname", where);
+  node.numa_nodes = int_at(j, "numa_nodes", where);
+  node.packages = int_at(j, "packages", where);
+  node.cores = int_at(j, "cores", where);
+  node.pus = int_at(j, "pus", where);
+  node.cpu_model = text_at(j, "cpu_model", where);
+  node.driver_version = text_at(j, "driver_version", where);
+  node.cuda_version = text_at(j, "cuda_version", where);
+  node.nccl_version = text_at(j, "nccl_version", where);
   const json& gpus = array_at(j, "gpus", where);
+  check_count(gpus.size(), kMaxGpusPerNode, where + ".gpus", "GPUs");
   for (size_t i = 0; i < gpus.size(); ++i) {
-    const std::string at = where + ".gpus[" + std::to_string(i) + "]";
+    const std::string at = item(where, "gpus", i);
     const json& g = gpus[i];
     Gpu gpu;
-    gpu.index = get<int>(g, "index", at, static_cast<int>(i));
-    gpu.name = get<std::string>(g, "name", at);
-    gpu.uuid = get<std::string>(g, "uuid", at);
-    gpu.pci = placement_from(g, at);
-    gpu.pcie_current = {get<int>(g, "pcie_generation", at), get<int>(g, "pcie_width", at)};
-    const auto max = g.find("pcie_max");
-    if (max != g.end() && max->is_object())
-      gpu.pcie_max = {get<int>(*max, "generation", at + ".pcie_max"),
-                      get<int>(*max, "width", at + ".pcie_max")};
-    gpu.cuda_compute_capability = get<int>(g, "compute_capability", at);
+    gpu.index = int_at(g, "index", at, static_cast<int>(i));
+    gpu.name = text_at(g, "name", at);
+    gpu.uuid = text_at(g, "uuid", at);
+    gpu.pci = placement_from(g, at, true);
+    gpu.pcie_current = {int_at(g, "pcie_generation", at), int_at(g, "pcie_width", at)};
+    if (const json* max = member(g, "pcie_max", at)) {
+      if (!max->is_object()) wrong_type(at + ".pcie_max", *max, "an object");
+      gpu.pcie_max = {int_at(*max, "generation", at + ".pcie_max"),
+                      int_at(*max, "width", at + ".pcie_max")};
+    }
+    gpu.cuda_compute_capability = int_at(g, "compute_capability", at);
     const json& links = array_at(g, "nvlinks", at);
+    nvlinks_read += links.size();
+    if (nvlinks_read > kMaxNvlinks)
+      throw TopologyError(at + ".nvlinks: more than the " + std::to_string(kMaxNvlinks) +
+                          " NVLinks ccscope reads in one document");
     for (size_t l = 0; l < links.size(); ++l) {
-      const std::string link_at = at + ".nvlinks[" + std::to_string(l) + "]";
+      const std::string link_at = item(at, "nvlinks", l);
+      const json& n = links[l];
       NvLink link;
-      link.link = get<int>(links[l], "link", link_at, -1);
-      link.active = get<bool>(links[l], "active", link_at, true);
-      link.version = get<int>(links[l], "version", link_at);
-      link.remote_bus_id = normalize_bus_id(get<std::string>(links[l], "remote_pci_bus_id", link_at));
-      link.remote_is_switch = get<bool>(links[l], "remote_is_switch", link_at);
-      link.bandwidth_GBps = get<double>(links[l], "bandwidth_GBps", link_at);
-      gpu.nvlinks.push_back(link);
+      link.link = int_at(n, "link", link_at, -1);
+      link.active = flag_at(n, "active", link_at, true);
+      link.version = int_at(n, "version", link_at);
+      link.remote_bus_id = normalize_bus_id(text_at(n, "remote_pci_bus_id", link_at));
+      link.remote_is_switch = flag_at(n, "remote_is_switch", link_at, false);
+      link.bandwidth_GBps = rate_at(n, "bandwidth_GBps", link_at);
+      gpu.nvlinks.push_back(std::move(link));
     }
     node.gpus.push_back(std::move(gpu));
   }
   const json& nics = array_at(j, "nics", where);
+  check_count(nics.size(), kMaxNicsPerNode, where + ".nics", "NICs");
   for (size_t i = 0; i < nics.size(); ++i) {
-    const std::string at = where + ".nics[" + std::to_string(i) + "]";
+    const std::string at = item(where, "nics", i);
     const json& n = nics[i];
     Nic nic;
-    nic.name = get<std::string>(n, "name", at);
-    nic.kind = nic_kind_from(get<std::string>(n, "kind", at));
-    nic.rate_Gbps = get<double>(n, "rate_Gbps", at);
-    nic.shaped_Gbps = get<double>(n, "shaped_Gbps", at);
-    nic.state = get<std::string>(n, "state", at);
-    nic.mtu = get<int>(n, "mtu", at);
-    nic.driver = get<std::string>(n, "driver", at);
-    nic.netdev = get<std::string>(n, "netdev", at);
-    nic.rdma_device = get<std::string>(n, "rdma_device", at);
-    nic.has_gid = get<bool>(n, "has_gid", at);
-    nic.is_virtual = get<bool>(n, "virtual", at);
-    nic.pci = placement_from(n, at);
+    nic.name = text_at(n, "name", at);
+    nic.kind = nic_kind_from(text_at(n, "kind", at));
+    nic.rate_Gbps = rate_at(n, "rate_Gbps", at);
+    nic.shaped_Gbps = rate_at(n, "shaped_Gbps", at);
+    nic.state = text_at(n, "state", at);
+    nic.mtu = int_at(n, "mtu", at);
+    nic.driver = text_at(n, "driver", at);
+    nic.netdev = text_at(n, "netdev", at);
+    nic.rdma_device = text_at(n, "rdma_device", at);
+    nic.has_gid = flag_at(n, "has_gid", at, false);
+    nic.is_virtual = flag_at(n, "virtual", at, false);
+    nic.pci = placement_from(n, at, false);  // the writer has no "package" for a NIC
     node.nics.push_back(std::move(nic));
   }
   const json& ancestors = array_at(j, "gpu_ancestors", where);
+  check_count(ancestors.size(), kMaxAncestorsPerNode, where + ".gpu_ancestors", "entries");
   for (size_t i = 0; i < ancestors.size(); ++i) {
-    const std::string at = where + ".gpu_ancestors[" + std::to_string(i) + "]";
-    node.gpu_ancestors.push_back({get<int>(ancestors[i], "gpu_a", at, -1),
-                                  get<int>(ancestors[i], "gpu_b", at, -1),
-                                  get<std::string>(ancestors[i], "level", at)});
+    const std::string at = item(where, "gpu_ancestors", i);
+    node.gpu_ancestors.push_back({int_at(ancestors[i], "gpu_a", at, -1),
+                                  int_at(ancestors[i], "gpu_b", at, -1),
+                                  text_at(ancestors[i], "level", at)});
   }
-  const auto sources = j.find("sources");
-  if (sources != j.end() && sources->is_object())
-    for (const auto& [name, status] : sources->items())
-      node.sources.push_back({name, get<bool>(status, "read", where + ".sources." + name),
-                              get<std::string>(status, "detail", where + ".sources." + name)});
+  if (const json* sources = member(j, "sources", where)) {
+    if (!sources->is_object()) wrong_type(where + ".sources", *sources, "an object");
+    for (const auto& [name, status] : sources->items()) {
+      const std::string at = where + ".sources." + quoted(name);
+      node.sources.push_back(
+          {name, flag_at(status, "read", at, false), text_at(status, "detail", at)});
+    }
+  }
+  const json& notes = array_at(j, "notes", where);
+  for (size_t i = 0; i < notes.size(); ++i) {
+    if (!notes[i].is_string()) wrong_type(item(where, "notes", i), notes[i], "a string");
+    node.notes.push_back(notes[i].get<std::string>());
+  }
   return node;
 }
 
@@ -255,20 +381,36 @@ std::vector<HostTopology> read_topology_json(std::string_view text) {
   json doc;
   try {
     doc = json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw TopologyError(std::string("not valid JSON: ") + e.what());
+  } catch (const json::exception& e) {
+    // parse_error, and out_of_range for a number beyond double ("1e400").
+    // nlohmann's message quotes the last token read, which may be long.
+    std::string what = e.what();
+    if (what.rfind("[json.exception.", 0) == 0 && what.find("] ") != std::string::npos)
+      what = what.substr(what.find("] ") + 2);
+    if (what.size() > 160) what = what.substr(0, 160) + "...";
+    throw TopologyError("not valid JSON: " + what);
   }
   if (!doc.is_object() || !doc.contains("nodes"))
     throw TopologyError("not a ccscope topology JSON document (no \"nodes\" array)");
-  const std::string schema = get<std::string>(doc, "schema", "document");
-  if (!schema.empty() && schema.rfind("ccscope.topo/", 0) != 0)
-    throw TopologyError("schema '" + schema + "' is not ccscope.topo");
-  if (schema.size() > 13 && schema.substr(13) != "1")
-    throw TopologyError("schema '" + schema + "' is newer than this ccscope reads (ccscope.topo/1)");
+  const json* schema_value = member(doc, "schema", "document");
+  if (schema_value && !schema_value->is_string()) wrong_type("schema", *schema_value, "a string");
+  const std::string schema = schema_value ? schema_value->get<std::string>() : "";
+  // "ccscope.topo/<version>": this reader knows version 1 (a missing schema reads as 1).
+  static constexpr std::string_view kPrefix = "ccscope.topo/";
+  const std::string version = schema.rfind(kPrefix, 0) == 0 ? schema.substr(kPrefix.size()) : "";
+  const bool numbered = !version.empty() && version.size() <= 9 && version[0] != '0' &&
+                        version.find_first_not_of("0123456789") == std::string::npos;
+  if (!schema.empty() && !numbered)
+    throw TopologyError("schema: " + quoted(schema) + " is not ccscope.topo/<version>");
+  if (numbered && version != "1")
+    throw TopologyError("schema: " + quoted(schema) +
+                        " is newer than this ccscope reads (ccscope.topo/1)");
+  const json& items = doc.at("nodes");
+  if (!items.is_array()) wrong_type("nodes", items, "an array");
   std::vector<HostTopology> nodes;
-  const json& items = array_at(doc, "nodes", "document");
+  size_t nvlinks_read = 0;
   for (size_t i = 0; i < items.size(); ++i)
-    nodes.push_back(node_from(items[i], "nodes[" + std::to_string(i) + "]"));
+    nodes.push_back(node_from(items[i], "nodes[" + std::to_string(i) + "]", nvlinks_read));
   return nodes;
 }
 
