@@ -55,10 +55,14 @@ std::vector<topo::HostTopology> load_topology_file(const std::string& path) {
   const std::string text = reports::read_input_file(path);
   try {
     switch (topo::detect_topology_format(text)) {
-      case topo::TopologyFormat::kHwlocXml: return {topo::read_hwloc_xml(text)};
-      case topo::TopologyFormat::kNcclXml: return {topo::read_nccl_topology_xml(text)};
-      case topo::TopologyFormat::kCcscopeJson: return topo::read_topology_json(text);
-      case topo::TopologyFormat::kUnknown: break;
+      case topo::TopologyFormat::kHwlocXml:
+        return {topo::read_hwloc_xml(text)};
+      case topo::TopologyFormat::kNcclXml:
+        return {topo::read_nccl_topology_xml(text)};
+      case topo::TopologyFormat::kCcscopeJson:
+        return topo::read_topology_json(text);
+      case topo::TopologyFormat::kUnknown:
+        break;
     }
   } catch (const topo::TopologyError& e) {
     throw reports::InputError(reports::quote_name(path) + ": " + e.what());
@@ -140,13 +144,16 @@ void cross_check(topo::TopologyReport& report, const std::vector<topo::HostTopol
     // NCCL's dump names no host: it is of the node it was written on, the first
     // node here (rank 0's), unless only one node is shown.
     topo::HostTopology& node = report.nodes.front();
-    for (topo::Finding& f : topo::cross_check_nccl(node, view)) report.findings.push_back(std::move(f));
-    const topo::SourceStatus status{"nccl", true,
-                                    "NCCL topology dump (cross-checked): " +
-                                        std::to_string(view.gpus.size()) + " GPUs, " +
-                                        std::to_string(view.nics.size()) + " NICs"};
-    if (topo::SourceStatus* held = node.source("nccl")) *held = status;
-    else node.sources.push_back(status);
+    for (topo::Finding& f : topo::cross_check_nccl(node, view))
+      report.findings.push_back(std::move(f));
+    const topo::SourceStatus status{
+        "nccl", true,
+        "NCCL topology dump (cross-checked): " + std::to_string(view.gpus.size()) + " GPUs, " +
+            std::to_string(view.nics.size()) + " NICs"};
+    if (topo::SourceStatus* held = node.source("nccl"))
+      *held = status;
+    else
+      node.sources.push_back(status);
   }
 }
 
@@ -157,8 +164,7 @@ struct MeasurePlan {
   std::vector<std::vector<std::pair<std::string, std::string>>> labels;  // per round, per pair
 };
 
-MeasurePlan plan_measurement(const World& world, const bench::ClusterTopology& cluster,
-                             bool gpu_pairs) {
+MeasurePlan plan_measurement(const bench::ClusterTopology& cluster, bool gpu_pairs) {
   MeasurePlan plan;
   const size_t nodes = cluster.nodes.size();
   std::vector<int> leader(nodes, -1);
@@ -169,7 +175,6 @@ MeasurePlan plan_measurement(const World& world, const bench::ClusterTopology& c
     if (leader[node] < 0) leader[node] = static_cast<int>(rank);
     local[node].push_back(static_cast<int>(rank));
   }
-  (void)world;
   for (const topo::PairRound& round : topo::disjoint_pair_rounds(nodes)) {
     bench::RankPairRound pairs;
     std::vector<std::pair<std::string, std::string>> names;
@@ -209,31 +214,6 @@ MeasurePlan plan_measurement(const World& world, const bench::ClusterTopology& c
   return plan;
 }
 
-// The expected figure and path name of a measured pair.
-void rate_measured(topo::TopologyReport& report, topo::MeasuredPair& m) {
-  for (const topo::NodePairPath& p : report.node_pairs)
-    if ((p.host_a == m.endpoint_a && p.host_b == m.endpoint_b) ||
-        (p.host_a == m.endpoint_b && p.host_b == m.endpoint_a)) {
-      m.expected_GBps = p.expected_GBps;
-      m.path = std::string(topo::transport_name(p.transport)) +
-               (p.device_a.empty() ? "" : " over " + p.device_a);
-      return;
-    }
-  const size_t slash = m.endpoint_a.find("/GPU");
-  if (slash == std::string::npos) return;
-  const std::string host = m.endpoint_a.substr(0, slash);
-  const int gpu_a = std::stoi(m.endpoint_a.substr(slash + 4));
-  const int gpu_b = std::stoi(m.endpoint_b.substr(m.endpoint_b.find("/GPU") + 4));
-  for (const topo::HostTopology& node : report.nodes) {
-    if (node.hostname != host) continue;
-    for (const topo::GpuPairPath& p : topo::gpu_pair_paths(node, report.env))
-      if ((p.gpu_a == gpu_a && p.gpu_b == gpu_b) || (p.gpu_a == gpu_b && p.gpu_b == gpu_a)) {
-        m.expected_GBps = p.expected_GBps;
-        m.path = p.token();
-      }
-  }
-}
-
 int run_live(const TopoFlags& flags, const std::vector<topo::HostTopology>& nccl_views) {
   MpiSession session(nullptr, nullptr);
   const World world = World::from_mpi();
@@ -259,15 +239,16 @@ int run_live(const TopoFlags& flags, const std::vector<topo::HostTopology>& nccl
     watchdog = std::make_unique<HangWatchdog>(
         world, std::chrono::milliseconds(static_cast<long long>(flags.timeout_seconds * 1000)));
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "ccscope topo: rank %d (%s): cannot start the watchdog: %s\n", world.rank(),
-                 world.hostname().c_str(), e.what());
+    std::fprintf(stderr, "ccscope topo: rank %d (%s): cannot start the watchdog: %s\n",
+                 world.rank(), world.hostname().c_str(), e.what());
     world.abort(1);
   }
   std::string backend = flags.backend;
   if (backend == "auto") backend = nccl_backend_usable() ? "nccl" : "mpi";
   if (backend == "nccl" && !nccl_backend_compiled()) {
     if (leader)
-      std::fprintf(stderr, "ccscope topo: error: --backend nccl: this ccscope was built without NCCL\n");
+      std::fprintf(stderr,
+                   "ccscope topo: error: --backend nccl: this ccscope was built without NCCL\n");
     return kExitUsage;
   }
   topo::ProbeOptions probe;
@@ -282,7 +263,9 @@ int run_live(const TopoFlags& flags, const std::vector<topo::HostTopology>& nccl
     cluster = bench::gather_cluster_topology(world, probe, bus);
     watchdog->end_phase();
   } catch (const topo::TopologyError& e) {
-    if (leader) std::fprintf(stderr, "ccscope topo: error: a node's topology did not read back: %s\n", e.what());
+    if (leader)
+      std::fprintf(stderr, "ccscope topo: error: a node's topology did not read back: %s\n",
+                   e.what());
     return 1;
   }
   topo::TopologyReport report;
@@ -295,13 +278,14 @@ int run_live(const TopoFlags& flags, const std::vector<topo::HostTopology>& nccl
                  cluster.nodes.size(), cluster.probe_seconds);
 
   if (flags.measure && world.size() > 1) {
-    const MeasurePlan plan = plan_measurement(world, cluster, backend == "nccl");
+    const MeasurePlan plan = plan_measurement(cluster, backend == "nccl");
     std::vector<bench::PairBandwidth> figures;
     try {
       bench::PairBandwidthOptions options;
       options.bytes = flags.bytes;
       options.repetitions = flags.iterations;
-      options.timeout = std::chrono::milliseconds(static_cast<long long>(flags.timeout_seconds * 1000));
+      options.timeout =
+          std::chrono::milliseconds(static_cast<long long>(flags.timeout_seconds * 1000));
       watchdog->begin_phase("topo --measure: pair bandwidth rounds");
       watchdog->operation_started();
       if (backend == "nccl") {
@@ -330,15 +314,13 @@ int run_live(const TopoFlags& flags, const std::vector<topo::HostTopology>& nccl
         report.measured.push_back(m);
       }
   } else if (flags.measure && leader) {
-    std::fprintf(stderr, "ccscope topo: note: --measure needs two or more ranks (mpiexec -n N); "
-                         "nothing measured\n");
+    std::fprintf(stderr,
+                 "ccscope topo: note: --measure needs two or more ranks (mpiexec -n N); "
+                 "nothing measured\n");
   }
   int rc = 0;
   if (leader) {
     topo::complete_report(report);
-    for (topo::MeasuredPair& m : report.measured) rate_measured(report, m);
-    report.findings.clear();
-    topo::complete_report(report);  // again: the findings of the rated pairs
     cross_check(report, nccl_views);
     rc = write_outputs(flags, csv.get(), report);
   }
@@ -358,12 +340,14 @@ int topo_verb(const std::vector<std::string>& args, const std::vector<std::strin
       "from the nominal-rate table, findings (nodes that differ, links below their maximum), "
       "and with --measure the bandwidth of every pair. Launch with mpiexec for a cluster view.",
       "ccscope topo"};
-  app.add_option("--from", flags.from,
-                 "read saved topologies instead of probing: hwloc XML (lstopo --of xml), an "
-                 "NCCL_TOPO_DUMP_FILE dump, or ccscope topo --json output (repeatable: one node each)");
+  app.add_option(
+      "--from", flags.from,
+      "read saved topologies instead of probing: hwloc XML (lstopo --of xml), an "
+      "NCCL_TOPO_DUMP_FILE dump, or ccscope topo --json output (repeatable: one node each)");
   app.add_option("--nccl-topo", flags.nccl_topo,
                  "NCCL's own view (an NCCL_TOPO_DUMP_FILE dump of this node) to cross-check with");
-  app.add_flag("--json", flags.json, "print the JSON document (README: Topology JSON) instead of text");
+  app.add_flag("--json", flags.json,
+               "print the JSON document (README: Topology JSON) instead of text");
   app.add_option("--csv", flags.csv, "write the path records (ccscope.topo_path/1) to FILE");
   app.add_flag("--measure", flags.measure,
                "measure point-to-point bandwidth between every pair of nodes (and of GPUs inside a "
@@ -394,7 +378,8 @@ int topo_verb(const std::vector<std::string>& args, const std::vector<std::strin
     if (flags.from.empty()) return run_live(flags, nccl_views);
     topo::TopologyReport report;
     for (const std::string& path : flags.from)
-      for (topo::HostTopology& node : load_topology_file(path)) report.nodes.push_back(std::move(node));
+      for (topo::HostTopology& node : load_topology_file(path))
+        report.nodes.push_back(std::move(node));
     report.env = topo::nccl_environment_from_process();
     report.threshold = flags.threshold;
     std::unique_ptr<reports::OutputTarget> csv;

@@ -2,11 +2,11 @@
 // ../shared/fixtures/topo (copied to topo/tests/data): the text view, the JSON
 // the README documents, the path records, and bad input (one line, exit 2).
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -20,7 +20,9 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-std::string data(const std::string& name) { return std::string(CCSCOPE_TOPO_TEST_DATA) + "/" + name; }
+std::string data(const std::string& name) {
+  return std::string(CCSCOPE_TOPO_TEST_DATA) + "/" + name;
+}
 
 struct VerbRun {
   int rc;
@@ -47,7 +49,9 @@ class TopoVerb : public ::testing::Test {
     fs::remove_all(dir_, ec);
   }
   std::string file(const std::string& name) const { return (dir_ / name).string(); }
-  void write(const std::string& path, const std::string& text) const { std::ofstream(path) << text; }
+  void write(const std::string& path, const std::string& text) const {
+    std::ofstream(path) << text;
+  }
   static std::string slurp(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     std::stringstream ss;
@@ -62,7 +66,8 @@ TEST_F(TopoVerb, Dgx2MatrixIsNvidiaSmisWithSixNvlinksBetweenEveryPair) {
   ASSERT_EQ(run.rc, 0) << run.err;
   EXPECT_NE(run.out.find("16 GPUs"), std::string::npos);
   EXPECT_NE(run.out.find("GPU0  X     NV6   NV6"), std::string::npos) << run.out;
-  EXPECT_NE(run.out.find("NV#  = Connection traversing a bonded set of # NVLinks"), std::string::npos);
+  EXPECT_NE(run.out.find("NV#  = Connection traversing a bonded set of # NVLinks"),
+            std::string::npos);
   EXPECT_NE(run.out.find("0-15      NV6   P2P        150"), std::string::npos) << run.out;
 }
 
@@ -79,7 +84,8 @@ TEST_F(TopoVerb, JsonHasTheDocumentedKeys) {
       EXPECT_TRUE(gpu.contains(key)) << key;
   std::vector<std::string> names;
   for (const json& nic : node.at("nics")) {
-    for (const char* key : {"name", "kind", "rate_Gbps", "state"}) EXPECT_TRUE(nic.contains(key)) << key;
+    for (const char* key : {"name", "kind", "rate_Gbps", "state"})
+      EXPECT_TRUE(nic.contains(key)) << key;
     names.push_back(nic["name"].get<std::string>() + "=" + nic["kind"].get<std::string>());
   }
   EXPECT_NE(std::find(names.begin(), names.end(), "mlx5_0:1=infiniband"), names.end());
@@ -101,7 +107,7 @@ TEST_F(TopoVerb, OwnJsonReadsBackToTheSameView) {
 
 TEST_F(TopoVerb, H200MachineAndNcclDumpAgree) {
   const VerbRun run = topo({"--from", data("hwloc-h200-vm.xml"), "--nccl-topo",
-                        data("nccl-topo-dump-h200-vm.xml"), "--json"});
+                            data("nccl-topo-dump-h200-vm.xml"), "--json"});
   ASSERT_EQ(run.rc, 0) << run.err;
   const json doc = json::parse(run.out);
   const json& node = doc["nodes"][0];
@@ -126,7 +132,8 @@ TEST_F(TopoVerb, CsvPathRecordsThroughTheSchema) {
 }
 
 TEST_F(TopoVerb, SeveralFilesAreACluster) {
-  const VerbRun run = topo({"--from", data("hwloc-h200-vm.xml"), "--from", data("hwloc-2socket-pci-ib.xml")});
+  const VerbRun run =
+      topo({"--from", data("hwloc-h200-vm.xml"), "--from", data("hwloc-2socket-pci-ib.xml")});
   ASSERT_EQ(run.rc, 0) << run.err;
   EXPECT_NE(run.out.find("node pairs:"), std::string::npos) << run.out;
   EXPECT_NE(run.out.find("gpu_count differs between nodes with no majority: vm: 1; conan: 3"),

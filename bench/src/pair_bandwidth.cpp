@@ -61,8 +61,8 @@ std::vector<PairBandwidth> measure_pair_rounds(Communicator& comm, const Control
     if (!problems.empty()) throw std::runtime_error("pair bandwidth: " + problems);
     control.all_reduce_max(seconds);
     for (size_t i = 0; i < pairs.size(); ++i)
-      results.push_back({pairs[i].first, pairs[i].second, round,
-                         algorithm_bandwidth_GBps(bytes, seconds[i])});
+      results.push_back(
+          {pairs[i].first, pairs[i].second, round, algorithm_bandwidth_GBps(bytes, seconds[i])});
   }
   return results;
 }
@@ -126,8 +126,8 @@ std::vector<PairBandwidth> measure_pair_rounds_one_way(PointToPoint& p2p,
     if (!problems.empty()) throw std::runtime_error("pair bandwidth: " + problems);
     control.all_reduce_sum(figures);
     for (size_t i = 0; i < pairs.size(); ++i) {
-      PairBandwidth pair{pairs[i].first, pairs[i].second, round, 0, figures[2 * i],
-                         figures[2 * i + 1]};
+      PairBandwidth pair{pairs[i].first, pairs[i].second,   round, 0,
+                         figures[2 * i], figures[2 * i + 1]};
       pair.GBps = std::min(pair.GBps_a_to_b, pair.GBps_b_to_a);
       results.push_back(pair);
     }

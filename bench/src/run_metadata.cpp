@@ -7,8 +7,8 @@
 
 #include "ccscope/bench/cluster_topology.h"
 #include "ccscope/collectives/backends.h"
-#include "ccscope/topo/paths.h"
 #include "ccscope/common/environment.h"
+#include "ccscope/topo/paths.h"
 #include "ccscope/version.h"
 
 extern char** environ;

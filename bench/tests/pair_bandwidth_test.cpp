@@ -33,19 +33,35 @@ class CorruptingCommunicator : public Communicator {
   MemoryKind memory_kind() const override { return inner_->memory_kind(); }
   std::string device_name() const override { return inner_->device_name(); }
   std::unique_ptr<Buffer> allocate(size_t bytes) override { return inner_->allocate(bytes); }
-  void copy_from_host(Buffer& d, size_t o, const void* s, size_t b) override { inner_->copy_from_host(d, o, s, b); }
+  void copy_from_host(Buffer& d, size_t o, const void* s, size_t b) override {
+    inner_->copy_from_host(d, o, s, b);
+  }
   void copy_to_host(void* d, const Buffer& s, size_t o, size_t b) override {
     inner_->copy_to_host(d, s, o, b);
     if (rank() == victim_ && b > 100) static_cast<unsigned char*>(d)[b / 2] ^= 1;
   }
-  void all_reduce(const void* s, void* r, size_t c, DataType t, ReduceOp o) override { inner_->all_reduce(s, r, c, t, o); }
-  void all_gather(const void* s, void* r, size_t c, DataType t) override { inner_->all_gather(s, r, c, t); }
-  void reduce_scatter(const void* s, void* r, size_t c, DataType t, ReduceOp o) override { inner_->reduce_scatter(s, r, c, t, o); }
-  void broadcast(const void* s, void* r, size_t c, DataType t, int root) override { inner_->broadcast(s, r, c, t, root); }
-  void all_to_all(const void* s, void* r, size_t c, DataType t) override { inner_->all_to_all(s, r, c, t); }
-  void send_recv(const void* s, int sp, void* r, int rp, size_t c, DataType t) override { inner_->send_recv(s, sp, r, rp, c, t); }
+  void all_reduce(const void* s, void* r, size_t c, DataType t, ReduceOp o) override {
+    inner_->all_reduce(s, r, c, t, o);
+  }
+  void all_gather(const void* s, void* r, size_t c, DataType t) override {
+    inner_->all_gather(s, r, c, t);
+  }
+  void reduce_scatter(const void* s, void* r, size_t c, DataType t, ReduceOp o) override {
+    inner_->reduce_scatter(s, r, c, t, o);
+  }
+  void broadcast(const void* s, void* r, size_t c, DataType t, int root) override {
+    inner_->broadcast(s, r, c, t, root);
+  }
+  void all_to_all(const void* s, void* r, size_t c, DataType t) override {
+    inner_->all_to_all(s, r, c, t);
+  }
+  void send_recv(const void* s, int sp, void* r, int rp, size_t c, DataType t) override {
+    inner_->send_recv(s, sp, r, rp, c, t);
+  }
   void wait(std::chrono::milliseconds timeout) override { inner_->wait(timeout); }
-  std::unique_ptr<StampClock> make_clock(size_t stamps) override { return inner_->make_clock(stamps); }
+  std::unique_ptr<StampClock> make_clock(size_t stamps) override {
+    return inner_->make_clock(stamps);
+  }
 
  private:
   std::unique_ptr<Communicator> inner_;
@@ -62,7 +78,8 @@ TEST(PairBandwidth, EveryPairOnceInDisjointRoundsOnEveryRank) {
   InProcessTransport::run(kRanks, [&](PointToPoint& p2p) {
     auto control = point_to_point_control(p2p);
     auto comm = make_ring_communicator(p2p);
-    std::vector<PairBandwidth> figures = measure_pair_rounds(*comm, *control, rank_rounds(kRanks), options);
+    std::vector<PairBandwidth> figures =
+        measure_pair_rounds(*comm, *control, rank_rounds(kRanks), options);
     std::lock_guard<std::mutex> lock(mutex);
     by_rank[static_cast<size_t>(p2p.rank())] = std::move(figures);
   });
@@ -85,14 +102,16 @@ TEST(PairBandwidth, AWrongByteFromThePeerFailsTheMeasurement) {
     auto control = point_to_point_control(p2p);
     CorruptingCommunicator comm(make_ring_communicator(p2p), 1);
     try {
-      measure_pair_rounds(comm, *control, rank_rounds(2), {4096, 0, 1, std::chrono::milliseconds(10000)});
+      measure_pair_rounds(comm, *control, rank_rounds(2),
+                          {4096, 0, 1, std::chrono::milliseconds(10000)});
     } catch (const std::runtime_error& e) {
       std::lock_guard<std::mutex> lock(mutex);
       errors.push_back(e.what());
     }
   });
   ASSERT_EQ(errors.size(), 2u);  // both ranks fail, neither hangs
-  EXPECT_NE(errors[0].find("rank 1 received a wrong byte from rank 0 at offset 2048"), std::string::npos)
+  EXPECT_NE(errors[0].find("rank 1 received a wrong byte from rank 0 at offset 2048"),
+            std::string::npos)
       << errors[0];
 }
 
@@ -112,7 +131,8 @@ class CorruptingPointToPoint : public PointToPoint {
   void send(int peer, const void* data, size_t bytes) override { inner_.send(peer, data, bytes); }
   void recv(int peer, void* data, size_t bytes) override {
     inner_.recv(peer, data, bytes);
-    if (rank() == victim_ && bytes > 1 && ++received_ == nth_) static_cast<unsigned char*>(data)[7] ^= 0x40;
+    if (rank() == victim_ && bytes > 1 && ++received_ == nth_)
+      static_cast<unsigned char*>(data)[7] ^= 0x40;
   }
   void send_recv(int sp, const void* sd, size_t sb, int rp, void* rd, size_t rb) override {
     inner_.send_recv(sp, sd, sb, rp, rd, rb);
@@ -157,7 +177,8 @@ TEST(PairBandwidthOneWay, AWrongByteFailsEveryRankAlike) {
     }
   });
   ASSERT_EQ(errors.size(), 3u);  // the resting rank too: nobody waits for a peer that left
-  EXPECT_NE(errors[0].find("rank 2 received a wrong byte from rank"), std::string::npos) << errors[0];
+  EXPECT_NE(errors[0].find("rank 2 received a wrong byte from rank"), std::string::npos)
+      << errors[0];
   EXPECT_NE(errors[0].find("at offset 7"), std::string::npos) << errors[0];
 }
 

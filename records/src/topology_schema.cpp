@@ -1,6 +1,5 @@
 // The topology path record kind: every field of a `ccscope topo --csv` row, once.
 #include "ccscope/records/topology_record.h"
-
 #include "cells.h"
 
 namespace ccscope::records {
@@ -10,7 +9,14 @@ template <auto Member, long long MinValue = 0>
 TopologyPathField field(std::string_view name, std::string_view unit, std::string_view meaning) {
   using M = std::remove_cvref_t<decltype(std::declval<TopologyPathRecord&>().*Member)>;
   return TopologyPathField{
-      name, unit, cells::type_of<M>(), FieldScope::kRecord, 1, "", true, meaning,
+      name,
+      unit,
+      cells::type_of<M>(),
+      FieldScope::kRecord,
+      1,
+      "",
+      true,
+      meaning,
       [](const TopologyPathRecord& r) { return cells::cell_of(r.*Member); },
       [](const TopologyPathRecord& r) { return cells::cell_of(r.*Member); },
       [](TopologyPathRecord& r, const Cell& c) { cells::set_from<M, MinValue>(r.*Member, c); },
@@ -44,23 +50,27 @@ const TopologyPathKind& topology_path_kind() {
           field<&R::path>("path", "",
                           "nvidia-smi topo -m token (NV#, PIX, PXB, PHB, NODE, SYS) or the "
                           "transport between nodes (IB, RoCE, socket)"),
-          field<&R::basis>("basis", "", "what the expected figure is made of (the nominal-rate table)"),
-          field<&R::expected_GBps>("expected_GBps", "GB/s",
-                                   "nominal per-direction bandwidth of the path; empty when unknown"),
+          field<&R::basis>("basis", "",
+                           "what the expected figure is made of (the nominal-rate table)"),
+          field<&R::expected_GBps>(
+              "expected_GBps", "GB/s",
+              "nominal per-direction bandwidth of the path; empty when unknown"),
           field<&R::measured_GBps>("measured_GBps", "GB/s",
                                    "per direction, both directions at once, median of repetitions "
                                    "(topo --measure)"),
           field<&R::percent_of_expected>("percent_of_expected", "%", "measured / expected x 100"),
           field<&R::below_threshold>("below_threshold", "",
                                      "measured below the threshold share of expected"),
-          field<&R::round>("round", "", "the measuring schedule's round (disjoint pairs per round)"),
+          field<&R::round>("round", "",
+                           "the measuring schedule's round (disjoint pairs per round)"),
       }};
   return kind;
 }
 
 std::vector<Cell> topology_path_cells(const TopologyPathRecord& record) {
   std::vector<Cell> cells;
-  for (const TopologyPathField& f : topology_path_kind().fields) cells.push_back(f.measured(record));
+  for (const TopologyPathField& f : topology_path_kind().fields)
+    cells.push_back(f.measured(record));
   return cells;
 }
 

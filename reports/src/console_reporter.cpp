@@ -141,17 +141,17 @@ class ConsoleReporter : public Reporter {
     if (!r.time_method.empty()) line(fmt::format("# time method: {}", r.time_method));
     line("#");
     const bool percent = expected_GBps_ > 0;
-    line(std::string(
-             "#                                                              out-of-place              "
-             "         in-place          ") +
+    line(std::string("#                                                              out-of-place  "
+                     "            "
+                     "         in-place          ") +
          (percent ? "   busbw % of expected" : ""));
-    line(std::string(
-             "#       size         count      type   redop    root     time   algbw   busbw  #wrong    "
-             " time   algbw   busbw  #wrong ") +
+    line(std::string("#       size         count      type   redop    root     time   algbw   "
+                     "busbw  #wrong    "
+                     " time   algbw   busbw  #wrong ") +
          (percent ? "  oop %exp  ip %exp" : ""));
-    line(std::string(
-             "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            "
-             " (us)  (GB/s)  (GB/s)         ") +
+    line(std::string("#        (B)    (elements)                               (us)  (GB/s)  "
+                     "(GB/s)            "
+                     " (us)  (GB/s)  (GB/s)         ") +
          (percent ? "       (%)      (%)" : ""));
   }
 
@@ -168,7 +168,8 @@ class ConsoleReporter : public Reporter {
     std::string percent;
     if (expected_GBps_ > 0) {
       const auto share = [this](const std::optional<BenchRecord>& v) {
-        return v ? fmt::format("{:.1f}", 100.0 * v->busbw_GBps / expected_GBps_) : std::string("N/A");
+        return v ? fmt::format("{:.1f}", 100.0 * v->busbw_GBps / expected_GBps_)
+                 : std::string("N/A");
       };
       percent = fmt::format("  {:>8}  {:>7}", share(out_of_place_), share(in_place_));
     }

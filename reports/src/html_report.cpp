@@ -7,8 +7,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <set>
 #include <cmath>
+#include <set>
 #include <string_view>
 
 #include "ccscope/reports/comparison_stats.h"
@@ -428,7 +428,8 @@ void topology_table(std::string& o, const std::vector<LoadedRun>& runs,
   o += "<h2>Topology</h2>\n<p class=\"note\">The nodes and devices of each run and the slowest "
        "path its ranks use, with its nominal bandwidth (ccscope topo's table of rates); "
        "best busbw is the highest of the run's records.</p>\n";
-  o += "<table class=\"topology\">\n<thead><tr><th>run</th><th>nodes</th><th>hosts</th><th>devices</th>"
+  o += "<table "
+       "class=\"topology\">\n<thead><tr><th>run</th><th>nodes</th><th>hosts</th><th>devices</th>"
        "<th>slowest path</th><th>expected busbw (GB/s)</th><th>best busbw (GB/s)</th>"
        "<th>% of expected</th></tr></thead>\n<tbody>\n";
   for (size_t r = 0; r < runs.size(); ++r) {
@@ -443,7 +444,8 @@ void topology_table(std::string& o, const std::vector<LoadedRun>& runs,
     o += fmt::format(
         "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
         "<td>{}</td></tr>\n",
-        esc(names[r]), or_absent(run_nodes(runs[r])), or_absent(host_set(m)), or_absent(device_text),
+        esc(names[r]), or_absent(run_nodes(runs[r])), or_absent(host_set(m)),
+        or_absent(device_text),
         expected ? esc(m.expected_path) : std::string("not rated (host memory or no link rate)"),
         expected ? fmt::format("{:.4g}", *m.expected_busbw_GBps) : std::string("\xE2\x80\x94"),
         best > 0 ? fmt::format("{:.4g}", best) : std::string("\xE2\x80\x94"),
@@ -471,8 +473,9 @@ void metadata_details(std::string& o, const LoadedRun& run, const std::string& n
   row("CUDA version", or_absent(m.cuda_version));
   row("GPU driver", or_absent(m.driver_version));
   row("expected busbw (slowest path)",
-      m.expected_busbw_GBps ? fmt::format("{:.4g} GB/s: {}", *m.expected_busbw_GBps, esc(m.expected_path))
-                            : std::string("\xE2\x80\x94"));
+      m.expected_busbw_GBps
+          ? fmt::format("{:.4g} GB/s: {}", *m.expected_busbw_GBps, esc(m.expected_path))
+          : std::string("\xE2\x80\x94"));
   row("ranks / nodes / ranks per node",
       fmt::format("{} / {} / {}", or_absent(m.ranks), or_absent(m.nodes),
                   or_absent(m.ranks_per_node)));

@@ -37,14 +37,16 @@ std::string gpu_model(const HostTopology& n) {
 }
 std::string nic_set(const HostTopology& n) {
   std::vector<std::string> names;
-  for (const Nic* nic : cluster_nics(n)) names.push_back(nic->name + " " + nic_kind_name(nic->kind));
+  for (const Nic* nic : cluster_nics(n))
+    names.push_back(nic->name + " " + nic_kind_name(nic->kind));
   return names.empty() ? "none" : join(names, ", ");
 }
 std::string link_rates(const HostTopology& n) {
   std::vector<std::string> rates;
   for (const Nic* nic : cluster_nics(n))
-    rates.push_back(nic->name + " " +
-                    (nic->effective_Gbps() > 0 ? rate_text(nic->effective_Gbps()) + " Gbit/s" : "?"));
+    rates.push_back(
+        nic->name + " " +
+        (nic->effective_Gbps() > 0 ? rate_text(nic->effective_Gbps()) + " Gbit/s" : "?"));
   for (const Gpu& gpu : n.gpus)
     if (gpu.pcie_current.known())
       rates.push_back("GPU" + std::to_string(gpu.index) + " PCIe gen" +
@@ -61,17 +63,22 @@ std::string nccl(const HostTopology& n) { return or_none(n.nccl_version); }
 
 const char* severity_name(Finding::Severity severity) {
   switch (severity) {
-    case Finding::Severity::kWarn: return "warn";
-    case Finding::Severity::kFail: return "fail";
-    case Finding::Severity::kInfo: break;
+    case Finding::Severity::kWarn:
+      return "warn";
+    case Finding::Severity::kFail:
+      return "fail";
+    case Finding::Severity::kInfo:
+      break;
   }
   return "info";
 }
 
 const std::vector<NodeProperty>& homogeneity_properties() {
   static const std::vector<NodeProperty> properties = {
-      {"gpu_count", gpu_count}, {"gpu_model", gpu_model}, {"nic_set", nic_set},
-      {"link_rates", link_rates}, {"driver", driver}, {"cuda", cuda}, {"nccl", nccl},
+      {"gpu_count", gpu_count}, {"gpu_model", gpu_model},
+      {"nic_set", nic_set},     {"link_rates", link_rates},
+      {"driver", driver},       {"cuda", cuda},
+      {"nccl", nccl},
   };
   return properties;
 }
@@ -81,7 +88,8 @@ std::vector<Finding> check_homogeneity(const std::vector<HostTopology>& nodes) {
   if (nodes.size() < 2) return findings;
   for (const NodeProperty& property : homogeneity_properties()) {
     std::map<std::string, std::vector<std::string>> hosts_by_value;
-    for (const HostTopology& node : nodes) hosts_by_value[property.value(node)].push_back(node.hostname);
+    for (const HostTopology& node : nodes)
+      hosts_by_value[property.value(node)].push_back(node.hostname);
     if (hosts_by_value.size() < 2) continue;
     size_t most = 0, holders_of_most = 0;
     std::string majority;
@@ -97,10 +105,12 @@ std::vector<Finding> check_homogeneity(const std::vector<HostTopology>& nodes) {
     const std::string check = "homogeneity." + property.name;
     if (holders_of_most > 1) {
       std::vector<std::string> parts;
-      for (const auto& [value, hosts] : hosts_by_value) parts.push_back(join(hosts, ",") + ": " + value);
-      findings.push_back({Finding::Severity::kWarn, "", check,
-                          property.name + " differs between nodes with no majority: " + join(parts, "; "),
-                          "make the nodes alike, or run on the ones that match"});
+      for (const auto& [value, hosts] : hosts_by_value)
+        parts.push_back(join(hosts, ",") + ": " + value);
+      findings.push_back(
+          {Finding::Severity::kWarn, "", check,
+           property.name + " differs between nodes with no majority: " + join(parts, "; "),
+           "make the nodes alike, or run on the ones that match"});
       continue;
     }
     for (const auto& [value, hosts] : hosts_by_value) {
@@ -136,7 +146,8 @@ std::vector<Finding> check_node(const HostTopology& node) {
                           "check the cable and the subnet manager (ibstat " + nic.name + ")"});
   if (node.gpus.empty())
     findings.push_back({Finding::Severity::kInfo, node.hostname, "gpu.none",
-                        "no GPU found on " + node.hostname, "none needed for MPI host-memory runs"});
+                        "no GPU found on " + node.hostname,
+                        "none needed for MPI host-memory runs"});
   return findings;
 }
 
@@ -165,7 +176,8 @@ std::vector<Finding> cross_check_nccl(const HostTopology& probed, const HostTopo
       continue;
     }
     const auto active = [](const Gpu& g) {
-      return std::count_if(g.nvlinks.begin(), g.nvlinks.end(), [](const NvLink& l) { return l.active; });
+      return std::count_if(g.nvlinks.begin(), g.nvlinks.end(),
+                           [](const NvLink& l) { return l.active; });
     };
     if (active(gpu) != active(*other))
       findings.push_back({Finding::Severity::kWarn, host, "sources.nvlink_mismatch",

@@ -17,8 +17,8 @@ struct PcieGeneration {
   const char* encoding;
 };
 constexpr PcieGeneration kPcie[] = {
-    {1, 2.5, 8.0 / 10.0, "8b/10b"},       {2, 5.0, 8.0 / 10.0, "8b/10b"},
-    {3, 8.0, 128.0 / 130.0, "128b/130b"}, {4, 16.0, 128.0 / 130.0, "128b/130b"},
+    {1, 2.5, 8.0 / 10.0, "8b/10b"},        {2, 5.0, 8.0 / 10.0, "8b/10b"},
+    {3, 8.0, 128.0 / 130.0, "128b/130b"},  {4, 16.0, 128.0 / 130.0, "128b/130b"},
     {5, 32.0, 128.0 / 130.0, "128b/130b"}, {6, 64.0, 242.0 / 256.0, "PAM4 FLIT 242/256"},
 };
 
@@ -77,7 +77,8 @@ const std::vector<NominalRate>& nominal_rate_table() {
                       gigatransfers_text(g.gigatransfers) + " GT/s, " + g.encoding});
     const char* kNvlinkGpus[] = {"", "P100", "V100", "A100", "H100/H200", "B200"};
     for (int v = 1; v <= 5; ++v)
-      rows.push_back({"NVLink" + std::to_string(v) + " (per link)", kNvlinkGBps[v], kNvlinkGpus[v]});
+      rows.push_back(
+          {"NVLink" + std::to_string(v) + " (per link)", kNvlinkGBps[v], kNvlinkGpus[v]});
     rows.push_back({"network port (Ethernet speed, IB rate)", 0,
                     "line rate in Gbit/s / 8, the lower of it and a tc shaper's rate"});
     return rows;

@@ -103,14 +103,22 @@ GpuPairPath pair_path(const HostTopology& host, const Gpu& a, const Gpu& b,
 
 std::string path_token(PathLevel level, int nvlinks) {
   switch (level) {
-    case PathLevel::kSelf: return "X";
-    case PathLevel::kNvLink: return "NV" + std::to_string(nvlinks);
-    case PathLevel::kPix: return "PIX";
-    case PathLevel::kPxb: return "PXB";
-    case PathLevel::kPhb: return "PHB";
-    case PathLevel::kNode: return "NODE";
-    case PathLevel::kSys: return "SYS";
-    case PathLevel::kUnknown: break;
+    case PathLevel::kSelf:
+      return "X";
+    case PathLevel::kNvLink:
+      return "NV" + std::to_string(nvlinks);
+    case PathLevel::kPix:
+      return "PIX";
+    case PathLevel::kPxb:
+      return "PXB";
+    case PathLevel::kPhb:
+      return "PHB";
+    case PathLevel::kNode:
+      return "NODE";
+    case PathLevel::kSys:
+      return "SYS";
+    case PathLevel::kUnknown:
+      break;
   }
   return "?";
 }
@@ -124,8 +132,8 @@ PathLevel parse_path_level(const std::string& token, int* nvlinks) {
     return PathLevel::kNvLink;
   }
   static const std::pair<const char*, PathLevel> kTokens[] = {
-      {"X", PathLevel::kSelf},   {"PIX", PathLevel::kPix},   {"PXB", PathLevel::kPxb},
-      {"PHB", PathLevel::kPhb},  {"NODE", PathLevel::kNode}, {"SYS", PathLevel::kSys}};
+      {"X", PathLevel::kSelf},  {"PIX", PathLevel::kPix},   {"PXB", PathLevel::kPxb},
+      {"PHB", PathLevel::kPhb}, {"NODE", PathLevel::kNode}, {"SYS", PathLevel::kSys}};
   for (const auto& [text, level] : kTokens)
     if (token == text) return level;
   return PathLevel::kUnknown;
@@ -221,8 +229,8 @@ GpuPairPath pair_path(const HostTopology& host, const Gpu& a, const Gpu& b,
           pcie_GBps(link_a.generation, link_a.width) <= pcie_GBps(link_b.generation, link_b.width);
       const PcieLink& narrow = a_narrower ? link_a : link_b;
       path.expected_GBps = pcie_GBps(narrow.generation, narrow.width);
-      path.basis = "PCIe gen" + std::to_string(narrow.generation) + " x" +
-                   std::to_string(narrow.width);
+      path.basis =
+          "PCIe gen" + std::to_string(narrow.generation) + " x" + std::to_string(narrow.width);
     }
   }
   path.p2p = nccl_uses_p2p(path.token(), env);
@@ -265,10 +273,12 @@ std::string render_path_matrix(const HostTopology& host, const NcclEnvironment& 
     return path_token(pci_path_level(a, b));
   };
   std::string out = "      ";
-  for (const std::string& label : labels) out += label + std::string(label.size() < 6 ? 6 - label.size() : 1, ' ');
+  for (const std::string& label : labels)
+    out += label + std::string(label.size() < 6 ? 6 - label.size() : 1, ' ');
   out += "\n";
   for (size_t row = 0; row < labels.size(); ++row) {
-    std::string line = labels[row] + std::string(labels[row].size() < 6 ? 6 - labels[row].size() : 1, ' ');
+    std::string line =
+        labels[row] + std::string(labels[row].size() < 6 ? 6 - labels[row].size() : 1, ' ');
     for (size_t column = 0; column < labels.size(); ++column) {
       const std::string text = cell(row, column);
       line += text + std::string(text.size() < 6 ? 6 - text.size() : 1, ' ');
@@ -320,7 +330,8 @@ std::string describe_rate(const Nic& nic) {
   std::string text = format_Gbps(nic.effective_Gbps()) + " Gbit/s";
   if (nic.shaped_Gbps > 0 && (nic.rate_Gbps <= 0 || nic.shaped_Gbps < nic.rate_Gbps))
     text += " (tc shaper" +
-            (nic.rate_Gbps > 0 ? "; line rate " + format_Gbps(nic.rate_Gbps) + " Gbit/s" : "") + ")";
+            (nic.rate_Gbps > 0 ? "; line rate " + format_Gbps(nic.rate_Gbps) + " Gbit/s" : "") +
+            ")";
   return text;
 }
 
@@ -373,8 +384,8 @@ RankSetPath slowest_rank_path(const std::vector<HostTopology>& hosts,
         node_pairs.insert({std::min(host_r, host_s), std::max(host_r, host_s)});
       } else if (r < rank_gpus.size() && s < rank_gpus.size() && rank_gpus[r] >= 0 &&
                  rank_gpus[s] >= 0 && rank_gpus[r] != rank_gpus[s]) {
-        gpu_pairs.insert({host_r, std::min(rank_gpus[r], rank_gpus[s]),
-                          std::max(rank_gpus[r], rank_gpus[s])});
+        gpu_pairs.insert(
+            {host_r, std::min(rank_gpus[r], rank_gpus[s]), std::max(rank_gpus[r], rank_gpus[s])});
       }
     }
   for (const auto& [i, j] : node_pairs) {

@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <vector>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "ccscope/topo/readers.h"
 #include "ccscope/topo/sysfs.h"
@@ -37,7 +37,7 @@ SourceStatus read_hwloc_live(HostTopology& into) {
     return status;
   }
   std::unique_ptr<hwloc_topology, void (*)(hwloc_topology_t)> guard(topology,
-                                                                   hwloc_topology_destroy);
+                                                                    hwloc_topology_destroy);
   hwloc_topology_set_io_types_filter(topology, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
   if (hwloc_topology_load(topology) != 0) {
     status.detail = "hwloc_topology_load failed";
@@ -62,8 +62,8 @@ SourceStatus read_hwloc_live(HostTopology& into) {
   // version: 2.8.0 for hwloc 2.9).
   status.read = true;
   status.detail = std::string("hwloc ") + HWLOC_VERSION + " (live), " +
-                  std::to_string(read.gpus.size()) + " GPUs, " +
-                  std::to_string(read.nics.size()) + " NICs";
+                  std::to_string(read.gpus.size()) + " GPUs, " + std::to_string(read.nics.size()) +
+                  " NICs";
   const std::string hostname = into.hostname;
   into = std::move(read);
   if (!hostname.empty()) into.hostname = hostname;
@@ -87,7 +87,8 @@ void place_from_sysfs(PciPlacement& pci, const std::string& sysfs_root) {
   std::vector<PciHop> hops;
   for (const std::filesystem::path& part : device.parent_path()) {
     const std::string name = part.string();
-    if (name.rfind("pci", 0) == 0 && name.size() > 3) hops.insert(hops.begin(), {PciHop::Kind::kHostBridge, name});
+    if (name.rfind("pci", 0) == 0 && name.size() > 3)
+      hops.insert(hops.begin(), {PciHop::Kind::kHostBridge, name});
     else if (!normalize_bus_id(name).empty() && !hops.empty())
       hops.insert(hops.begin(), {PciHop::Kind::kBridge, normalize_bus_id(name)});
   }
@@ -100,8 +101,10 @@ void place_from_sysfs(PciPlacement& pci, const std::string& sysfs_root) {
 
 // A source's status, replacing one a reader already put there under its name.
 void set_source(HostTopology& host, SourceStatus status) {
-  if (SourceStatus* held = host.source(status.name)) *held = std::move(status);
-  else host.sources.push_back(std::move(status));
+  if (SourceStatus* held = host.source(status.name))
+    *held = std::move(status);
+  else
+    host.sources.push_back(std::move(status));
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
-#include <algorithm>
-#include <cstdio>
-
 #include "ccscope/topo/report.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
 
 namespace ccscope::topo {
 namespace {
@@ -17,6 +18,38 @@ std::string padded(const std::string& text, size_t width) {
   return text.size() >= width ? text + " " : text + std::string(width - text.size(), ' ');
 }
 
+// The expected figure and path name of a measured pair.
+void rate_measured(TopologyReport& report, MeasuredPair& m) {
+  for (const NodePairPath& p : report.node_pairs)
+    if ((p.host_a == m.endpoint_a && p.host_b == m.endpoint_b) ||
+        (p.host_a == m.endpoint_b && p.host_b == m.endpoint_a)) {
+      m.expected_GBps = p.expected_GBps;
+      m.path = std::string(transport_name(p.transport)) +
+               (p.device_a.empty() ? "" : " over " + p.device_a);
+      return;
+    }
+  // "node0/GPU3": the GPU index after the node's name; -1 when not of that form.
+  const auto gpu_of = [](const std::string& endpoint) {
+    const size_t at = endpoint.find("/GPU");
+    int index = -1;
+    if (at == std::string::npos) return index;
+    const char* end = endpoint.data() + endpoint.size();
+    const auto [stop, error] = std::from_chars(endpoint.data() + at + 4, end, index);
+    return error == std::errc() && stop == end ? index : -1;
+  };
+  const int gpu_a = gpu_of(m.endpoint_a), gpu_b = gpu_of(m.endpoint_b);
+  if (gpu_a < 0 || gpu_b < 0) return;
+  const std::string host = m.endpoint_a.substr(0, m.endpoint_a.find("/GPU"));
+  for (const HostTopology& node : report.nodes) {
+    if (node.hostname != host) continue;
+    for (const GpuPairPath& p : gpu_pair_paths(node, report.env))
+      if ((p.gpu_a == gpu_a && p.gpu_b == gpu_b) || (p.gpu_a == gpu_b && p.gpu_b == gpu_a)) {
+        m.expected_GBps = p.expected_GBps;
+        m.path = p.token();
+      }
+  }
+}
+
 }  // namespace
 
 void complete_report(TopologyReport& report) {
@@ -29,12 +62,14 @@ void complete_report(TopologyReport& report) {
     for (Finding& f : check_node(node)) report.findings.push_back(std::move(f));
   for (Finding& f : check_homogeneity(report.nodes)) report.findings.push_back(std::move(f));
   for (MeasuredPair& m : report.measured) {
+    if (m.expected_GBps <= 0 && m.path.empty()) rate_measured(report, m);
     m.below_threshold = m.expected_GBps > 0 && m.measured_GBps < report.threshold * m.expected_GBps;
     if (m.below_threshold)
       report.findings.push_back(
           {Finding::Severity::kFail, m.endpoint_a, "measure.below_expected",
            m.endpoint_a + " <-> " + m.endpoint_b + " (" + m.path + "): " + figure(m.measured_GBps) +
-               " GB/s, " + std::to_string(static_cast<int>(100 * m.measured_GBps / m.expected_GBps)) +
+               " GB/s, " +
+               std::to_string(static_cast<int>(100 * m.measured_GBps / m.expected_GBps)) +
                "% of the expected " + figure(m.expected_GBps) + " GB/s (threshold " +
                std::to_string(static_cast<int>(100 * report.threshold + 0.5)) + "%)",
            "check the link of both ends (cable, negotiated rate, errors: ethtool -S / ibstat / "
@@ -49,8 +84,9 @@ std::string render_topology_text(const TopologyReport& report) {
            std::to_string(node.gpus.size()) + " GPUs, " + std::to_string(node.nics.size()) +
            " network interfaces/ports";
     if (node.packages || node.cores)
-      out += ", " + std::to_string(node.packages) + " packages, " + std::to_string(node.numa_nodes) +
-             " NUMA nodes, " + std::to_string(node.cores) + " cores";
+      out += ", " + std::to_string(node.packages) + " packages, " +
+             std::to_string(node.numa_nodes) + " NUMA nodes, " + std::to_string(node.cores) +
+             " cores";
     out += "\n  sources:";
     for (const SourceStatus& s : node.sources)
       out += "\n    " + padded(s.name, 6) + (s.read ? "read      " : "not read  ") + s.detail;
@@ -96,12 +132,15 @@ std::string render_topology_text(const TopologyReport& report) {
     out += "\n";
   }
   if (report.nodes.size() > 1) {
-    out += "nodes:\n  host                 GPUs  GPU model                      NICs up  driver        CUDA   NCCL\n";
+    out +=
+        "nodes:\n  host                 GPUs  GPU model                      NICs up  driver       "
+        " CUDA   NCCL\n";
     for (const HostTopology& node : report.nodes) {
       std::string model = node.gpus.empty() ? "-" : node.gpus.front().name;
-      const size_t up = static_cast<size_t>(std::count_if(
-          node.nics.begin(), node.nics.end(),
-          [](const Nic& n) { return n.name != "lo" && (n.state == "up" || n.state == "active"); }));
+      const size_t up =
+          static_cast<size_t>(std::count_if(node.nics.begin(), node.nics.end(), [](const Nic& n) {
+            return n.name != "lo" && (n.state == "up" || n.state == "active");
+          }));
       out += "  " + padded(node.hostname, 21) + padded(std::to_string(node.gpus.size()), 6) +
              padded(model, 31) + padded(std::to_string(up), 9) +
              padded(node.driver_version.empty() ? "-" : node.driver_version, 14) +
@@ -110,25 +149,30 @@ std::string render_topology_text(const TopologyReport& report) {
     }
     out += "\nnode pairs:\n  pair                        transport  expected GB/s  basis\n";
     for (const NodePairPath& p : report.node_pairs)
-      out += "  " + padded(p.host_a + " - " + p.host_b, 28) + padded(transport_name(p.transport), 11) +
-             padded(figure(p.expected_GBps), 15) + p.basis + "\n";
+      out += "  " + padded(p.host_a + " - " + p.host_b, 28) +
+             padded(transport_name(p.transport), 11) + padded(figure(p.expected_GBps), 15) +
+             p.basis + "\n";
     out += "\n";
   }
   if (!report.measured.empty()) {
     std::vector<const MeasuredPair*> sorted;
     for (const MeasuredPair& m : report.measured) sorted.push_back(&m);
     // Slowest last: the pair to look at ends the table, a ranked list.
-    std::stable_sort(sorted.begin(), sorted.end(), [](const MeasuredPair* a, const MeasuredPair* b) {
-      return a->measured_GBps > b->measured_GBps;
-    });
-    out += "measured (GB/s per direction, the slower direction; MPI: one way at a time, NCCL: "
-           "both ways at once; slowest last):\n  pair                        round  path               measured GB/s  "
-           "expected GB/s  % of expected\n";
+    std::stable_sort(sorted.begin(), sorted.end(),
+                     [](const MeasuredPair* a, const MeasuredPair* b) {
+                       return a->measured_GBps > b->measured_GBps;
+                     });
+    out +=
+        "measured (GB/s per direction, the slower direction; MPI: one way at a time, NCCL: "
+        "both ways at once; slowest last):\n  pair                        round  path              "
+        " measured GB/s  "
+        "expected GB/s  % of expected\n";
     for (const MeasuredPair* m : sorted) {
       std::string percent = "?";
       if (m->expected_GBps > 0)
-        percent = std::to_string(static_cast<int>(100 * m->measured_GBps / m->expected_GBps + 0.5)) +
-                  "%" + (m->below_threshold ? "  BELOW THRESHOLD" : "");
+        percent =
+            std::to_string(static_cast<int>(100 * m->measured_GBps / m->expected_GBps + 0.5)) +
+            "%" + (m->below_threshold ? "  BELOW THRESHOLD" : "");
       out += "  " + padded(m->endpoint_a + " - " + m->endpoint_b, 28) +
              padded(std::to_string(m->round), 7) + padded(m->path, 19) +
              padded(figure(m->measured_GBps), 15) + padded(figure(m->expected_GBps), 15) + percent +
@@ -139,7 +183,8 @@ std::string render_topology_text(const TopologyReport& report) {
   out += "findings:\n";
   if (report.findings.empty()) out += "  none\n";
   for (const Finding& f : report.findings)
-    out += "  " + padded(severity_name(f.severity), 5) + f.message + "\n        -> " + f.remedy + "\n";
+    out +=
+        "  " + padded(severity_name(f.severity), 5) + f.message + "\n        -> " + f.remedy + "\n";
   return out;
 }
 

@@ -8,10 +8,14 @@ namespace ccscope::topo {
 
 const char* nic_kind_name(NicKind kind) {
   switch (kind) {
-    case NicKind::kEthernet: return "ethernet";
-    case NicKind::kInfiniband: return "infiniband";
-    case NicKind::kRoce: return "roce";
-    case NicKind::kOther: break;
+    case NicKind::kEthernet:
+      return "ethernet";
+    case NicKind::kInfiniband:
+      return "infiniband";
+    case NicKind::kRoce:
+      return "roce";
+    case NicKind::kOther:
+      break;
   }
   return "other";
 }

@@ -7,8 +7,8 @@
 namespace ccscope::topo {
 namespace {
 
-PciPlacement placed(const std::string& bus, std::vector<std::string> bridges, const std::string& host,
-                    int numa) {
+PciPlacement placed(const std::string& bus, std::vector<std::string> bridges,
+                    const std::string& host, int numa) {
   PciPlacement p;
   p.bus_id = bus;
   for (const std::string& b : bridges) p.path.push_back({PciHop::Kind::kBridge, b});
@@ -29,7 +29,7 @@ Gpu gpu(int index, PciPlacement pci, PcieLink link = {4, 16}) {
 TEST(NominalRates, PcieGenerationsWithTheirEncoding) {
   EXPECT_NEAR(pcie_GBps(3, 16), 15.754, 0.001);  // 8 GT/s x 16 x 128/130 / 8
   EXPECT_NEAR(pcie_GBps(5, 16), 63.015, 0.001);
-  EXPECT_NEAR(pcie_GBps(1, 1), 0.25, 1e-9);      // 2.5 GT/s, 8b/10b
+  EXPECT_NEAR(pcie_GBps(1, 1), 0.25, 1e-9);  // 2.5 GT/s, 8b/10b
   EXPECT_NEAR(pcie_GBps(6, 16), 64.0 * 16 * 242 / 256 / 8, 1e-9);
   EXPECT_EQ(pcie_GBps(7, 16), 0);
   EXPECT_EQ(pcie_GBps(4, 0), 0);
@@ -74,8 +74,9 @@ TEST(PciPathLevel, SwitchesHostBridgesAndNumaNodes) {
   EXPECT_EQ(pci_path_level(g4, g5), PathLevel::kSys);
   EXPECT_EQ(pci_path_level(g0, PciPlacement{}), PathLevel::kUnknown);
   // Directly under the same bridge.
-  EXPECT_EQ(pci_path_level(placed("0000:01:00.0", {"b"}, "h", 0), placed("0000:01:00.1", {"b"}, "h", 0)),
-            PathLevel::kPix);
+  EXPECT_EQ(
+      pci_path_level(placed("0000:01:00.0", {"b"}, "h", 0), placed("0000:01:00.1", {"b"}, "h", 0)),
+      PathLevel::kPix);
 }
 
 TEST(GpuPairPath, NvlinkDirectAndThroughSwitches) {
@@ -104,8 +105,10 @@ TEST(GpuPairPath, NvlinkDirectAndThroughSwitches) {
   switched.gpus.push_back(gpu(1, placed("0000:36:00.0", {"b"}, "h", 0)));
   switched.gpus[0].name = switched.gpus[1].name = "Tesla V100-SXM3-32GB-H";
   for (int s = 0; s < 6; ++s) {
-    switched.gpus[0].nvlinks.push_back({-1, true, 0, "0000:6" + std::to_string(s) + ":00.0", true, 25});
-    switched.gpus[1].nvlinks.push_back({-1, true, 0, "0000:6" + std::to_string(s) + ":00.0", true, 25});
+    switched.gpus[0].nvlinks.push_back(
+        {-1, true, 0, "0000:6" + std::to_string(s) + ":00.0", true, 25});
+    switched.gpus[1].nvlinks.push_back(
+        {-1, true, 0, "0000:6" + std::to_string(s) + ":00.0", true, 25});
   }
   const GpuPairPath via = gpu_pair_path(switched, switched.gpus[0], switched.gpus[1], env);
   EXPECT_EQ(via.token(), "NV6");
@@ -135,7 +138,8 @@ TEST(GpuPairPath, P2pDisabledGoesThroughHostMemory) {
   HostTopology host;
   host.gpus.push_back(gpu(0, placed("0000:01:00.0", {"b"}, "h", 0)));
   host.gpus.push_back(gpu(1, placed("0000:02:00.0", {"b"}, "h", 0)));
-  const GpuPairPath path = gpu_pair_path(host, host.gpus[0], host.gpus[1], {{"NCCL_P2P_DISABLE", "1"}});
+  const GpuPairPath path =
+      gpu_pair_path(host, host.gpus[0], host.gpus[1], {{"NCCL_P2P_DISABLE", "1"}});
   EXPECT_FALSE(path.p2p);
   EXPECT_NE(path.basis.find("no P2P"), std::string::npos);
 }
@@ -216,7 +220,52 @@ TEST(PathMatrix, NvidiaSmiLayoutWithLegend) {
   const std::string matrix = render_path_matrix(host, {});
   EXPECT_NE(matrix.find("GPU0  X     PHB   PIX"), std::string::npos) << matrix;
   EXPECT_NE(matrix.find("NIC0: mlx5_0:1"), std::string::npos) << matrix;
-  EXPECT_NE(matrix.find("PIX  = Connection traversing at most a single PCIe bridge"), std::string::npos);
+  EXPECT_NE(matrix.find("PIX  = Connection traversing at most a single PCIe bridge"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace ccscope::topo
+
+#include "ccscope/topo/report.h"
+
+namespace ccscope::topo {
+namespace {
+
+TEST(CompleteReport, MeasuredPairsGetTheirPathAndBelowThresholdIsAFinding) {
+  TopologyReport report;
+  report.nodes = {node("node0", 10, 1), node("node1", 10, 1), node("node2", 10, 0.2)};
+  report.sockets_only = true;
+  report.measured.push_back({"node0", "node1", "", 0, 0, 0.1, false});    // 80%
+  report.measured.push_back({"node0", "node2", "", 1, 0, 0.015, false});  // 60% of 0.025
+  report.measured.push_back(
+      {"node9/GPU0", "node9/GPUx", "", 2, 0, 1, false});  // not a pair we know
+  complete_report(report);
+  ASSERT_EQ(report.node_pairs.size(), 3u);
+  EXPECT_EQ(report.measured[0].path, "socket over eth0");
+  EXPECT_DOUBLE_EQ(report.measured[0].expected_GBps, 0.125);
+  EXPECT_FALSE(report.measured[0].below_threshold);
+  EXPECT_DOUBLE_EQ(report.measured[1].expected_GBps, 0.025);
+  EXPECT_TRUE(report.measured[1].below_threshold);
+  EXPECT_EQ(report.measured[2].expected_GBps, 0);
+  EXPECT_FALSE(report.measured[2].below_threshold);
+  size_t below = 0, link_rates = 0;
+  for (const Finding& f : report.findings) {
+    below += f.check == "measure.below_expected";
+    if (f.check == "homogeneity.link_rates") {
+      ++link_rates;
+      EXPECT_EQ(f.host, "node2");
+    }
+  }
+  EXPECT_EQ(below, 1u);
+  EXPECT_EQ(link_rates, 1u);
+  // The ranked table ends with the slowest pair.
+  const std::string text = render_topology_text(report);
+  const size_t table = text.find("measured (");
+  ASSERT_NE(table, std::string::npos) << text;
+  const size_t fast = text.find("node0 - node1", table), slow = text.find("node0 - node2", table);
+  ASSERT_NE(slow, std::string::npos) << text;
+  EXPECT_LT(fast, slow) << text;
 }
 
 }  // namespace

@@ -35,9 +35,8 @@ class ProbeWithoutHwloc : public ::testing::Test {
     }
     nic("eth0", bridge / "0000:03:00.0");
     nic("eth1", far);
-    std::ofstream(root_ / "nvml.conf")
-        << "driver 580.159.04\ncuda 13000\n"
-           "gpu 00000000:02:00.0 GPU-1 5 5 16 16 9 0 NVIDIA H200\n";
+    std::ofstream(root_ / "nvml.conf") << "driver 580.159.04\ncuda 13000\n"
+                                          "gpu 00000000:02:00.0 GPU-1 5 5 16 16 9 0 NVIDIA H200\n";
     setenv("CCSCOPE_FAKE_NVML_CONFIG", (root_ / "nvml.conf").c_str(), 1);
   }
   void TearDown() override {

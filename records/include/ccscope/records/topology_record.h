@@ -11,11 +11,11 @@
 namespace ccscope::records {
 
 struct TopologyPathRecord {
-  std::string kind;        // "gpu_pair", "node_pair"
+  std::string kind;  // "gpu_pair", "node_pair"
   std::string host_a, host_b;
   std::string endpoint_a, endpoint_b;  // "GPU0", "node1", "mlx5_0:1"
-  std::string path;        // nvidia-smi token ("NV4", "PIX") or "socket", "IB", "RoCE"
-  std::string basis;       // what the expected figure is made of
+  std::string path;                    // nvidia-smi token ("NV4", "PIX") or "socket", "IB", "RoCE"
+  std::string basis;                   // what the expected figure is made of
   std::optional<double> expected_GBps;
   std::optional<double> measured_GBps;
   std::optional<double> percent_of_expected;

@@ -9,9 +9,9 @@
 namespace ccscope::topo {
 
 struct NominalRate {
-  std::string link;    // "PCIe gen4 (per lane)", "NVLink3 (per link)", "Ethernet/IB port"
-  double GBps;         // per direction
-  std::string basis;   // "16 GT/s, 128b/130b"
+  std::string link;   // "PCIe gen4 (per lane)", "NVLink3 (per link)", "Ethernet/IB port"
+  double GBps;        // per direction
+  std::string basis;  // "16 GT/s, 128b/130b"
 };
 const std::vector<NominalRate>& nominal_rate_table();
 

@@ -30,11 +30,11 @@ struct GpuPairPath {
   int gpu_a = -1;
   int gpu_b = -1;
   PathLevel level = PathLevel::kUnknown;
-  int nvlinks = 0;                   // for kNvLink: links (to the peer or to NVSwitches)
+  int nvlinks = 0;  // for kNvLink: links (to the peer or to NVSwitches)
   bool through_nvswitch = false;
-  bool p2p = true;                   // NCCL would use its P2P transport (else SHM)
-  double expected_GBps = 0;          // per direction; 0 unknown
-  std::string basis;                 // "6 x NVLink2 (25 GB/s each)", "PCIe gen5 x16"
+  bool p2p = true;           // NCCL would use its P2P transport (else SHM)
+  double expected_GBps = 0;  // per direction; 0 unknown
+  std::string basis;         // "6 x NVLink2 (25 GB/s each)", "PCIe gen5 x16"
   std::string token() const { return path_token(level, nvlinks); }
 };
 // The path of one GPU pair: NVLink when they share active links (directly or

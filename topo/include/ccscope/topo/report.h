@@ -33,8 +33,10 @@ struct TopologyReport {
   std::vector<Finding> findings;
 };
 
-// Fills node_pairs (every pair of nodes) and the findings of the nodes, of the
-// cluster's homogeneity and of the measured pairs below the threshold.
+// Fills node_pairs (every pair of nodes), the path and expected figure of each
+// measured pair that has none ("node0"/"node1" a node pair, "node0/GPU0" a GPU
+// pair), and the findings of the nodes, of the cluster's homogeneity and of
+// the measured pairs below the threshold.
 void complete_report(TopologyReport& report);
 
 std::string topology_json(const TopologyReport& report);

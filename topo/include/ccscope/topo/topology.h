@@ -23,8 +23,8 @@ struct PcieLink {
 // One upstream step of a device's PCI path, nearest the device first.
 struct PciHop {
   enum class Kind {
-    kBridge,       // a PCI-to-PCI bridge (a switch port, a root port)
-    kHostBridge,   // the PCIe host bridge (root complex) the tree hangs from
+    kBridge,      // a PCI-to-PCI bridge (a switch port, a root port)
+    kHostBridge,  // the PCIe host bridge (root complex) the tree hangs from
   };
   Kind kind = Kind::kBridge;
   std::string id;  // bridge: its bus id; host bridge: a name unique in the node
@@ -33,27 +33,27 @@ struct PciHop {
 // Where a PCI device sits: bus id, its chain of bridges up to the host
 // bridge, and the NUMA node / package of that host bridge (-1 unknown).
 struct PciPlacement {
-  std::string bus_id;           // "0000:34:00.0", lower case, 4-digit domain
-  std::vector<PciHop> path;     // nearest first; ends with the host bridge when known
+  std::string bus_id;        // "0000:34:00.0", lower case, 4-digit domain
+  std::vector<PciHop> path;  // nearest first; ends with the host bridge when known
   int numa_node = -1;
   int package = -1;
-  PcieLink link;                // the device's link as the source read it
+  PcieLink link;  // the device's link as the source read it
 };
 
 // An NVLink of a GPU. The remote end is another GPU or an NVSwitch.
 struct NvLink {
-  int link = -1;                 // NVML link index; -1 when the source has no index
+  int link = -1;  // NVML link index; -1 when the source has no index
   bool active = true;
-  int version = 0;               // NVLink generation (1-5), 0 unknown
-  std::string remote_bus_id;     // the far end's PCI bus id
+  int version = 0;            // NVLink generation (1-5), 0 unknown
+  std::string remote_bus_id;  // the far end's PCI bus id
   bool remote_is_switch = false;
-  double bandwidth_GBps = 0;     // per direction, when the source states it (hwloc)
+  double bandwidth_GBps = 0;  // per direction, when the source states it (hwloc)
 };
 
 struct Gpu {
-  int index = -1;        // CUDA/NVML order within the node
-  std::string name;      // "NVIDIA H200", "Tesla V100-SXM3-32GB-H"
-  std::string uuid;      // "GPU-..."
+  int index = -1;    // CUDA/NVML order within the node
+  std::string name;  // "NVIDIA H200", "Tesla V100-SXM3-32GB-H"
+  std::string uuid;  // "GPU-..."
   PciPlacement pci;
   PcieLink pcie_current;  // NVML current (or the only figure a source has)
   PcieLink pcie_max;      // NVML maximum
@@ -65,25 +65,25 @@ enum class NicKind { kEthernet, kInfiniband, kRoce, kOther };
 const char* nic_kind_name(NicKind kind);  // "ethernet", "infiniband", "roce", "other"
 
 struct Nic {
-  std::string name;           // "eth0"; an RDMA port: "mlx5_0:1"
+  std::string name;  // "eth0"; an RDMA port: "mlx5_0:1"
   NicKind kind = NicKind::kOther;
-  double rate_Gbps = 0;       // line rate in Gbit/s (sysfs speed, IB port rate); 0 unknown
-  double shaped_Gbps = 0;     // an egress traffic shaper's rate cap (tc tbf), 0 none
-  std::string state;          // "up", "down", "unknown" (IB: "active", "down", ...)
+  double rate_Gbps = 0;    // line rate in Gbit/s (sysfs speed, IB port rate); 0 unknown
+  double shaped_Gbps = 0;  // an egress traffic shaper's rate cap (tc tbf), 0 none
+  std::string state;       // "up", "down", "unknown" (IB: "active", "down", ...)
   int mtu = 0;
-  std::string driver;         // "mlx5_core", "veth", "virtio_net"
-  std::string netdev;         // an RDMA port's network interface (RoCE, IPoIB), "" none
-  std::string rdma_device;    // a network interface's RDMA device, "" none
-  bool has_gid = false;       // an RDMA port with a non-zero GID (usable for RoCE)
-  bool is_virtual = false;    // no PCI device behind it (lo, veth, bridge, docker0)
-  PciPlacement pci;           // bus_id "" when virtual or unknown
+  std::string driver;       // "mlx5_core", "veth", "virtio_net"
+  std::string netdev;       // an RDMA port's network interface (RoCE, IPoIB), "" none
+  std::string rdma_device;  // a network interface's RDMA device, "" none
+  bool has_gid = false;     // an RDMA port with a non-zero GID (usable for RoCE)
+  bool is_virtual = false;  // no PCI device behind it (lo, veth, bridge, docker0)
+  PciPlacement pci;         // bus_id "" when virtual or unknown
   // Gbit/s the port can carry: the lower of line rate and shaper, 0 unknown.
   double effective_Gbps() const;
 };
 
 // What one source contributed, for the report ("sources" in the JSON).
 struct SourceStatus {
-  std::string name;    // "hwloc", "nvml", "sysfs", "nccl", "cuda"
+  std::string name;  // "hwloc", "nvml", "sysfs", "nccl", "cuda"
   bool read = false;
   std::string detail;  // version or why not: "not built with hwloc", "libnvidia-ml.so.1 not found"
 };
