@@ -49,7 +49,7 @@ std::vector<PairBandwidth> measure_pair_rounds(Communicator& comm, const Control
 // One way at a time over `p2p` (its ranks are `control`'s). Each direction:
 // `warmup` + `repetitions` messages of `bytes`, the receiver's 1-byte ack ends
 // the timed stream (the sender's clock); the figure is every message's bytes
-// over that time. Every byte received is checked.
+// over that time. The last message of each direction is checked byte for byte.
 std::vector<PairBandwidth> measure_pair_rounds_one_way(PointToPoint& p2p,
                                                        const ControlPlane& control,
                                                        const std::vector<RankPairRound>& rounds,
