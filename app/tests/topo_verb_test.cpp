@@ -2,7 +2,6 @@
 // ../shared/fixtures/topo (copied to topo/tests/data): the text view, the JSON
 // the README documents, the path records, and bad input (one line, exit 2).
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -13,12 +12,14 @@
 
 #include "ccscope/app/verbs.h"
 #include "ccscope/records/topology_record.h"
+#include "compare_test_util.h"
 
 namespace ccscope::app {
 namespace {
 
-namespace fs = std::filesystem;
 using nlohmann::json;
+using reports::testing::slurp;
+using reports::testing::spit;
 
 std::string data(const std::string& name) {
   return std::string(CCSCOPE_TOPO_TEST_DATA) + "/" + name;
@@ -37,28 +38,11 @@ VerbRun topo(const std::vector<std::string>& args) {
   return run;
 }
 
+// Result files in a temporary folder (reports' test helpers: TempDir, slurp, spit).
 class TopoVerb : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string pattern = (fs::temp_directory_path() / "ccscope-topo-XXXXXX").string();
-    ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
-    dir_ = pattern;
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-  std::string file(const std::string& name) const { return (dir_ / name).string(); }
-  void write(const std::string& path, const std::string& text) const {
-    std::ofstream(path) << text;
-  }
-  static std::string slurp(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  }
-  fs::path dir_;
+  std::string file(const std::string& name) const { return dir_.file(name); }
+  reports::testing::TempDir dir_;
 };
 
 TEST_F(TopoVerb, Dgx2MatrixIsNvidiaSmisWithSixNvlinksBetweenEveryPair) {
@@ -99,7 +83,7 @@ TEST_F(TopoVerb, JsonHasTheDocumentedKeys) {
 TEST_F(TopoVerb, OwnJsonReadsBackToTheSameView) {
   const VerbRun first = topo({"--from", data("hwloc-nvidia-dgx2.xml"), "--json"});
   ASSERT_EQ(first.rc, 0) << first.err;
-  write(file("dgx2.json"), first.out);
+  spit(file("dgx2.json"), first.out);
   const VerbRun again = topo({"--from", file("dgx2.json"), "--json"});
   ASSERT_EQ(again.rc, 0) << again.err;
   EXPECT_EQ(again.out, first.out);
@@ -143,17 +127,17 @@ TEST_F(TopoVerb, SeveralFilesAreACluster) {
 
 TEST_F(TopoVerb, BadInputIsOneLineAndExit2) {
   const std::string dgx2 = slurp(data("hwloc-nvidia-dgx2.xml"));
-  write(file("truncated.xml"), dgx2.substr(0, dgx2.size() / 2));
-  write(file("bad.json"), "{\"schema\": \"ccscope.topo/1\", \"nodes\": [{\"gpus\": 3}]}");
-  write(file("broken.json"), "{\"nodes\": [");
-  write(file("other.txt"), "hello\n");
+  spit(file("truncated.xml"), dgx2.substr(0, dgx2.size() / 2));
+  spit(file("bad.json"), "{\"schema\": \"ccscope.topo/1\", \"nodes\": [{\"gpus\": 3}]}");
+  spit(file("broken.json"), "{\"nodes\": [");
+  spit(file("other.txt"), "hello\n");
   for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
            {"--from", file("missing.xml")},
            {"--from", file("truncated.xml")},
            {"--from", file("bad.json")},
            {"--from", file("broken.json")},
            {"--from", file("other.txt")},
-           {"--from", dir_.string()},
+           {"--from", dir_.path().string()},
            {"--from", data("hwloc-h200-vm.xml"), "--measure"},
            {"--threshold", "2"},
            {"-b", "lots"},

@@ -511,21 +511,8 @@ class HwlocReader {
     }
   }
 
-  // GPUs without a CUDA/NVML number take the lowest free numbers, in order
-  // of appearance; then the list is ordered by index.
-  void number_gpus() {
-    std::set<int> taken;
-    for (const Gpu& gpu : topology_.gpus)
-      if (gpu.index >= 0) taken.insert(gpu.index);
-    int next = 0;
-    for (Gpu& gpu : topology_.gpus) {
-      if (gpu.index >= 0) continue;
-      while (taken.count(next)) ++next;
-      gpu.index = next++;
-    }
-    std::stable_sort(topology_.gpus.begin(), topology_.gpus.end(),
-                     [](const Gpu& a, const Gpu& b) { return a.index < b.index; });
-  }
+  // GPUs without a CUDA/NVML number take the lowest free numbers.
+  void number_gpus() { number_unindexed_gpus(topology_); }
 
   // The PCI device an object of the matrix stands for: itself, or an OS
   // device's PCI parent.

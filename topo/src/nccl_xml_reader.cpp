@@ -42,17 +42,7 @@ class NcclDumpReader {
     Context context;
     visit_children(system, context, 1);
     // GPUs without a usable dev take the lowest free numbers, in order.
-    std::set<int> taken;
-    for (const Gpu& gpu : topology_.gpus)
-      if (gpu.index >= 0) taken.insert(gpu.index);
-    int next = 0;
-    for (Gpu& gpu : topology_.gpus) {
-      if (gpu.index >= 0) continue;
-      while (taken.count(next)) ++next;
-      gpu.index = next++;
-    }
-    std::stable_sort(topology_.gpus.begin(), topology_.gpus.end(),
-                     [](const Gpu& a, const Gpu& b) { return a.index < b.index; });
+    number_unindexed_gpus(topology_);
     topology_.sources.push_back({"nccl", true, "NCCL topology dump"});
     return std::move(topology_);
   }

@@ -180,6 +180,17 @@ void complete(Nic& nic, const Nic& read) {
   if (nic.pci.numa_node < 0) nic.pci.numa_node = read.pci.numa_node;
 }
 
+// A NIC without a `device` link is virtual; with one, its driver, PCI function and
+// NUMA node come from what the link points at.
+void place_device(Nic& nic, const fs::path& device) {
+  nic.is_virtual = !has_link(device);
+  if (nic.is_virtual) return;
+  nic.driver = driver_of(device);
+  const DevicePlacement placement = pci_function_of(device);
+  nic.pci.bus_id = placement.bus_id;
+  nic.pci.numa_node = numa_node_of(device, placement);
+}
+
 Nic read_network_interface(const fs::path& interface_directory) {
   Nic nic;
   nic.name = interface_directory.filename().string();
@@ -189,15 +200,8 @@ Nic read_network_interface(const fs::path& interface_directory) {
   nic.state = lower_case(read_attribute(interface_directory / "operstate"));
   nic.mtu = std::max(0, read_int_attribute(interface_directory / "mtu", 0));
   nic.kind = kind_of_link_type(read_int_attribute(interface_directory / "type", -1));
-  const fs::path device = interface_directory / "device";
   // lo, veth, bridges, ifb, tunnels: no device link.
-  nic.is_virtual = !has_link(device);
-  if (!nic.is_virtual) {
-    nic.driver = driver_of(device);
-    const DevicePlacement placement = pci_function_of(device);
-    nic.pci.bus_id = placement.bus_id;
-    nic.pci.numa_node = numa_node_of(device, placement);
-  }
+  place_device(nic, interface_directory / "device");
   return nic;
 }
 
@@ -237,15 +241,8 @@ Nic read_rdma_port(const fs::path& device_directory, const std::string& port) {
     nic.kind = NicKind::kRoce;
   nic.has_gid = gid_is_set(read_attribute(port_directory / "gids" / "0"));
   nic.netdev = netdev_of_port(device_directory, port_directory);
-  const fs::path device = device_directory / "device";
   // Soft RDMA devices (rxe, siw) have no device link of their own.
-  nic.is_virtual = !has_link(device);
-  if (!nic.is_virtual) {
-    nic.driver = driver_of(device);
-    const DevicePlacement placement = pci_function_of(device);
-    nic.pci.bus_id = placement.bus_id;
-    nic.pci.numa_node = numa_node_of(device, placement);
-  }
+  place_device(nic, device_directory / "device");
   return nic;
 }
 

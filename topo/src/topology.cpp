@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <set>
 
 namespace ccscope::topo {
 
@@ -42,6 +43,20 @@ SourceStatus* HostTopology::source(const std::string& source_name) {
   for (SourceStatus& status : sources)
     if (status.name == source_name) return &status;
   return nullptr;
+}
+
+void number_unindexed_gpus(HostTopology& host) {
+  std::set<int> taken;
+  for (const Gpu& gpu : host.gpus)
+    if (gpu.index >= 0) taken.insert(gpu.index);
+  int next = 0;
+  for (Gpu& gpu : host.gpus) {
+    if (gpu.index >= 0) continue;
+    while (taken.count(next)) ++next;
+    gpu.index = next++;
+  }
+  std::stable_sort(host.gpus.begin(), host.gpus.end(),
+                   [](const Gpu& a, const Gpu& b) { return a.index < b.index; });
 }
 
 namespace {

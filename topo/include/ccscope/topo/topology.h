@@ -117,6 +117,10 @@ struct HostTopology {
   SourceStatus* source(const std::string& name);
 };
 
+// GPUs a source gave no number (index -1) take the lowest free numbers, in
+// order of appearance; then the list is ordered by index. Readers end with it.
+void number_unindexed_gpus(HostTopology& host);
+
 // "0000:34:00.0" from "00000000:34:00.0", "34:00.0", upper case, ...; "" if not a bus id.
 std::string normalize_bus_id(const std::string& text);
 
