@@ -64,6 +64,8 @@ SourceStatus read_hwloc_live(HostTopology& into) {
   status.detail = std::string("hwloc ") + HWLOC_VERSION + " (live), " +
                   std::to_string(read.gpus.size()) + " GPUs, " + std::to_string(read.nics.size()) +
                   " NICs";
+  if (read.gpus.empty() && read.nics.empty())
+    status.detail += " (no I/O devices: hwloc's PCI discovery is missing or filtered out)";
   const std::string hostname = into.hostname;
   into = std::move(read);
   if (!hostname.empty()) into.hostname = hostname;

@@ -93,6 +93,14 @@ json node_json(const HostTopology& node, const NcclEnvironment& env) {
                               {"p2p", pair.p2p},
                               {"expected_GBps", pair.expected_GBps},
                               {"basis", pair.basis}});
+  // GPU-NIC affinity: how each GPU reaches each NIC of the matrix (computed,
+  // not read back).
+  j["gpu_nic_paths"] = json::array();
+  for (const Gpu& gpu : node.gpus)
+    for (const Nic* nic : matrix_nics(node))
+      j["gpu_nic_paths"].push_back({{"gpu", gpu.index},
+                                    {"nic", nic->name},
+                                    {"path", path_token(pci_path_level(gpu.pci, nic->pci))}});
   j["gpu_ancestors"] = json::array();
   for (const HostTopology::GpuAncestor& a : node.gpu_ancestors)
     j["gpu_ancestors"].push_back({{"gpu_a", a.gpu_a}, {"gpu_b", a.gpu_b}, {"level", a.level}});
