@@ -279,6 +279,11 @@ int run_live(const TopoFlags& flags, const std::vector<topo::HostTopology>& nccl
 
   if (flags.measure && world.size() > 1) {
     const MeasurePlan plan = plan_measurement(cluster, backend == "nccl");
+    if (plan.rounds.empty() && leader)
+      std::fprintf(stderr,
+                   "ccscope topo: note: --measure: one node and no GPU pairs on the %s backend: "
+                   "nothing to measure (launch ranks on several nodes)\n",
+                   backend.c_str());
     std::vector<bench::PairBandwidth> figures;
     try {
       bench::PairBandwidthOptions options;
