@@ -6,7 +6,7 @@
 //  - over a Communicator (device memory, NCCL): both ends exchange at once
 //    (send_recv), the only point-to-point a Communicator has.
 // MPICH over UCX's TCP transport was seen to serialise the two directions of
-// an MPI_Sendrecv in about one run in three here (each direction then read
+// an MPI_Sendrecv in about one pair measurement in four here (each direction read
 // half the link), which is why host memory is measured one way at a time.
 #include <chrono>
 #include <cstddef>
