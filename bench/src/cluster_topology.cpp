@@ -31,7 +31,6 @@ ClusterTopology gather_cluster_topology(const World& world, const topo::ProbeOpt
   cluster.probe_seconds = slowest[0];
   const std::vector<std::string> texts = world.all_gather(mine);
   const std::vector<std::string> buses = world.all_gather(gpu_bus_id);
-  std::vector<std::string> names;
   for (size_t rank = 0; rank < texts.size(); ++rank) {
     if (texts[rank].empty()) continue;
     std::vector<topo::HostTopology> nodes = topo::read_topology_json(texts[rank]);

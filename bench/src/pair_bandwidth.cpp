@@ -9,6 +9,18 @@
 #include "statistics.h"
 
 namespace ccscope::bench {
+namespace {
+
+// Collective: every rank learns of any rank's wrong exchange and throws alike,
+// so that none is left waiting for a peer that left.
+void fail_together(const ControlPlane& control, const std::string& problem) {
+  std::string problems;
+  for (const std::string& text : control.all_gather(problem))
+    if (!text.empty()) problems += (problems.empty() ? "" : "; ") + text;
+  if (!problems.empty()) throw std::runtime_error("pair bandwidth: " + problems);
+}
+
+}  // namespace
 
 std::vector<PairBandwidth> measure_pair_rounds(Communicator& comm, const ControlPlane& control,
                                                const std::vector<RankPairRound>& rounds,
@@ -54,11 +66,7 @@ std::vector<PairBandwidth> measure_pair_rounds(Communicator& comm, const Control
           problem = "rank " + std::to_string(comm.rank()) + " received a wrong byte from rank " +
                     std::to_string(peer) + " at offset " + std::to_string(b);
     }
-    // Every rank learns of a wrong exchange and fails alike: none is left waiting.
-    std::string problems;
-    for (const std::string& text : control.all_gather(problem))
-      if (!text.empty()) problems += (problems.empty() ? "" : "; ") + text;
-    if (!problems.empty()) throw std::runtime_error("pair bandwidth: " + problems);
+    fail_together(control, problem);
     control.all_reduce_max(seconds);
     for (size_t i = 0; i < pairs.size(); ++i)
       results.push_back(
@@ -90,7 +98,8 @@ double one_way(PointToPoint& p2p, int from, int to, std::vector<unsigned char>& 
     const unsigned char want = static_cast<unsigned char>(from + 1);
     const int messages = options.warmup + options.repetitions;
     for (int i = 0; i < messages; ++i) {
-      if (i + 1 == messages) std::fill(buffer.begin(), buffer.end(), static_cast<unsigned char>(~want));
+      if (i + 1 == messages)
+        std::fill(buffer.begin(), buffer.end(), static_cast<unsigned char>(~want));
       p2p.recv(from, buffer.data(), bytes);
       if (i + 1 == options.warmup || i + 1 == messages) p2p.send(from, &ack, 1);
     }
@@ -122,10 +131,7 @@ std::vector<PairBandwidth> measure_pair_rounds_one_way(PointToPoint& p2p,
       figures[2 * i] = one_way(p2p, a, b, buffer, options, problem);
       figures[2 * i + 1] = one_way(p2p, b, a, buffer, options, problem);
     }
-    std::string problems;
-    for (const std::string& text : control.all_gather(problem))
-      if (!text.empty()) problems += (problems.empty() ? "" : "; ") + text;
-    if (!problems.empty()) throw std::runtime_error("pair bandwidth: " + problems);
+    fail_together(control, problem);
     control.all_reduce_sum(figures);
     for (size_t i = 0; i < pairs.size(); ++i) {
       PairBandwidth pair{pairs[i].first, pairs[i].second,   round, 0,

@@ -5,6 +5,8 @@
 #include <map>
 #include <set>
 
+#include "text.h"
+
 namespace ccscope::topo {
 namespace {
 
@@ -12,12 +14,6 @@ std::string join(const std::vector<std::string>& items, const char* separator) {
   std::string out;
   for (const std::string& item : items) out += (out.empty() ? "" : separator) + item;
   return out;
-}
-
-std::string rate_text(double Gbps) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%g", Gbps);
-  return text;
 }
 
 // NICs that carry traffic between nodes: not loopback, not down.
@@ -46,7 +42,7 @@ std::string link_rates(const HostTopology& n) {
   for (const Nic* nic : cluster_nics(n))
     rates.push_back(
         nic->name + " " +
-        (nic->effective_Gbps() > 0 ? rate_text(nic->effective_Gbps()) + " Gbit/s" : "?"));
+        (nic->effective_Gbps() > 0 ? text::general(nic->effective_Gbps()) + " Gbit/s" : "?"));
   for (const Gpu& gpu : n.gpus)
     if (gpu.pcie_current.known())
       rates.push_back("GPU" + std::to_string(gpu.index) + " PCIe gen" +

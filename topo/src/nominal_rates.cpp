@@ -4,6 +4,8 @@
 #include <cctype>
 #include <cstdio>
 
+#include "text.h"
+
 namespace ccscope::topo {
 namespace {
 
@@ -29,12 +31,6 @@ constexpr double kNvlinkGBps[] = {0, 20, 25, 25, 25, 50};
 std::string lower(std::string text) {
   std::transform(text.begin(), text.end(), text.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return text;
-}
-
-std::string gigatransfers_text(double value) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%g", value);
   return text;
 }
 
@@ -74,7 +70,7 @@ const std::vector<NominalRate>& nominal_rate_table() {
     for (const PcieGeneration& g : kPcie)
       rows.push_back({"PCIe gen" + std::to_string(g.generation) + " (per lane)",
                       g.gigatransfers * g.payload_share / 8.0,
-                      gigatransfers_text(g.gigatransfers) + " GT/s, " + g.encoding});
+                      text::general(g.gigatransfers) + " GT/s, " + g.encoding});
     const char* kNvlinkGpus[] = {"", "P100", "V100", "A100", "H100/H200", "B200"};
     for (int v = 1; v <= 5; ++v)
       rows.push_back(

@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "ccscope/topo/nominal_rates.h"
+#include "text.h"
 
 namespace ccscope::topo {
 namespace {
@@ -16,12 +17,6 @@ namespace {
 std::string format_GBps(double value) {
   char text[32];
   std::snprintf(text, sizeof text, value >= 100 ? "%.0f" : value >= 10 ? "%.1f" : "%.3g", value);
-  return text;
-}
-
-std::string format_Gbps(double value) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%g", value);
   return text;
 }
 
@@ -273,15 +268,12 @@ std::string render_path_matrix(const HostTopology& host, const NcclEnvironment& 
     return path_token(pci_path_level(a, b));
   };
   std::string out = "      ";
-  for (const std::string& label : labels)
-    out += label + std::string(label.size() < 6 ? 6 - label.size() : 1, ' ');
+  for (const std::string& label : labels) out += text::padded(label, 6);
   out += "\n";
   for (size_t row = 0; row < labels.size(); ++row) {
-    std::string line =
-        labels[row] + std::string(labels[row].size() < 6 ? 6 - labels[row].size() : 1, ' ');
+    std::string line = text::padded(labels[row], 6);
     for (size_t column = 0; column < labels.size(); ++column) {
-      const std::string text = cell(row, column);
-      line += text + std::string(text.size() < 6 ? 6 - text.size() : 1, ' ');
+      line += text::padded(cell(row, column), 6);
     }
     while (!line.empty() && line.back() == ' ') line.pop_back();
     out += line + "\n";
@@ -327,12 +319,12 @@ NetworkEnd network_end(const HostTopology& host, const NcclEnvironment& env, boo
 }
 
 std::string describe_rate(const Nic& nic) {
-  std::string text = format_Gbps(nic.effective_Gbps()) + " Gbit/s";
+  std::string description = text::general(nic.effective_Gbps()) + " Gbit/s";
   if (nic.shaped_Gbps > 0 && (nic.rate_Gbps <= 0 || nic.shaped_Gbps < nic.rate_Gbps))
-    text += " (tc shaper" +
-            (nic.rate_Gbps > 0 ? "; line rate " + format_Gbps(nic.rate_Gbps) + " Gbit/s" : "") +
-            ")";
-  return text;
+    description +=
+        " (tc shaper" +
+        (nic.rate_Gbps > 0 ? "; line rate " + text::general(nic.rate_Gbps) + " Gbit/s" : "") + ")";
+  return description;
 }
 
 }  // namespace

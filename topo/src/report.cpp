@@ -4,6 +4,8 @@
 #include <charconv>
 #include <cstdio>
 
+#include "text.h"
+
 namespace ccscope::topo {
 namespace {
 
@@ -12,10 +14,6 @@ std::string figure(double GBps) {
   char text[32];
   std::snprintf(text, sizeof text, GBps >= 100 ? "%.0f" : GBps >= 1 ? "%.2f" : "%.4f", GBps);
   return text;
-}
-
-std::string padded(const std::string& text, size_t width) {
-  return text.size() >= width ? text + " " : text + std::string(width - text.size(), ' ');
 }
 
 // The expected figure and path name of a measured pair.
@@ -89,7 +87,7 @@ std::string render_topology_text(const TopologyReport& report) {
              " cores";
     out += "\n  sources:";
     for (const SourceStatus& s : node.sources)
-      out += "\n    " + padded(s.name, 6) + (s.read ? "read      " : "not read  ") + s.detail;
+      out += "\n    " + text::padded(s.name, 6) + (s.read ? "read      " : "not read  ") + s.detail;
     out += "\n";
     if (node.gpus.empty()) {
       out += "  no GPU found\n";
@@ -103,29 +101,28 @@ std::string render_topology_text(const TopologyReport& report) {
                                     (l.width ? " x" + std::to_string(l.width) : "")
                               : std::string("?");
         };
-        out += "  " + padded(std::to_string(gpu.index), 5) + padded(gpu.name, 34) +
-               padded(gpu.pci.bus_id, 15) + link(now) + " / " + link(gpu.pcie_max) + "\n";
+        out += "  " + text::padded(std::to_string(gpu.index), 5) + text::padded(gpu.name, 34) +
+               text::padded(gpu.pci.bus_id, 15) + link(now) + " / " + link(gpu.pcie_max) + "\n";
       }
       const std::vector<GpuPairPath> pairs = gpu_pair_paths(node, report.env);
       if (!pairs.empty()) {
         out += "\n  GPU pair  path  transport  expected GB/s  basis\n";
         for (const GpuPairPath& p : pairs)
-          out += "  " + padded(std::to_string(p.gpu_a) + "-" + std::to_string(p.gpu_b), 10) +
-                 padded(p.token(), 6) + padded(p.p2p ? "P2P" : "SHM", 11) +
-                 padded(figure(p.expected_GBps), 15) + p.basis + "\n";
+          out += "  " + text::padded(std::to_string(p.gpu_a) + "-" + std::to_string(p.gpu_b), 10) +
+                 text::padded(p.token(), 6) + text::padded(p.p2p ? "P2P" : "SHM", 11) +
+                 text::padded(figure(p.expected_GBps), 15) + p.basis + "\n";
       }
     }
     out += "\n  NIC            kind        state    rate Gbit/s  MTU    driver\n";
     for (const Nic& nic : node.nics) {
-      char rate[64];
-      if (nic.effective_Gbps() > 0)
-        std::snprintf(rate, sizeof rate, "%g%s", nic.effective_Gbps(),
-                      nic.shaped_Gbps > 0 && nic.shaped_Gbps < nic.rate_Gbps ? " (tc)" : "");
-      else
-        std::snprintf(rate, sizeof rate, "?");
-      out += "  " + padded(nic.name, 15) + padded(nic_kind_name(nic.kind), 12) +
-             padded(nic.state.empty() ? "?" : nic.state, 9) + padded(rate, 13) +
-             padded(nic.mtu ? std::to_string(nic.mtu) : "?", 7) +
+      const std::string rate =
+          nic.effective_Gbps() > 0
+              ? text::general(nic.effective_Gbps()) +
+                    (nic.shaped_Gbps > 0 && nic.shaped_Gbps < nic.rate_Gbps ? " (tc)" : "")
+              : "?";
+      out += "  " + text::padded(nic.name, 15) + text::padded(nic_kind_name(nic.kind), 12) +
+             text::padded(nic.state.empty() ? "?" : nic.state, 9) + text::padded(rate, 13) +
+             text::padded(nic.mtu ? std::to_string(nic.mtu) : "?", 7) +
              (nic.driver.empty() ? (nic.is_virtual ? "(virtual)" : "") : nic.driver) + "\n";
     }
     for (const std::string& note : node.notes) out += "  note: " + note + "\n";
@@ -141,17 +138,18 @@ std::string render_topology_text(const TopologyReport& report) {
           static_cast<size_t>(std::count_if(node.nics.begin(), node.nics.end(), [](const Nic& n) {
             return n.name != "lo" && (n.state == "up" || n.state == "active");
           }));
-      out += "  " + padded(node.hostname, 21) + padded(std::to_string(node.gpus.size()), 6) +
-             padded(model, 31) + padded(std::to_string(up), 9) +
-             padded(node.driver_version.empty() ? "-" : node.driver_version, 14) +
-             padded(node.cuda_version.empty() ? "-" : node.cuda_version, 7) +
+      out += "  " + text::padded(node.hostname, 21) +
+             text::padded(std::to_string(node.gpus.size()), 6) + text::padded(model, 31) +
+             text::padded(std::to_string(up), 9) +
+             text::padded(node.driver_version.empty() ? "-" : node.driver_version, 14) +
+             text::padded(node.cuda_version.empty() ? "-" : node.cuda_version, 7) +
              (node.nccl_version.empty() ? "-" : node.nccl_version) + "\n";
     }
     out += "\nnode pairs:\n  pair                        transport  expected GB/s  basis\n";
     for (const NodePairPath& p : report.node_pairs)
-      out += "  " + padded(p.host_a + " - " + p.host_b, 28) +
-             padded(transport_name(p.transport), 11) + padded(figure(p.expected_GBps), 15) +
-             p.basis + "\n";
+      out += "  " + text::padded(p.host_a + " - " + p.host_b, 28) +
+             text::padded(transport_name(p.transport), 11) +
+             text::padded(figure(p.expected_GBps), 15) + p.basis + "\n";
     out += "\n";
   }
   if (!report.measured.empty()) {
@@ -173,18 +171,18 @@ std::string render_topology_text(const TopologyReport& report) {
         percent =
             std::to_string(static_cast<int>(100 * m->measured_GBps / m->expected_GBps + 0.5)) +
             "%" + (m->below_threshold ? "  BELOW THRESHOLD" : "");
-      out += "  " + padded(m->endpoint_a + " - " + m->endpoint_b, 28) +
-             padded(std::to_string(m->round), 7) + padded(m->path, 19) +
-             padded(figure(m->measured_GBps), 15) + padded(figure(m->expected_GBps), 15) + percent +
-             "\n";
+      out += "  " + text::padded(m->endpoint_a + " - " + m->endpoint_b, 28) +
+             text::padded(std::to_string(m->round), 7) + text::padded(m->path, 19) +
+             text::padded(figure(m->measured_GBps), 15) +
+             text::padded(figure(m->expected_GBps), 15) + percent + "\n";
     }
     out += "\n";
   }
   out += "findings:\n";
   if (report.findings.empty()) out += "  none\n";
   for (const Finding& f : report.findings)
-    out +=
-        "  " + padded(severity_name(f.severity), 5) + f.message + "\n        -> " + f.remedy + "\n";
+    out += "  " + text::padded(severity_name(f.severity), 5) + f.message + "\n        -> " +
+           f.remedy + "\n";
   return out;
 }
 
