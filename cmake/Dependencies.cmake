@@ -59,3 +59,17 @@ endif()
 if(NOT CCSCOPE_HAVE_HWLOC)
   message(STATUS "ccscope: hwloc not found; the topology probe reads NVML and sysfs only")
 endif()
+
+# OpenBLAS: the training probe's GEMMs on the CPU (openblas_set_num_threads
+# gives every rank the thread count it asks for). Debian's libopenblas-dev.
+find_library(OPENBLAS_LIBRARY NAMES openblas REQUIRED)
+find_path(OPENBLAS_INCLUDE_DIR cblas.h
+          PATHS /usr/include/x86_64-linux-gnu/openblas-pthread /usr/include/openblas
+          NO_DEFAULT_PATH)
+if(NOT OPENBLAS_INCLUDE_DIR)
+  find_path(OPENBLAS_INCLUDE_DIR openblas_config.h REQUIRED)
+endif()
+add_library(ccscope_openblas INTERFACE IMPORTED)
+target_include_directories(ccscope_openblas INTERFACE ${OPENBLAS_INCLUDE_DIR})
+target_link_libraries(ccscope_openblas INTERFACE ${OPENBLAS_LIBRARY})
+message(STATUS "ccscope: OpenBLAS ${OPENBLAS_LIBRARY} (${OPENBLAS_INCLUDE_DIR})")

@@ -1,0 +1,103 @@
+#pragma once
+// The training loop under each strategy, over Communicator (one code path for
+// every backend whose memory is host memory; the GPU path is not built yet).
+//
+//   single  one rank, the whole global batch: the reference.
+//   ddp     PyTorch DDP: gradients averaged by all-reduce in buckets filled in
+//           reverse layer order, each launched as backward completes it
+//           (overlap), gradient accumulation with no_sync on all but the last
+//           micro-batch, clipping by global norm.
+//   zero1   DeepSpeed ZeRO stage 1: full gradients kept, reduce-scattered per
+//           bucket after backward; each rank steps its shard of the optimizer
+//           state; updated shards all-gathered.
+//   zero2   stage 2: each bucket reduce-scattered as backward fills it, only
+//           the gradient shard kept.
+//   zero3   stage 3 (FSDP FULL_SHARD, one unit per layer): parameters sharded;
+//           each layer all-gathered before its forward and again before its
+//           backward (the next one prefetched while this one computes), freed
+//           after use; its gradient reduce-scattered as soon as it is computed.
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ccscope/collectives/communicator.h"
+#include "ccscope/training_probe/accounting.h"
+#include "ccscope/training_probe/loss_scaler.h"
+#include "ccscope/training_probe/model.h"
+#include "ccscope/training_probe/optimizer.h"
+
+namespace ccscope::training_probe {
+
+// Deliberately broken variants, for the tests that prove the checks can fail.
+struct Faults {
+  bool sum_not_average = false;            // gradients summed across ranks, not averaged
+  bool sampler_not_reseeded = false;       // set_epoch never called
+  std::optional<size_t> unreduced_bucket;  // this bucket is never reduced
+  bool clip_per_shard = false;             // ZeRO: clip each shard by its own norm
+};
+
+struct TrainOptions {
+  Strategy strategy = Strategy::kDdp;
+  ModelShape shape;
+  Precision precision = Precision::kFloat32;
+  OptimizerOptions optimizer;
+  size_t global_batch = 128;  // samples per optimizer step, all ranks together
+  size_t micro_batches = 1;   // gradient accumulation steps per optimizer step
+  size_t steps = 100;
+  size_t dataset_samples = 0;  // 0: 8 global batches (an epoch every 8 steps)
+  uint64_t seed = 1;
+  size_t bucket_bytes = 25u << 20;       // DDP bucket_cap_mb, ZeRO reduce_bucket_size
+  size_t first_bucket_bytes = 1u << 20;  // DDP's first bucket
+  bool overlap = true;              // communication on its own thread (DDP --no-overlap: false)
+  bool prefetch = true;             // ZeRO-3: gather the next layer while this one computes
+  std::optional<double> grad_clip;  // max global norm
+  LossScalerOptions loss_scaler;    // fp16 only
+  std::chrono::milliseconds timeout{std::chrono::minutes(5)};  // any one wait
+  bool check_consistency = false;  // after each step, compare parameters across ranks
+  Faults faults;
+};
+
+// Why options cannot run ("global batch 100 does not divide over 3 ranks");
+// "" when they can.
+std::string validate(const TrainOptions& options, size_t ranks);
+
+// One optimizer step on this rank (times are this rank's; the caller reduces
+// over ranks).
+struct StepFigures {
+  size_t step = 0;  // from 0
+  double loss = 0;  // the global batch's mean loss (same on every rank)
+  double step_seconds = 0;
+  double compute_seconds = 0;       // step minus exposed communication
+  double comm_seconds = 0;          // time communication operations ran
+  double exposed_comm_seconds = 0;  // time the training thread waited for them
+  double bytes_sent = 0;            // nccl-tests' bytes per rank of this step's operations
+  double grad_norm = 0;             // global gradient norm before clipping (0 when not clipping)
+  double loss_scale = 1;            // fp16's scale this step used
+  bool skipped = false;             // fp16 overflow: the step was not applied
+  bool consistent = true;           // check_consistency: parameters agreed across ranks
+};
+
+struct TrainResult {
+  std::vector<StepFigures> steps;
+  size_t parameters = 0;                // Psi
+  size_t communicated_elements = 0;     // Psi padded as the strategy pads it
+  MemoryFootprint memory;               // bytes this rank held for the three
+  std::vector<float> final_parameters;  // gathered, on every rank
+};
+
+// Runs the training loop. Every rank of `communicator` must call it with the
+// same options. `on_step` (optional) sees each step as it completes, for rows
+// flushed as measured. Throws UsageError for options that cannot run.
+TrainResult train(Communicator& communicator, const TrainOptions& options,
+                  const std::function<void(const StepFigures&)>& on_step = {});
+
+// The single-rank reference of `options` (strategy single, same data, model,
+// optimizer and precision) without a communicator.
+TrainResult train_single(const TrainOptions& options,
+                         const std::function<void(const StepFigures&)>& on_step = {});
+
+}  // namespace ccscope::training_probe
