@@ -1,0 +1,543 @@
+#!/usr/bin/env python3
+"""Compares ccscope's training probe (`ccscope train`) with PyTorch.
+
+1. Losses: `ccscope train --strategy single --export DIR` writes the model, its
+   initial parameters, the data and every step's global batch; PyTorch trains
+   the same nn.Linear stack from the same weights on the same batches with the
+   same optimizer, and the two loss curves are compared step by step (exit 1
+   past --tolerance).
+2. Speed: PyTorch DistributedDataParallel on CPU over gloo (one process and
+   one thread per rank, default 25 MB buckets), timed normally and under
+   ddp.no_sync() (the compute-only step), alternated with
+   `mpiexec -n RANKS ccscope train --strategy ddp --threads 1` on the same
+   shape, medians of per-step times after a warm-up.
+
+--selftest replaces ccscope with a fabricated export and a NumPy reference
+trainer (losses) and times PyTorch alone, so the PyTorch half runs without the
+binary. Run through the `compare-with-pytorch` wrapper beside this file, which
+finds (or installs) torch and pins one BLAS thread per process.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import csv
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+try:  # --help works without them
+    import numpy as np
+    import torch
+    import torch.distributed as dist
+    import torch.multiprocessing as mp
+    import torch.nn.functional as F
+    from torch import nn
+    from torch.nn.parallel import DistributedDataParallel as DDP
+except ImportError:  # pragma: no cover - the wrapper checks first
+    np = torch = None
+
+REPO = Path(__file__).resolve().parents[2]
+PROG = "compare-with-pytorch"
+
+
+# ---------------------------------------------------------------- arguments
+
+def parse_args(argv=None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        prog=PROG,
+        description="Compare ccscope train with PyTorch: loss curves (single process) and "
+        "DDP step times (gloo, one thread per rank).",
+    )
+    p.add_argument("--ccscope", help="the ccscope binary (default: $CCSCOPE, then build*/app/ccscope "
+                   "under the repository)")
+    p.add_argument("--mpiexec", default=None,
+                   help="the MPI launcher command (default: mpiexec, with --allow-run-as-root "
+                   "for Open MPI as root)")
+    p.add_argument("--selftest", action="store_true",
+                   help="no ccscope: a fabricated export and a NumPy reference trainer stand in "
+                   "for it, and only PyTorch is timed")
+    p.add_argument("--skip-loss", action="store_true", help="no loss comparison")
+    p.add_argument("--skip-speed", action="store_true", help="no speed comparison")
+    p.add_argument("--workdir", help="keep exports and CSVs here (default: a temporary folder)")
+
+    g = p.add_argument_group("loss comparison (ccscope train --strategy single)")
+    g.add_argument("--steps", type=int, default=100, help="training steps (default 100)")
+    g.add_argument("--loss-width", type=int, default=256)
+    g.add_argument("--loss-depth", type=int, default=4)
+    g.add_argument("--loss-batch", type=int, default=64, help="global batch")
+    g.add_argument("--optimizer", choices=["sgd", "adam", "adamw"], default="sgd")
+    g.add_argument("--activation", choices=["relu", "tanh"], default=None,
+                   help="default: ccscope's (relu)")
+    g.add_argument("--lr", type=float, default=None, help="default: ccscope's")
+    g.add_argument("--seed", type=int, default=None, help="default: ccscope's")
+    g.add_argument("--tolerance", type=float, default=1e-4,
+                   help="largest allowed relative loss difference (default 1e-4)")
+    g.add_argument("--show", type=int, default=10, help="loss rows to print (default 10)")
+
+    g = p.add_argument_group("speed comparison (DDP, SGD with momentum)")
+    g.add_argument("--width", type=int, default=1024)
+    g.add_argument("--depth", type=int, default=8)
+    g.add_argument("--global-batch", type=int, default=128)
+    g.add_argument("--ranks", type=int, default=2)
+    g.add_argument("--threads", type=int, default=1, help="threads per rank (default 1)")
+    g.add_argument("--time-steps", type=int, default=30, help="timed steps after the warm-up")
+    g.add_argument("--warmup", type=int, default=5, help="untimed steps first (default 5)")
+    g.add_argument("--rounds", type=int, default=2,
+                   help="PyTorch/ccscope alternations (default 2); medians over all rounds")
+    g.add_argument("--speed-lr", type=float, default=0.01)
+    g.add_argument("--speed-momentum", type=float, default=0.9)
+    g.add_argument("--timeout", type=float, default=900, help="seconds per ccscope run")
+    return p.parse_args(argv)
+
+
+# ---------------------------------------------------------------- ccscope
+
+def find_ccscope(explicit: str | None) -> Path | None:
+    """--ccscope, $CCSCOPE, or the newest build*/app/ccscope under the
+    repository (then on PATH) that has the train verb."""
+    if explicit:
+        return Path(explicit)
+    if os.environ.get("CCSCOPE"):
+        return Path(os.environ["CCSCOPE"])
+    candidates = [c for c in REPO.glob("build*/app/ccscope") if c.is_file()]
+    candidates.sort(key=lambda c: -c.stat().st_mtime)
+    candidates += [Path(c) for c in [shutil.which("ccscope")] if c]
+    for c in candidates:
+        if os.access(c, os.X_OK) and train_help(c) is not None:
+            return c
+    return None
+
+
+def train_help(ccscope: Path) -> str | None:
+    """`ccscope train --help`, or None when the binary has no train verb."""
+    try:
+        r = subprocess.run([str(ccscope), "train", "--help"], capture_output=True, text=True,
+                           timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return r.stdout + r.stderr if r.returncode == 0 else None
+
+
+def mpiexec_command(explicit: str | None, ranks: int) -> list[str]:
+    if explicit:
+        cmd = explicit.split()
+    else:
+        cmd = ["mpiexec"]
+        version = subprocess.run(["mpiexec", "--version"], capture_output=True, text=True)
+        if "Open MPI" in version.stdout + version.stderr and os.geteuid() == 0:
+            cmd.append("--allow-run-as-root")
+    return cmd + ["-n", str(ranks)]
+
+
+def run_command(cmd: list[str], timeout: float) -> None:
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+    if r.returncode != 0:
+        sys.stderr.write(r.stdout + r.stderr)
+        raise SystemExit(f"{PROG}: failed ({r.returncode}): {' '.join(cmd)}")
+
+
+def read_step_csv(path: Path) -> dict[int, dict[str, float]]:
+    """Per step: loss, step_s, exposed_comm_s, comm_s (the largest over the
+    step's rows where each rank writes its own)."""
+    steps: dict[int, dict[str, float]] = {}
+    with open(path, newline="") as f:
+        for row in csv.DictReader(f):
+            step = int(row["step"])
+            merged = steps.setdefault(step, {})
+            for key in ("loss", "step_s", "exposed_comm_s", "comm_s"):
+                if row.get(key) not in (None, ""):
+                    value = float(row[key])
+                    merged[key] = max(merged.get(key, value), value)
+    return dict(sorted(steps.items()))
+
+
+# ---------------------------------------------------------------- export
+
+def read_export(d: Path) -> dict:
+    meta = json.loads((d / "model.json").read_text())
+    w, depth, n = meta["width"], meta["depth"], meta["samples"]
+    exp = {"meta": meta}
+    exp["params"] = np.fromfile(d / "initial_parameters.f32", dtype="<f4")
+    expected = depth * (w * w + w)
+    if exp["params"].size != expected:
+        raise SystemExit(f"{PROG}: initial_parameters.f32 holds {exp['params'].size} floats, "
+                         f"not {expected} ({depth} x ({w}x{w} + {w}))")
+    exp["inputs"] = np.fromfile(d / "inputs.f32", dtype="<f4").reshape(n, w)
+    exp["targets"] = np.fromfile(d / "targets.f32", dtype="<f4").reshape(n, w)
+    exp["batches"] = np.fromfile(d / "batches.i64", dtype="<i8").reshape(
+        meta["steps"], meta["global_batch"])
+    if exp["batches"].min() < 0 or exp["batches"].max() >= n:
+        raise SystemExit(f"{PROG}: batches.i64 indexes outside 0..{n - 1}")
+    return exp
+
+
+def fabricate_export(d: Path, width: int, depth: int, batch: int, steps: int,
+                     optimizer: str, activation: str, lr: float | None, seed: int) -> None:
+    """What `ccscope train --export` writes, from NumPy: nn.Linear-like initial
+    weights, a tanh teacher's targets, DistributedSampler-style epochs."""
+    rng = np.random.default_rng(seed)
+    d.mkdir(parents=True, exist_ok=True)
+    samples = 4 * batch
+    bound = 1.0 / np.sqrt(width)
+    params = np.concatenate([
+        np.concatenate([rng.uniform(-bound, bound, width * width), rng.uniform(-bound, bound, width)])
+        for _ in range(depth)]).astype("<f4")
+    x = rng.uniform(-1, 1, (samples, width)).astype("<f4")
+    a = rng.uniform(-1, 1, (width, width)).astype("<f4") * np.float32(bound * 1.7)
+    b = rng.uniform(-1, 1, (width, width)).astype("<f4") * np.float32(bound * 1.7)
+    t = (np.tanh(x @ a.T) @ b.T).astype("<f4")
+    per_epoch = samples // batch
+    rows, epoch = [], 0
+    while len(rows) < steps:
+        perm = np.random.default_rng(seed + epoch).permutation(samples)
+        rows += [perm[i * batch:(i + 1) * batch] for i in range(per_epoch)]
+        epoch += 1
+    batches = np.array(rows[:steps], dtype="<i8")
+    opt = {"kind": optimizer, "lr": lr if lr is not None else (0.01 if optimizer == "sgd" else 1e-3),
+           "momentum": 0.9, "beta1": 0.9, "beta2": 0.999, "eps": 1e-8,
+           "weight_decay": 0.01 if optimizer == "adamw" else 0.0}
+    meta = {"width": width, "depth": depth, "activation": activation, "optimizer": opt,
+            "global_batch": batch, "steps": steps, "samples": samples, "seed": seed,
+            "precision": "fp32"}
+    (d / "model.json").write_text(json.dumps(meta, indent=1))
+    params.tofile(d / "initial_parameters.f32")
+    x.tofile(d / "inputs.f32")
+    t.tofile(d / "targets.f32")
+    batches.tofile(d / "batches.i64")
+
+
+def numpy_reference_losses(exp: dict) -> list[float]:
+    """The probe's arithmetic written out in NumPy float32 (forward, MSE,
+    backward, SGD/Adam/AdamW as torch.optim defines them): the selftest's
+    stand-in for ccscope's loss curve."""
+    meta, o = exp["meta"], exp["meta"]["optimizer"]
+    w, depth = meta["width"], meta["depth"]
+    f32 = np.float32
+    flat = exp["params"].astype(np.float32).copy()
+    layers = []
+    off = 0
+    for _ in range(depth):
+        layers.append((slice(off, off + w * w), slice(off + w * w, off + w * w + w)))
+        off += w * w + w
+    m = np.zeros_like(flat)
+    v = np.zeros_like(flat)
+    lr, wd = f32(o["lr"]), f32(o.get("weight_decay", 0.0))
+    losses = []
+    for step, idx in enumerate(exp["batches"], start=1):
+        x, t = exp["inputs"][idx], exp["targets"][idx]
+        acts, pres = [x], []
+        h = x
+        for l, (ws, bs) in enumerate(layers):
+            y = h @ flat[ws].reshape(w, w).T + flat[bs]
+            pres.append(y)
+            if l + 1 < depth:
+                h = np.maximum(y, f32(0)) if meta["activation"] == "relu" else np.tanh(y)
+                acts.append(h)
+            else:
+                h = y
+        diff = h - t
+        losses.append(float(np.mean(diff.astype(np.float64) ** 2)))
+        grad = np.zeros_like(flat)
+        dy = (f32(2.0 / diff.size) * diff).astype(np.float32)
+        for l in range(depth - 1, -1, -1):
+            ws, bs = layers[l]
+            if l + 1 < depth:  # through the nonlinearity after layer l
+                dy = dy * (pres[l] > 0) if meta["activation"] == "relu" else dy * (1 - acts[l + 1] ** 2)
+            grad[ws] = (dy.T @ acts[l]).ravel()
+            grad[bs] = dy.sum(axis=0)
+            dy = dy @ flat[ws].reshape(w, w)
+        if o["kind"] == "sgd":
+            g = grad + wd * flat if wd else grad
+            m = g.copy() if step == 1 else f32(o["momentum"]) * m + g
+            flat -= lr * m
+        else:
+            b1, b2, eps = f32(o["beta1"]), f32(o["beta2"]), f32(o["eps"])
+            g = grad
+            if o["kind"] == "adamw":
+                flat *= f32(1) - lr * wd
+            elif wd:
+                g = grad + wd * flat
+            m = b1 * m + (f32(1) - b1) * g
+            v = b2 * v + (f32(1) - b2) * g * g
+            bc1, bc2 = 1 - float(b1) ** step, 1 - float(b2) ** step
+            denom = np.sqrt(v) / f32(np.sqrt(bc2)) + eps
+            flat -= f32(float(lr) / bc1) * m / denom
+    return losses
+
+
+# ---------------------------------------------------------------- PyTorch model
+
+def build_mlp(width: int, depth: int, activation: str) -> "nn.Sequential":
+    layers = []
+    for l in range(depth):
+        layers.append(nn.Linear(width, width, bias=True))
+        if l + 1 < depth:
+            layers.append(nn.ReLU() if activation == "relu" else nn.Tanh())
+    return nn.Sequential(*layers)
+
+
+def load_flat(model: "nn.Sequential", flat: "np.ndarray") -> None:
+    off = 0
+    with torch.no_grad():
+        for layer in model:
+            if isinstance(layer, nn.Linear):
+                for p in (layer.weight, layer.bias):
+                    p.copy_(torch.from_numpy(flat[off:off + p.numel()].copy()).view_as(p))
+                    off += p.numel()
+    assert off == flat.size
+
+
+def make_optimizer(params, o: dict) -> "torch.optim.Optimizer":
+    wd = o.get("weight_decay", 0.0)
+    if o["kind"] == "sgd":
+        return torch.optim.SGD(params, lr=o["lr"], momentum=o["momentum"], dampening=0,
+                               nesterov=False, weight_decay=wd)
+    cls = torch.optim.AdamW if o["kind"] == "adamw" else torch.optim.Adam
+    return cls(params, lr=o["lr"], betas=(o["beta1"], o["beta2"]), eps=o["eps"], weight_decay=wd)
+
+
+def torch_losses(exp: dict) -> list[float]:
+    meta = exp["meta"]
+    if meta.get("precision", "fp32") != "fp32":
+        raise SystemExit(f"{PROG}: only fp32 exports compare (this one is {meta['precision']})")
+    model = build_mlp(meta["width"], meta["depth"], meta["activation"])
+    load_flat(model, exp["params"])
+    opt = make_optimizer(model.parameters(), meta["optimizer"])
+    inputs, targets = torch.from_numpy(exp["inputs"]), torch.from_numpy(exp["targets"])
+    losses = []
+    for idx in exp["batches"]:
+        i = torch.from_numpy(idx)
+        opt.zero_grad()
+        loss = F.mse_loss(model(inputs[i]), targets[i])
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses
+
+
+# ---------------------------------------------------------------- loss comparison
+
+def relative(a: float, b: float) -> float:
+    return abs(a - b) / max(abs(b), 1e-30)
+
+
+def compare_losses(name: str, theirs: list[float], ours: list[float], tolerance: float,
+                   show: int) -> bool:
+    n = min(len(theirs), len(ours))
+    if len(theirs) != len(ours):
+        print(f"  note: {name} has {len(theirs)} steps, PyTorch {len(ours)}; comparing {n}")
+    rel = [relative(theirs[s], ours[s]) for s in range(n)]
+    rows = sorted(set(range(0, n, max(1, n // max(1, show - 1)))) | {n - 1})
+    print(f"  {'step':>5} {name:>14} {'pytorch':>14} {'rel diff':>10}")
+    for s in rows:
+        print(f"  {s:>5} {theirs[s]:>14.8g} {ours[s]:>14.8g} {rel[s]:>10.2e}")
+    worst = max(range(n), key=lambda s: rel[s])
+    ok = rel[worst] <= tolerance
+    print(f"  largest relative difference: {rel[worst]:.3e} at step {worst} "
+          f"({'within' if ok else 'OVER'} tolerance {tolerance:g})")
+    return ok
+
+
+def loss_comparison(args, ccscope: Path | None, work: Path) -> bool:
+    export = work / "loss_export"
+    label = "ccscope"
+    if args.selftest:
+        fabricate_export(export, args.loss_width, args.loss_depth, args.loss_batch, args.steps,
+                         args.optimizer, args.activation or "relu", args.lr, args.seed or 1)
+        exp = read_export(export)
+        theirs, label = numpy_reference_losses(exp), "numpy"
+    else:
+        csv_path = export / "ccscope_steps.csv"
+        export.mkdir(parents=True, exist_ok=True)
+        cmd = [str(ccscope), "train", "--strategy", "single", "--steps", str(args.steps),
+               "--width", str(args.loss_width), "--depth", str(args.loss_depth),
+               "--global-batch", str(args.loss_batch), "--optimizer", args.optimizer,
+               "--export", str(export), "--csv", str(csv_path)]
+        for flag, value in (("--lr", args.lr), ("--activation", args.activation),
+                            ("--seed", args.seed)):
+            if value is not None:
+                cmd += [flag, str(value)]
+        print("  " + " ".join(cmd))
+        run_command(cmd, args.timeout)
+        exp = read_export(export)
+        theirs = [row["loss"] for row in read_step_csv(csv_path).values()]
+    m = exp["meta"]
+    o = m["optimizer"]
+    print(f"  model: width {m['width']}, depth {m['depth']}, {m['activation']}, global batch "
+          f"{m['global_batch']}, {m['samples']} samples, {m['steps']} steps, {o['kind']} "
+          f"(lr {o['lr']:g}, momentum {o.get('momentum', 0):g}, weight decay "
+          f"{o.get('weight_decay', 0):g})")
+    t0 = time.perf_counter()
+    ours = torch_losses(exp)
+    print(f"  PyTorch trained {len(ours)} steps in {time.perf_counter() - t0:.2f} s")
+    return compare_losses(label, theirs, ours, args.tolerance, args.show)
+
+
+# ---------------------------------------------------------------- PyTorch DDP timing
+
+def ddp_worker(rank: int, world: int, init_method: str, cfg: dict, out_path: str) -> None:
+    torch.set_num_threads(cfg["threads"])
+    with contextlib.suppress(RuntimeError):
+        torch.set_num_interop_threads(1)
+    dist.init_process_group("gloo", init_method=init_method, rank=rank, world_size=world)
+    width, depth, batch = cfg["width"], cfg["depth"], cfg["global_batch"]
+    torch.manual_seed(cfg["seed"])  # every rank the same; DDP broadcasts rank 0's anyway
+    model = build_mlp(width, depth, "relu")
+    ddp = DDP(model)  # bucket_cap_mb=25, gradients all-reduced during backward
+    opt = torch.optim.SGD(ddp.parameters(), lr=cfg["lr"], momentum=cfg["momentum"])
+    samples = 8 * batch
+    gen = torch.Generator().manual_seed(cfg["seed"])
+    inputs = torch.rand(samples, width, generator=gen) * 2 - 1
+    teacher = torch.rand(width, width, generator=gen) * (2 / width ** 0.5) - 1 / width ** 0.5
+    targets = torch.tanh(inputs @ teacher.T)
+    steps = cfg["warmup"] + cfg["time_steps"]
+    rows = torch.stack([torch.randperm(samples, generator=gen)[:batch] for _ in range(steps)])
+    local = rows[:, rank::world]  # DistributedSampler's share of each global batch
+
+    def step(s: int, sync: bool) -> None:
+        idx = local[s]
+        opt.zero_grad()
+        with contextlib.nullcontext() if sync else ddp.no_sync():
+            loss = F.mse_loss(ddp(inputs[idx]), targets[idx])
+            loss.backward()
+        opt.step()
+
+    result = {}
+    for mode in cfg["order"]:
+        dist.barrier()
+        times = []
+        for s in range(steps):
+            t0 = time.perf_counter()
+            step(s, mode == "ddp")
+            times.append(time.perf_counter() - t0)
+        mine = torch.tensor(times[cfg["warmup"]:], dtype=torch.float64)
+        every = [torch.zeros_like(mine) for _ in range(world)]
+        dist.all_gather(every, mine)
+        per_step = torch.stack(every).max(dim=0).values  # a step lasts as long as its slowest rank
+        result[mode] = statistics.median(per_step.tolist())
+    if rank == 0:
+        Path(out_path).write_text(json.dumps(result))
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def time_pytorch(args, work: Path, round_index: int) -> dict:
+    order = ("ddp", "no_sync") if round_index % 2 == 0 else ("no_sync", "ddp")
+    cfg = {"order": order, "width": args.width, "depth": args.depth,
+           "global_batch": args.global_batch,
+           "threads": args.threads, "warmup": args.warmup, "time_steps": args.time_steps,
+           "lr": args.speed_lr, "momentum": args.speed_momentum, "seed": 1}
+    with tempfile.TemporaryDirectory(dir=work) as tmp:
+        out = Path(tmp) / "result.json"
+        init = "file://" + str(Path(tmp) / "rendezvous")
+        mp.spawn(ddp_worker, args=(args.ranks, init, cfg, str(out)), nprocs=args.ranks, join=True)
+        r = json.loads(out.read_text())
+    return {"pytorch_ddp": r["ddp"], "pytorch_no_sync": r["no_sync"]}
+
+
+def time_ccscope(args, ccscope: Path, work: Path, tag: str, extra: list[str]) -> dict:
+    csv_path = work / f"ccscope_ddp_{tag}.csv"
+    cmd = mpiexec_command(args.mpiexec, args.ranks) + [
+        str(ccscope), "train", "--strategy", "ddp", "--threads", str(args.threads),
+        "--steps", str(args.warmup + args.time_steps), "--width", str(args.width),
+        "--depth", str(args.depth), "--global-batch", str(args.global_batch),
+        "--optimizer", "sgd", "--lr", str(args.speed_lr), "--csv", str(csv_path)] + extra
+    run_command(cmd, args.timeout)
+    rows = list(read_step_csv(csv_path).values())[args.warmup:]
+    if not rows:
+        raise SystemExit(f"{PROG}: {csv_path} has no steps after the warm-up")
+    step = statistics.median(r["step_s"] for r in rows)
+    exposed = statistics.median(r.get("exposed_comm_s", float("nan")) for r in rows)
+    return {"step": step, "exposed": exposed}
+
+
+def speed_comparison(args, ccscope: Path | None, work: Path) -> None:
+    help_text = train_help(ccscope) if ccscope else None
+    no_overlap = bool(help_text and "--no-overlap" in help_text)
+    print(f"  width {args.width}, depth {args.depth}, global batch {args.global_batch} "
+          f"({args.global_batch // args.ranks} per rank), SGD momentum {args.speed_momentum:g}, "
+          f"{args.ranks} ranks x {args.threads} thread; median of {args.time_steps} steps after "
+          f"{args.warmup} warm-up, {args.rounds} rounds")
+    load = os.getloadavg()[0]
+    if load > 0.5:
+        print(f"  note: 1-minute load average {load:.2f} before timing on {os.cpu_count()} CPUs; "
+              "other work shares the cores, so compare the two in the same round")
+    rounds = []
+    for r in range(args.rounds):
+        row = time_pytorch(args, work, r)
+        if ccscope:
+            c = time_ccscope(args, ccscope, work, f"{r}", [])
+            row["ccscope_ddp"], row["ccscope_exposed"] = c["step"], c["exposed"]
+            if no_overlap:
+                row["ccscope_no_overlap"] = time_ccscope(args, ccscope, work, f"{r}_no_overlap",
+                                                         ["--no-overlap"])["step"]
+        rounds.append(row)
+        print(f"  round {r + 1}: " + ", ".join(f"{k} {v * 1e3:.2f} ms" for k, v in row.items()))
+
+    def med(key):
+        vals = [row[key] for row in rounds if key in row]
+        return statistics.median(vals) if vals else None
+
+    ddp, nosync = med("pytorch_ddp"), med("pytorch_no_sync")
+    print()
+    print(f"  {'PyTorch DDP step':<34} {ddp * 1e3:9.2f} ms")
+    print(f"  {'PyTorch no_sync step':<34} {nosync * 1e3:9.2f} ms")
+    print(f"  {'PyTorch exposed share':<34} {(ddp - nosync) / ddp:9.1%}   (ddp - no_sync) / ddp")
+    if ccscope:
+        step, exposed = med("ccscope_ddp"), med("ccscope_exposed")
+        print(f"  {'ccscope DDP step':<34} {step * 1e3:9.2f} ms")
+        print(f"  {'ccscope exposed share':<34} {exposed / step:9.1%}   "
+              f"median exposed_comm_s / median step_s")
+        if no_overlap:
+            print(f"  {'ccscope DDP --no-overlap step':<34} {med('ccscope_no_overlap') * 1e3:9.2f} ms")
+        else:
+            print("  ccscope train has no --no-overlap flag: not timed")
+        print(f"  {'ccscope / PyTorch DDP step':<34} {step / ddp:9.3f}")
+    else:
+        print("  (no ccscope: PyTorch alone)")
+
+
+# ---------------------------------------------------------------- main
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    sys.stdout.reconfigure(line_buffering=True)
+    print(f"{PROG}: torch {torch.__version__}, numpy {np.__version__}, "
+          f"{os.cpu_count()} CPUs")
+    ccscope = None
+    if not args.selftest:
+        ccscope = find_ccscope(args.ccscope)
+        if ccscope is None:
+            print(f"{PROG}: no ccscope binary with a train verb (build it, or pass --ccscope "
+                  "PATH; --selftest runs the PyTorch side alone)", file=sys.stderr)
+            return 2
+        if train_help(ccscope) is None:
+            print(f"{PROG}: {ccscope} has no train verb", file=sys.stderr)
+            return 2
+        print(f"{PROG}: ccscope {ccscope}")
+    ok = True
+    with contextlib.ExitStack() as stack:
+        if args.workdir:
+            work = Path(args.workdir)
+            work.mkdir(parents=True, exist_ok=True)
+        else:
+            work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="ccscope-vs-torch-")))
+        if not args.skip_loss:
+            print("\nloss comparison" + (" (selftest: NumPy reference)" if args.selftest else ""))
+            ok = loss_comparison(args, ccscope, work)
+        if not args.skip_speed:
+            print("\nspeed comparison (DDP on CPU, gloo)")
+            speed_comparison(args, ccscope, work)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
