@@ -40,6 +40,9 @@ constexpr Verb kVerbs[] = {
     {"topo", 2, ccscope::app::topo_verb,
      "GPUs, NICs and the path between every pair of GPUs and of nodes with its\n"
      "expected bandwidth; --measure: every pair's bandwidth (ccscope topo --help)"},
+    {"train", 1, ccscope::app::train_verb,
+     "real training steps (single, DDP, ZeRO-1/2/3) over MPI: step time, communication\n"
+     "share, bytes and memory against the formulas, loss vs one rank (ccscope train --help)"},
     {"baseline", 2, ccscope::app::baseline_verb,
      "save NAME FILES... | list: keep fingerprinted baselines for compare"},
 };

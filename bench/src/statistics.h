@@ -3,13 +3,14 @@
 #include <cstddef>
 #include <span>
 
+#include "ccscope/common/statistics.h"
+
 namespace ccscope::bench {
 
-double mean(std::span<const double> values);
-// Percentile p in [0, 100] with linear interpolation between the closest
-// ranks (numpy's default); 0 for no values.
-double percentile(std::span<const double> values, double p);
-double median(std::span<const double> values);
+// mean, percentile and median live in common (one copy for every component).
+using ccscope::mean;
+using ccscope::median;
+using ccscope::percentile;
 
 // Iterations per timing sample: 1 when one iteration lasts at least
 // `min_sample_seconds` or its time is unknown (<= 0), else enough consecutive

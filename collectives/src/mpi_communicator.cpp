@@ -81,7 +81,11 @@ using detail::HostStampClock;
 
 class MpiCommunicator : public Communicator {
  public:
-  explicit MpiCommunicator(const World& world) : rank_(world.rank()), size_(world.size()) {
+  // `comm`: MPI_COMM_WORLD, or a communicator of the first ranks that this
+  // object owns (and frees).
+  MpiCommunicator(MPI_Comm comm, bool owned) : comm_(comm), owned_(owned) {
+    check_mpi(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
+    check_mpi(MPI_Comm_size(comm_, &size_), "MPI_Comm_size");
     if (g_communicators == 0) {
       for (auto [handle, bytes] : {std::pair{&g_float16, 2}, std::pair{&g_bfloat16, 2},
                                    std::pair{&g_fp8_e4m3, 1}, std::pair{&g_fp8_e5m2, 1}}) {
@@ -98,6 +102,7 @@ class MpiCommunicator : public Communicator {
   ~MpiCommunicator() override {
     for (MPI_Op* op : {&op_sum_opaque_, &op_prod_opaque_, &op_min_opaque_, &op_max_opaque_})
       if (*op != MPI_OP_NULL) MPI_Op_free(op);
+    if (owned_) MPI_Comm_free(&comm_);
     if (--g_communicators == 0) {
       for (MPI_Datatype* type : {&g_float16, &g_bfloat16, &g_fp8_e4m3, &g_fp8_e5m2})
         if (*type != MPI_DATATYPE_NULL) MPI_Type_free(type);  // resets the handle to NULL
@@ -132,9 +137,8 @@ class MpiCommunicator : public Communicator {
       premultiply_elements(recv, send, count, type, premul_scalar(rank_));
       source = MPI_IN_PLACE;
     }
-    check_mpi(
-        MPI_Allreduce(source, recv, mpi_count, mpi_type(type), mpi_op(type, op), MPI_COMM_WORLD),
-        "MPI_Allreduce");
+    check_mpi(MPI_Allreduce(source, recv, mpi_count, mpi_type(type), mpi_op(type, op), comm_),
+              "MPI_Allreduce");
     if (op == ReduceOp::kAvg) divide_by_size(recv, count, type);
   }
 
@@ -142,10 +146,9 @@ class MpiCommunicator : public Communicator {
     const size_t block = send_count * element_size(type);
     const bool in_place =
         send == static_cast<const char*>(recv) + static_cast<size_t>(rank_) * block;
-    check_mpi(
-        MPI_Allgather(in_place ? MPI_IN_PLACE : send, to_int_count(send_count), mpi_type(type),
-                      recv, to_int_count(send_count), mpi_type(type), MPI_COMM_WORLD),
-        "MPI_Allgather");
+    check_mpi(MPI_Allgather(in_place ? MPI_IN_PLACE : send, to_int_count(send_count),
+                            mpi_type(type), recv, to_int_count(send_count), mpi_type(type), comm_),
+              "MPI_Allgather");
   }
 
   void reduce_scatter(const void* send, void* recv, size_t recv_count, DataType type,
@@ -162,19 +165,19 @@ class MpiCommunicator : public Communicator {
       if (scratch_.size() < total * element_size(type)) scratch_.resize(total * element_size(type));
       premultiply_elements(scratch_.data(), send, total, type, premul_scalar(rank_));
       check_mpi(MPI_Reduce_scatter_block(scratch_.data(), recv, mpi_count, mpi_type(type),
-                                         mpi_op(type, op), MPI_COMM_WORLD),
+                                         mpi_op(type, op), comm_),
                 "MPI_Reduce_scatter_block");
     } else if (recv == own_block) {
       // MPI's in-place form leaves the result at the start of the buffer;
       // NCCL's convention (and ccscope's) wants it in the rank's own block.
       void* whole = const_cast<void*>(send);
       check_mpi(MPI_Reduce_scatter_block(MPI_IN_PLACE, whole, to_int_count(recv_count),
-                                         mpi_type(type), mpi_op(type, op), MPI_COMM_WORLD),
+                                         mpi_type(type), mpi_op(type, op), comm_),
                 "MPI_Reduce_scatter_block");
       if (rank_ != 0) std::memmove(own_block, whole, block);
     } else {
       check_mpi(MPI_Reduce_scatter_block(send, recv, to_int_count(recv_count), mpi_type(type),
-                                         mpi_op(type, op), MPI_COMM_WORLD),
+                                         mpi_op(type, op), comm_),
                 "MPI_Reduce_scatter_block");
     }
     if (op == ReduceOp::kAvg) divide_by_size(recv, recv_count, type);
@@ -183,22 +186,21 @@ class MpiCommunicator : public Communicator {
   void broadcast(const void* send, void* recv, size_t count, DataType type, int root) override {
     // Out of place, the root's own output must also hold the data (NCCL semantics).
     if (rank_ == root && send != recv) std::memcpy(recv, send, count * element_size(type));
-    check_mpi(MPI_Bcast(recv, to_int_count(count), mpi_type(type), root, MPI_COMM_WORLD),
-              "MPI_Bcast");
+    check_mpi(MPI_Bcast(recv, to_int_count(count), mpi_type(type), root, comm_), "MPI_Bcast");
   }
 
   void all_to_all(const void* send, void* recv, size_t count_per_peer, DataType type) override {
-    check_mpi(MPI_Alltoall(send == recv ? MPI_IN_PLACE : send, to_int_count(count_per_peer),
-                           mpi_type(type), recv, to_int_count(count_per_peer), mpi_type(type),
-                           MPI_COMM_WORLD),
-              "MPI_Alltoall");
+    check_mpi(
+        MPI_Alltoall(send == recv ? MPI_IN_PLACE : send, to_int_count(count_per_peer),
+                     mpi_type(type), recv, to_int_count(count_per_peer), mpi_type(type), comm_),
+        "MPI_Alltoall");
   }
 
   void send_recv(const void* send, int send_peer, void* recv, int recv_peer, size_t count,
                  DataType type) override {
     constexpr int kTag = 7101;
     check_mpi(MPI_Sendrecv(send, to_int_count(count), mpi_type(type), send_peer, kTag, recv,
-                           to_int_count(count), mpi_type(type), recv_peer, kTag, MPI_COMM_WORLD,
+                           to_int_count(count), mpi_type(type), recv_peer, kTag, comm_,
                            MPI_STATUS_IGNORE),
               "MPI_Sendrecv");
   }
@@ -266,8 +268,10 @@ class MpiCommunicator : public Communicator {
     divide_elements(data, count, type, size_);
   }
 
-  int rank_;
-  int size_;
+  MPI_Comm comm_;
+  bool owned_;
+  int rank_ = 0;
+  int size_ = 1;
   MPI_Op op_sum_opaque_ = MPI_OP_NULL;
   MPI_Op op_prod_opaque_ = MPI_OP_NULL;
   MPI_Op op_min_opaque_ = MPI_OP_NULL;
@@ -278,7 +282,20 @@ class MpiCommunicator : public Communicator {
 }  // namespace
 
 std::unique_ptr<Communicator> make_mpi_communicator(const World& world) {
-  return std::make_unique<MpiCommunicator>(world);
+  (void)world;  // MPI_COMM_WORLD is the world's communicator
+  return std::make_unique<MpiCommunicator>(MPI_COMM_WORLD, false);
+}
+
+std::unique_ptr<Communicator> make_mpi_communicator(const World& world, int first_ranks) {
+  if (first_ranks < 1 || first_ranks > world.size())
+    throw UsageError("a communicator of the first " + std::to_string(first_ranks) +
+                     " ranks needs 1 to " + std::to_string(world.size()) + " ranks");
+  MPI_Comm sub = MPI_COMM_NULL;
+  const int color = world.rank() < first_ranks ? 0 : MPI_UNDEFINED;
+  check_mpi(MPI_Comm_split(MPI_COMM_WORLD, color, world.rank(), &sub), "MPI_Comm_split");
+  if (sub == MPI_COMM_NULL) return nullptr;
+  MPI_Comm_set_errhandler(sub, MPI_ERRORS_RETURN);
+  return std::make_unique<MpiCommunicator>(sub, true);
 }
 
 }  // namespace ccscope

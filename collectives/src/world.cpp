@@ -19,8 +19,10 @@ using detail::check_mpi;
 
 MpiSession::MpiSession(int* argc, char*** argv) {
   int provided = 0;
-  // FUNNELED: only the main thread calls MPI; the watchdog thread uses sockets.
-  check_mpi(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+  // SERIALIZED: one thread at a time calls MPI, not always the main one: the
+  // training probe's communication thread makes a step's calls while the main
+  // thread computes (the watchdog thread uses sockets, never MPI).
+  check_mpi(MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided), "MPI_Init_thread");
   // Errors come back as codes so they can be reported with MPI's own message.
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
 }
@@ -29,6 +31,11 @@ MpiSession::~MpiSession() {
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (!finalized) MPI_Finalize();
+}
+
+bool MpiSession::serialized_threads() {
+  int level = MPI_THREAD_SINGLE;
+  return MPI_Query_thread(&level) == MPI_SUCCESS && level >= MPI_THREAD_SERIALIZED;
 }
 
 std::string MpiSession::library_version() {
@@ -101,6 +108,21 @@ World World::from_mpi() {
 }
 
 void World::barrier() const { check_mpi(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); }
+
+void World::sleeping_barrier(std::chrono::milliseconds timeout) const {
+  MPI_Request request = MPI_REQUEST_NULL;
+  check_mpi(MPI_Ibarrier(MPI_COMM_WORLD, &request), "MPI_Ibarrier");
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    int done = 0;
+    check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+    if (done) return;
+    if (std::chrono::steady_clock::now() > deadline)
+      throw TimeoutError("ranks did not all reach the barrier within " +
+                         std::to_string(timeout.count()) + " ms");
+    usleep(1000);
+  }
+}
 
 std::vector<std::string> World::all_gather(const std::string& text) const {
   int length = checked_int(text.size(), "string length");

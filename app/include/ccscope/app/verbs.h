@@ -23,4 +23,9 @@ int baseline_verb(const std::vector<std::string>& args,
 // 0 ok, 1 a failure while measuring or writing, 2 bad arguments or input.
 int topo_verb(const std::vector<std::string>& args, const std::vector<std::string>& command_line);
 
+// 0 ok, 1 a check failed (loss not equivalent to one rank's, bytes or memory
+// off their formulas) or a failure while training, 2 bad arguments or input,
+// 3 timeout.
+int train_verb(const std::vector<std::string>& args, const std::vector<std::string>& command_line);
+
 }  // namespace ccscope::app

@@ -11,6 +11,9 @@
 namespace ccscope {
 
 std::unique_ptr<Communicator> make_mpi_communicator(const World& world);
+// Over the world's first `first_ranks` ranks (MPI_Comm_split); nullptr on the
+// other ranks. Collective: every rank of the world must call it.
+std::unique_ptr<Communicator> make_mpi_communicator(const World& world, int first_ranks);
 // The reference algorithms (ring all-reduce/all-gather/reduce-scatter, chain
 // broadcast, pairwise all-to-all) over MPI point-to-point on host memory, to set
 // beside MPI's own algorithm choice. Collective: every rank must call it.

@@ -2,6 +2,7 @@
 // The set of ranks of one job, as MPI launched them: who am I, where am I, who
 // shares my node. Also the small host-side control collectives (barrier,
 // gathers of figures) that tools need whatever backend carries the data.
+#include <chrono>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -20,6 +21,9 @@ class MpiSession {
   MpiSession& operator=(const MpiSession&) = delete;
   // MPI_Get_library_version, first line.
   static std::string library_version();
+  // True when the library granted MPI_THREAD_SERIALIZED or more (calls from
+  // one thread at a time, any thread): the training probe's overlap needs it.
+  static bool serialized_threads();
 };
 
 class World : public ControlPlane {
@@ -46,6 +50,10 @@ class World : public ControlPlane {
   void all_reduce_min(std::span<double> values) const override;
   void all_reduce_sum(std::span<double> values) const override;
   int64_t all_reduce_sum(int64_t value) const override;
+  // A barrier that waits asleep (MPI_Ibarrier tested every millisecond), so
+  // that ranks sitting out a run leave the cores to the ranks computing;
+  // throws TimeoutError after `timeout`.
+  void sleeping_barrier(std::chrono::milliseconds timeout) const;
   // Broadcasts `bytes` from `root`, resizing on receivers.
   void broadcast(std::vector<char>& bytes, int root) const;
   // Ends every rank of the job (MPI_Abort) with `exit_code`.
