@@ -135,6 +135,8 @@ std::string options_from_flags(const TrainFlags& f, TrainOptions& o) {
   o.dataset_samples = f.samples;
   o.seed = f.seed;
   o.bucket_bytes = static_cast<size_t>(f.bucket_mb * 1024 * 1024);
+  // DDP's first bucket is 1 MiB, or the bucket cap when that is smaller.
+  o.first_bucket_bytes = std::min(o.first_bucket_bytes, o.bucket_bytes);
   o.overlap = !f.no_overlap;
   o.prefetch = !f.no_prefetch;
   if (f.grad_clip > 0) o.grad_clip = f.grad_clip;
@@ -313,8 +315,8 @@ RunOutcome run_one(const World& world, const TrainOptions& options, size_t ranks
 
   const RunSummary& s = outcome.summary;
   const size_t psi = result.parameters;
-  const double bytes_expected =
-      expected_bytes_per_step(options.strategy, psi, ranks, element_bytes(options.precision));
+  const double bytes_expected = expected_bytes_per_step(
+      options.strategy, psi, ranks, element_bytes(options.precision), options.micro_batches);
   const MemoryFootprint mem_expected =
       expected_memory(options.strategy, psi, ranks, options.precision, options.optimizer.kind);
   const bool bytes_ok = agrees(s.bytes_per_step, bytes_expected);
@@ -327,9 +329,11 @@ RunOutcome run_one(const World& world, const TrainOptions& options, size_t ranks
       s.step_median_s * 1e3, s.step_p90_s * 1e3, s.measured_steps, warmup, s.compute_median_s * 1e3,
       s.comm_median_s * 1e3, 100 * s.comm_share, s.exposed_comm_median_s * 1e3,
       100 * s.exposed_comm_share, s.samples_per_s);
-  const char* formula = options.strategy == Strategy::kZero3 ? "3" : "2";
-  std::printf("# bytes sent per step per rank: %s; formula %s Psi (n-1)/n = %s: %s\n",
-              mb(s.bytes_per_step).c_str(), formula, mb(bytes_expected).c_str(),
+  const double factor =
+      bytes_expected /
+      std::max(1.0, all_gather_bytes(psi, ranks, element_bytes(options.precision)));
+  std::printf("# bytes sent per step per rank: %s; formula %g Psi (n-1)/n = %s: %s\n",
+              mb(s.bytes_per_step).c_str(), ranks > 1 ? factor : 0.0, mb(bytes_expected).c_str(),
               bytes_ok ? "ok" : "DIFFERS");
   std::printf(
       "# memory per rank (parameters, gradients, optimizer state): %s, %s, %s; ZeRO paper's "
@@ -338,6 +342,16 @@ RunOutcome run_one(const World& world, const TrainOptions& options, size_t ranks
       mb(mem_expected.parameters).c_str(), mb(mem_expected.gradients).c_str(),
       mb(mem_expected.optimizer).c_str(), memory_ok ? "ok" : "DIFFERS");
   outcome.checks_pass = bytes_ok && memory_ok;
+  if (options.check_consistency) {
+    const auto differs = std::find_if(result.steps.begin(), result.steps.end(),
+                                      [](const StepFigures& f) { return !f.consistent; });
+    if (differs == result.steps.end()) {
+      std::printf("# parameters agree across ranks after every step\n");
+    } else {
+      std::printf("# parameters DIFFER across ranks after step %zu\n", differs->step);
+      outcome.checks_pass = false;
+    }
+  }
 
   records::TrainRunRecord r;
   r.run_id = id;
@@ -445,7 +459,12 @@ int run_training(const TrainFlags& flags, TrainOptions base, const std::vector<s
               ds.offload.c_str());
       }
     } catch (const ConfigError& e) {
-      return fail_usage(e.what());
+      // "deepspeed config: line 3 ..." -> "deepspeed config FILE: line 3 ..."
+      std::string what = e.what();
+      const std::string prefix = "deepspeed config";
+      if (what.rfind(prefix, 0) == 0)
+        what.insert(prefix.size(), " " + reports::printable(flags.deepspeed_config));
+      return fail_usage(what);
     } catch (const reports::InputError& e) {
       return fail_usage(e.what());
     }

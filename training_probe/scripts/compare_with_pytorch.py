@@ -76,6 +76,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     g.add_argument("--activation", choices=["relu", "tanh"], default=None,
                    help="default: ccscope's (relu)")
     g.add_argument("--lr", type=float, default=None, help="default: ccscope's")
+    g.add_argument("--momentum", type=float, default=None, help="SGD; default: ccscope's")
+    g.add_argument("--weight-decay", type=float, default=None, help="default: ccscope's")
     g.add_argument("--seed", type=int, default=None, help="default: ccscope's")
     g.add_argument("--tolerance", type=float, default=1e-4,
                    help="largest allowed relative loss difference (default 1e-4)")
@@ -145,14 +147,14 @@ def run_command(cmd: list[str], timeout: float) -> None:
 
 
 def read_step_csv(path: Path) -> dict[int, dict[str, float]]:
-    """Per step: loss, step_s, exposed_comm_s, comm_s (the largest over the
+    """Per step: loss, step_s, compute_s, exposed_comm_s, comm_s (the largest over the
     step's rows where each rank writes its own)."""
     steps: dict[int, dict[str, float]] = {}
     with open(path, newline="") as f:
         for row in csv.DictReader(f):
             step = int(row["step"])
             merged = steps.setdefault(step, {})
-            for key in ("loss", "step_s", "exposed_comm_s", "comm_s"):
+            for key in ("loss", "step_s", "compute_s", "exposed_comm_s", "comm_s"):
                 if row.get(key) not in (None, ""):
                     value = float(row[key])
                     merged[key] = max(merged.get(key, value), value)
@@ -360,9 +362,10 @@ def loss_comparison(args, ccscope: Path | None, work: Path) -> bool:
         cmd = [str(ccscope), "train", "--strategy", "single", "--steps", str(args.steps),
                "--width", str(args.loss_width), "--depth", str(args.loss_depth),
                "--global-batch", str(args.loss_batch), "--optimizer", args.optimizer,
-               "--export", str(export), "--csv", str(csv_path)]
+               "--print-every", "0", "--export", str(export), "--csv", str(csv_path)]
         for flag, value in (("--lr", args.lr), ("--activation", args.activation),
-                            ("--seed", args.seed)):
+                            ("--momentum", args.momentum),
+                            ("--weight-decay", args.weight_decay), ("--seed", args.seed)):
             if value is not None:
                 cmd += [flag, str(value)]
         print("  " + " ".join(cmd))
@@ -449,14 +452,16 @@ def time_ccscope(args, ccscope: Path, work: Path, tag: str, extra: list[str]) ->
         str(ccscope), "train", "--strategy", "ddp", "--threads", str(args.threads),
         "--steps", str(args.warmup + args.time_steps), "--width", str(args.width),
         "--depth", str(args.depth), "--global-batch", str(args.global_batch),
-        "--optimizer", "sgd", "--lr", str(args.speed_lr), "--csv", str(csv_path)] + extra
+        "--optimizer", "sgd", "--lr", str(args.speed_lr), "--momentum", str(args.speed_momentum),
+        "--print-every", "0", "--csv", str(csv_path)] + extra
     run_command(cmd, args.timeout)
     rows = list(read_step_csv(csv_path).values())[args.warmup:]
     if not rows:
         raise SystemExit(f"{PROG}: {csv_path} has no steps after the warm-up")
     step = statistics.median(r["step_s"] for r in rows)
     exposed = statistics.median(r.get("exposed_comm_s", float("nan")) for r in rows)
-    return {"step": step, "exposed": exposed}
+    compute = statistics.median(r.get("compute_s", float("nan")) for r in rows)
+    return {"step": step, "exposed": exposed, "compute": compute}
 
 
 def speed_comparison(args, ccscope: Path | None, work: Path) -> None:
@@ -476,11 +481,13 @@ def speed_comparison(args, ccscope: Path | None, work: Path) -> None:
         if ccscope:
             c = time_ccscope(args, ccscope, work, f"{r}", [])
             row["ccscope_ddp"], row["ccscope_exposed"] = c["step"], c["exposed"]
+            row["ccscope_compute"] = c["compute"]
             if no_overlap:
                 row["ccscope_no_overlap"] = time_ccscope(args, ccscope, work, f"{r}_no_overlap",
                                                          ["--no-overlap"])["step"]
         rounds.append(row)
-        print(f"  round {r + 1}: " + ", ".join(f"{k} {v * 1e3:.2f} ms" for k, v in row.items()))
+        print(f"  round {r + 1} (load {os.getloadavg()[0]:.1f}): "
+              + ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in row.items()))
 
     def med(key):
         vals = [row[key] for row in rounds if key in row]
@@ -496,6 +503,8 @@ def speed_comparison(args, ccscope: Path | None, work: Path) -> None:
         print(f"  {'ccscope DDP step':<34} {step * 1e3:9.2f} ms")
         print(f"  {'ccscope exposed share':<34} {exposed / step:9.1%}   "
               f"median exposed_comm_s / median step_s")
+        print(f"  {'ccscope compute (its compute_s)':<34} {med('ccscope_compute') * 1e3:9.2f} ms   "
+              "beside PyTorch no_sync")
         if no_overlap:
             print(f"  {'ccscope DDP --no-overlap step':<34} {med('ccscope_no_overlap') * 1e3:9.2f} ms")
         else:

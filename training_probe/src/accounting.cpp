@@ -34,11 +34,20 @@ double reduce_scatter_bytes(size_t total_count, size_t ranks, size_t element_byt
   return all_gather_bytes(total_count, ranks, element_bytes);
 }
 
-double expected_bytes_per_step(Strategy strategy, size_t psi, size_t ranks, size_t element_bytes) {
+double expected_bytes_per_step(Strategy strategy, size_t psi, size_t ranks, size_t element_bytes,
+                               size_t micro_batches) {
   if (ranks <= 1 || strategy == Strategy::kSingle) return 0;
   const double n = static_cast<double>(ranks);
+  const double m = static_cast<double>(micro_batches);
   const double volume = (n - 1) / n * static_cast<double>(psi * element_bytes);
-  return (strategy == Strategy::kZero3 ? 3.0 : 2.0) * volume;
+  switch (strategy) {
+    case Strategy::kZero2:
+      return (m + 1) * volume;
+    case Strategy::kZero3:
+      return 3 * m * volume;
+    default:
+      return 2 * volume;
+  }
 }
 
 MemoryFootprint expected_memory(Strategy strategy, size_t psi, size_t ranks, Precision precision,

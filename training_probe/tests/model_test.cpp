@@ -242,6 +242,12 @@ TEST(Accounting, BytesMovedFollowTheZeroPaper) {
   EXPECT_DOUBLE_EQ(expected_bytes_per_step(Strategy::kZero2, 1000, 4, 4), 6000);
   EXPECT_DOUBLE_EQ(expected_bytes_per_step(Strategy::kZero3, 1000, 4, 4), 9000);
   EXPECT_DOUBLE_EQ(expected_bytes_per_step(Strategy::kDdp, 1000, 1, 4), 0);
+  // Gradient accumulation over 4 micro-batches: no_sync keeps DDP and ZeRO-1 at
+  // 2; ZeRO-2 reduce-scatters each micro-batch; ZeRO-3 gathers twice per one.
+  EXPECT_DOUBLE_EQ(expected_bytes_per_step(Strategy::kDdp, 1000, 4, 4, 4), 6000);
+  EXPECT_DOUBLE_EQ(expected_bytes_per_step(Strategy::kZero1, 1000, 4, 4, 4), 6000);
+  EXPECT_DOUBLE_EQ(expected_bytes_per_step(Strategy::kZero2, 1000, 4, 4, 4), 15000);
+  EXPECT_DOUBLE_EQ(expected_bytes_per_step(Strategy::kZero3, 1000, 4, 4, 4), 36000);
   EXPECT_DOUBLE_EQ(all_reduce_bytes(1000, 4, 4), 6000);
   EXPECT_DOUBLE_EQ(all_gather_bytes(1000, 4, 4), 3000);
 }

@@ -100,6 +100,9 @@ TEST(Strategies, AccumulationClippingAndAdamStillMatchSingle) {
     const auto eq = against_single(o, r);
     EXPECT_TRUE(eq.equivalent) << name(s) << ": " << eq.summary();
     EXPECT_GT(r.steps.front().grad_norm, 0.05) << "clipping must be active for the test";
+    const double bytes = expected_bytes_per_step(s, r.communicated_elements, 3, 4, 2);
+    EXPECT_GE(r.steps.back().bytes_sent, bytes) << name(s);
+    EXPECT_LE(r.steps.back().bytes_sent, bytes + 8.0 * 2 * 3) << name(s);
   }
 }
 

@@ -13,9 +13,14 @@ enum class Strategy { kSingle, kDdp, kZero1, kZero2, kZero3 };
 std::string_view name(Strategy strategy);
 
 // Bytes one rank sends per optimizer step with ring algorithms (nccl-tests'
-// bus factors): DDP and ZeRO-1/2 2 Psi (n-1)/n, ZeRO-3 3 Psi (n-1)/n, in
-// bytes of the communicated type; 0 for one rank. `psi` counts elements.
-double expected_bytes_per_step(Strategy strategy, size_t psi, size_t ranks, size_t element_bytes);
+// bus factors), in units of Psi (n-1)/n bytes of the communicated type: DDP
+// and ZeRO-1/2 2, ZeRO-3 3 (the ZeRO paper's figures, one micro-batch). With
+// `micro_batches` m > 1: DDP and ZeRO-1 still 2 (no_sync until the last),
+// ZeRO-2 m + 1 (a reduce-scatter per micro-batch, as DeepSpeed's stage 2,
+// then the all-gather), ZeRO-3 3m (two gathers and a reduce-scatter per
+// micro-batch). 0 for one rank. `psi` counts elements.
+double expected_bytes_per_step(Strategy strategy, size_t psi, size_t ranks, size_t element_bytes,
+                               size_t micro_batches = 1);
 
 // Memory per rank for parameters, gradients and optimizer state (bytes), in
 // the paper's accounting: mixed precision holds 16-bit parameters and
