@@ -67,6 +67,7 @@ struct TrainFlags {
   double bucket_mb = 25;
   bool no_overlap = false;
   bool no_prefetch = false;
+  bool busy_poll = false;
   double grad_clip = 0;
   std::string deepspeed_config;
   std::string offload;
@@ -239,10 +240,14 @@ struct RunOutcome {
 };
 
 RunOutcome run_one(const World& world, const TrainOptions& options, size_t ranks, bool weak,
-                   const std::optional<std::vector<double>>& reference, Outputs& out,
-                   size_t print_every, HangWatchdog& watchdog, double one_rank_step_s) {
+                   bool yielding_waits, const std::optional<std::vector<double>>& reference,
+                   Outputs& out, size_t print_every, HangWatchdog& watchdog,
+                   double one_rank_step_s) {
   RunOutcome outcome;
-  std::unique_ptr<Communicator> comm = make_mpi_communicator(world, static_cast<int>(ranks));
+  MpiOptions mpi;
+  mpi.first_ranks = static_cast<int>(ranks);
+  mpi.yielding_waits = yielding_waits;
+  std::unique_ptr<Communicator> comm = make_mpi_communicator(world, mpi);
   if (!comm) return outcome;  // this rank sits the run out
   outcome.ran = true;
   const bool leader = comm->rank() == 0;
@@ -542,8 +547,8 @@ int run_training(const TrainFlags& flags, TrainOptions base, const std::vector<s
       if (flags.weak) o.global_batch = base.global_batch * k;
       std::optional<std::vector<double>> reference;
       if (auto it = references.find(o.global_batch); it != references.end()) reference = it->second;
-      const RunOutcome outcome = run_one(world, o, k, flags.weak, reference, out, flags.print_every,
-                                         *watchdog, one_rank_step_s);
+      const RunOutcome outcome = run_one(world, o, k, flags.weak, !flags.busy_poll, reference, out,
+                                         flags.print_every, *watchdog, one_rank_step_s);
       if (outcome.ran && leader) {
         if (k == 1) one_rank_step_s = outcome.summary.step_median_s;
         if (!outcome.checks_pass) exit_code = kExitCheckFailed;
@@ -613,6 +618,8 @@ int train_verb(const std::vector<std::string>& args, const std::vector<std::stri
       ->capture_default_str();
   app.add_flag("--no-overlap", f.no_overlap,
                "communication on the training thread (for comparison)");
+  app.add_flag("--busy-poll", f.busy_poll,
+               "MPI's blocking calls (they spin) instead of waits that yield the core to compute");
   app.add_flag("--no-prefetch", f.no_prefetch,
                "ZeRO-3: no gather of the next layer during compute");
   app.add_option("--grad-clip", f.grad_clip, "clip gradients to this global norm (0: off)");

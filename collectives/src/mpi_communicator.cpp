@@ -1,5 +1,8 @@
-// The MPI backend: host memory, one MPI call per collective on MPI_COMM_WORLD.
+// The MPI backend: host memory, one MPI call per collective on MPI_COMM_WORLD
+// (or a communicator of the world's first ranks).
 #include <mpi.h>
+#include <sched.h>
+#include <time.h>
 
 #include <chrono>
 #include <climits>
@@ -83,7 +86,8 @@ class MpiCommunicator : public Communicator {
  public:
   // `comm`: MPI_COMM_WORLD, or a communicator of the first ranks that this
   // object owns (and frees).
-  MpiCommunicator(MPI_Comm comm, bool owned) : comm_(comm), owned_(owned) {
+  MpiCommunicator(MPI_Comm comm, bool owned, bool yielding_waits)
+      : comm_(comm), owned_(owned), yielding_waits_(yielding_waits) {
     check_mpi(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
     check_mpi(MPI_Comm_size(comm_, &size_), "MPI_Comm_size");
     if (g_communicators == 0) {
@@ -137,8 +141,15 @@ class MpiCommunicator : public Communicator {
       premultiply_elements(recv, send, count, type, premul_scalar(rank_));
       source = MPI_IN_PLACE;
     }
-    check_mpi(MPI_Allreduce(source, recv, mpi_count, mpi_type(type), mpi_op(type, op), comm_),
-              "MPI_Allreduce");
+    collective(
+        "MPI_Allreduce",
+        [&] {
+          return MPI_Allreduce(source, recv, mpi_count, mpi_type(type), mpi_op(type, op), comm_);
+        },
+        [&](MPI_Request* r) {
+          return MPI_Iallreduce(source, recv, mpi_count, mpi_type(type), mpi_op(type, op), comm_,
+                                r);
+        });
     if (op == ReduceOp::kAvg) divide_by_size(recv, count, type);
   }
 
@@ -146,9 +157,17 @@ class MpiCommunicator : public Communicator {
     const size_t block = send_count * element_size(type);
     const bool in_place =
         send == static_cast<const char*>(recv) + static_cast<size_t>(rank_) * block;
-    check_mpi(MPI_Allgather(in_place ? MPI_IN_PLACE : send, to_int_count(send_count),
-                            mpi_type(type), recv, to_int_count(send_count), mpi_type(type), comm_),
-              "MPI_Allgather");
+    const void* source = in_place ? MPI_IN_PLACE : send;
+    const int count = to_int_count(send_count);
+    collective(
+        "MPI_Allgather",
+        [&] {
+          return MPI_Allgather(source, count, mpi_type(type), recv, count, mpi_type(type), comm_);
+        },
+        [&](MPI_Request* r) {
+          return MPI_Iallgather(source, count, mpi_type(type), recv, count, mpi_type(type), comm_,
+                                r);
+        });
   }
 
   void reduce_scatter(const void* send, void* recv, size_t recv_count, DataType type,
@@ -164,21 +183,15 @@ class MpiCommunicator : public Communicator {
       const size_t total = recv_count * static_cast<size_t>(size_);
       if (scratch_.size() < total * element_size(type)) scratch_.resize(total * element_size(type));
       premultiply_elements(scratch_.data(), send, total, type, premul_scalar(rank_));
-      check_mpi(MPI_Reduce_scatter_block(scratch_.data(), recv, mpi_count, mpi_type(type),
-                                         mpi_op(type, op), comm_),
-                "MPI_Reduce_scatter_block");
+      reduce_scatter_block(scratch_.data(), recv, mpi_count, type, op);
     } else if (recv == own_block) {
       // MPI's in-place form leaves the result at the start of the buffer;
       // NCCL's convention (and ccscope's) wants it in the rank's own block.
       void* whole = const_cast<void*>(send);
-      check_mpi(MPI_Reduce_scatter_block(MPI_IN_PLACE, whole, to_int_count(recv_count),
-                                         mpi_type(type), mpi_op(type, op), comm_),
-                "MPI_Reduce_scatter_block");
+      reduce_scatter_block(MPI_IN_PLACE, whole, to_int_count(recv_count), type, op);
       if (rank_ != 0) std::memmove(own_block, whole, block);
     } else {
-      check_mpi(MPI_Reduce_scatter_block(send, recv, to_int_count(recv_count), mpi_type(type),
-                                         mpi_op(type, op), comm_),
-                "MPI_Reduce_scatter_block");
+      reduce_scatter_block(send, recv, to_int_count(recv_count), type, op);
     }
     if (op == ReduceOp::kAvg) divide_by_size(recv, recv_count, type);
   }
@@ -212,6 +225,44 @@ class MpiCommunicator : public Communicator {
   }
 
  private:
+  // The blocking call, or with yielding waits its nonblocking form tested
+  // until done, yielding the core between tests (after a short spin), so that
+  // the rank's other threads compute while the collective waits for peers, as
+  // gloo's waits sleep in the kernel. MPI progresses inside MPI_Test.
+  template <typename Blocking, typename Nonblocking>
+  void collective(const char* what, Blocking blocking, Nonblocking nonblocking) {
+    if (!yielding_waits_) {
+      check_mpi(blocking(), what);
+      return;
+    }
+    MPI_Request request = MPI_REQUEST_NULL;
+    check_mpi(nonblocking(&request), what);
+    for (int tests = 0;; ++tests) {
+      int done = 0;
+      check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), what);
+      if (done) return;
+      if (tests < 64) {
+        sched_yield();
+      } else {
+        const timespec pause{0, 10000};  // 10 us
+        nanosleep(&pause, nullptr);
+      }
+    }
+  }
+
+  void reduce_scatter_block(const void* send, void* recv, int count, DataType type, ReduceOp op) {
+    collective(
+        "MPI_Reduce_scatter_block",
+        [&] {
+          return MPI_Reduce_scatter_block(send, recv, count, mpi_type(type), mpi_op(type, op),
+                                          comm_);
+        },
+        [&](MPI_Request* r) {
+          return MPI_Ireduce_scatter_block(send, recv, count, mpi_type(type), mpi_op(type, op),
+                                           comm_, r);
+        });
+  }
+
   MPI_Datatype mpi_type(DataType type) const {
     switch (type) {
       case DataType::kFloat32:
@@ -270,6 +321,7 @@ class MpiCommunicator : public Communicator {
 
   MPI_Comm comm_;
   bool owned_;
+  bool yielding_waits_;
   int rank_ = 0;
   int size_ = 1;
   MPI_Op op_sum_opaque_ = MPI_OP_NULL;
@@ -282,20 +334,21 @@ class MpiCommunicator : public Communicator {
 }  // namespace
 
 std::unique_ptr<Communicator> make_mpi_communicator(const World& world) {
-  (void)world;  // MPI_COMM_WORLD is the world's communicator
-  return std::make_unique<MpiCommunicator>(MPI_COMM_WORLD, false);
+  return make_mpi_communicator(world, MpiOptions{});
 }
 
-std::unique_ptr<Communicator> make_mpi_communicator(const World& world, int first_ranks) {
-  if (first_ranks < 1 || first_ranks > world.size())
-    throw UsageError("a communicator of the first " + std::to_string(first_ranks) +
+std::unique_ptr<Communicator> make_mpi_communicator(const World& world, const MpiOptions& options) {
+  if (options.first_ranks == 0 || options.first_ranks == world.size())
+    return std::make_unique<MpiCommunicator>(MPI_COMM_WORLD, false, options.yielding_waits);
+  if (options.first_ranks < 0 || options.first_ranks > world.size())
+    throw UsageError("a communicator of the first " + std::to_string(options.first_ranks) +
                      " ranks needs 1 to " + std::to_string(world.size()) + " ranks");
   MPI_Comm sub = MPI_COMM_NULL;
-  const int color = world.rank() < first_ranks ? 0 : MPI_UNDEFINED;
+  const int color = world.rank() < options.first_ranks ? 0 : MPI_UNDEFINED;
   check_mpi(MPI_Comm_split(MPI_COMM_WORLD, color, world.rank(), &sub), "MPI_Comm_split");
   if (sub == MPI_COMM_NULL) return nullptr;
   MPI_Comm_set_errhandler(sub, MPI_ERRORS_RETURN);
-  return std::make_unique<MpiCommunicator>(sub, true);
+  return std::make_unique<MpiCommunicator>(sub, true, options.yielding_waits);
 }
 
 }  // namespace ccscope

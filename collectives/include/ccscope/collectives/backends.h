@@ -11,9 +11,17 @@
 namespace ccscope {
 
 std::unique_ptr<Communicator> make_mpi_communicator(const World& world);
-// Over the world's first `first_ranks` ranks (MPI_Comm_split); nullptr on the
-// other ranks. Collective: every rank of the world must call it.
-std::unique_ptr<Communicator> make_mpi_communicator(const World& world, int first_ranks);
+struct MpiOptions {
+  // Over the world's first `first_ranks` ranks (MPI_Comm_split; the factory
+  // returns nullptr on the other ranks); 0: every rank.
+  int first_ranks = 0;
+  // Wait in the nonblocking form of each collective, yielding the core between
+  // tests, instead of the blocking call's busy poll: a rank's other threads
+  // (the training probe's compute) keep the core while communication waits.
+  bool yielding_waits = false;
+};
+// Collective: every rank of the world must call it.
+std::unique_ptr<Communicator> make_mpi_communicator(const World& world, const MpiOptions& options);
 // The reference algorithms (ring all-reduce/all-gather/reduce-scatter, chain
 // broadcast, pairwise all-to-all) over MPI point-to-point on host memory, to set
 // beside MPI's own algorithm choice. Collective: every rank must call it.
