@@ -67,7 +67,11 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--skip-speed", action="store_true", help="no speed comparison")
     p.add_argument("--workdir", help="keep exports and CSVs here (default: a temporary folder)")
 
-    g = p.add_argument_group("loss comparison (ccscope train --strategy single)")
+    g = p.add_argument_group("loss comparison (PyTorch trains one process on each global batch)")
+    g.add_argument("--loss-strategy", default="single",
+                   choices=["single", "ddp", "zero1", "zero2", "zero3"],
+                   help="ccscope's strategy (default single; others run under mpiexec)")
+    g.add_argument("--loss-ranks", type=int, default=2, help="ranks for a strategy other than single")
     g.add_argument("--steps", type=int, default=100, help="training steps (default 100)")
     g.add_argument("--loss-width", type=int, default=256)
     g.add_argument("--loss-depth", type=int, default=4)
@@ -306,14 +310,18 @@ def make_optimizer(params, o: dict) -> "torch.optim.Optimizer":
     return cls(params, lr=o["lr"], betas=(o["beta1"], o["beta2"]), eps=o["eps"], weight_decay=wd)
 
 
-def torch_losses(exp: dict) -> list[float]:
+def torch_losses(exp: dict, dtype=None) -> list[float]:
+    """PyTorch's loss at every step, in float32 (or `dtype`: float64 gives the
+    reference that shows how far float32 rounding alone moves the curve)."""
     meta = exp["meta"]
     if meta.get("precision", "fp32") != "fp32":
         raise SystemExit(f"{PROG}: only fp32 exports compare (this one is {meta['precision']})")
-    model = build_mlp(meta["width"], meta["depth"], meta["activation"])
+    dtype = dtype or torch.float32
+    model = build_mlp(meta["width"], meta["depth"], meta["activation"]).to(dtype)
     load_flat(model, exp["params"])
     opt = make_optimizer(model.parameters(), meta["optimizer"])
-    inputs, targets = torch.from_numpy(exp["inputs"]), torch.from_numpy(exp["targets"])
+    inputs = torch.from_numpy(exp["inputs"]).to(dtype)
+    targets = torch.from_numpy(exp["targets"]).to(dtype)
     losses = []
     for idx in exp["batches"]:
         i = torch.from_numpy(idx)
@@ -331,20 +339,28 @@ def relative(a: float, b: float) -> float:
     return abs(a - b) / max(abs(b), 1e-30)
 
 
-def compare_losses(name: str, theirs: list[float], ours: list[float], tolerance: float,
-                   show: int) -> bool:
+def compare_losses(name: str, theirs: list[float], ours: list[float], exact: list[float],
+                   tolerance: float, show: int) -> bool:
+    """Prints the curves side by side; true when `theirs` stays within
+    `tolerance` of PyTorch's float32 curve `ours`. `exact` (PyTorch in float64)
+    is the yardstick for float32 rounding: how far PyTorch's own float32 run
+    strays from it."""
     n = min(len(theirs), len(ours))
     if len(theirs) != len(ours):
         print(f"  note: {name} has {len(theirs)} steps, PyTorch {len(ours)}; comparing {n}")
     rel = [relative(theirs[s], ours[s]) for s in range(n)]
     rows = sorted(set(range(0, n, max(1, n // max(1, show - 1)))) | {n - 1})
-    print(f"  {'step':>5} {name:>14} {'pytorch':>14} {'rel diff':>10}")
+    print(f"  {'step':>5} {name:>14} {'pytorch':>14} {'rel diff':>10} {'pytorch fp64':>14}")
     for s in rows:
-        print(f"  {s:>5} {theirs[s]:>14.8g} {ours[s]:>14.8g} {rel[s]:>10.2e}")
+        print(f"  {s:>5} {theirs[s]:>14.8g} {ours[s]:>14.8g} {rel[s]:>10.2e} {exact[s]:>14.8g}")
     worst = max(range(n), key=lambda s: rel[s])
     ok = rel[worst] <= tolerance
     print(f"  largest relative difference: {rel[worst]:.3e} at step {worst} "
           f"({'within' if ok else 'OVER'} tolerance {tolerance:g})")
+    floor = max(relative(ours[s], exact[s]) for s in range(n))
+    off = max(relative(theirs[s], exact[s]) for s in range(n))
+    print(f"  against PyTorch in float64: {name} {off:.3e}, PyTorch float32 {floor:.3e} "
+          "(float32 rounding alone)")
     return ok
 
 
@@ -359,10 +375,13 @@ def loss_comparison(args, ccscope: Path | None, work: Path) -> bool:
     else:
         csv_path = export / "ccscope_steps.csv"
         export.mkdir(parents=True, exist_ok=True)
-        cmd = [str(ccscope), "train", "--strategy", "single", "--steps", str(args.steps),
-               "--width", str(args.loss_width), "--depth", str(args.loss_depth),
-               "--global-batch", str(args.loss_batch), "--optimizer", args.optimizer,
-               "--print-every", "0", "--export", str(export), "--csv", str(csv_path)]
+        launch = [] if args.loss_strategy == "single" else mpiexec_command(args.mpiexec,
+                                                                           args.loss_ranks)
+        cmd = launch + [str(ccscope), "train", "--strategy", args.loss_strategy,
+                        "--steps", str(args.steps),
+                        "--width", str(args.loss_width), "--depth", str(args.loss_depth),
+                        "--global-batch", str(args.loss_batch), "--optimizer", args.optimizer,
+                        "--print-every", "0", "--export", str(export), "--csv", str(csv_path)]
         for flag, value in (("--lr", args.lr), ("--activation", args.activation),
                             ("--momentum", args.momentum),
                             ("--weight-decay", args.weight_decay), ("--seed", args.seed)):
@@ -381,7 +400,8 @@ def loss_comparison(args, ccscope: Path | None, work: Path) -> bool:
     t0 = time.perf_counter()
     ours = torch_losses(exp)
     print(f"  PyTorch trained {len(ours)} steps in {time.perf_counter() - t0:.2f} s")
-    return compare_losses(label, theirs, ours, args.tolerance, args.show)
+    exact = torch_losses(exp, torch.float64)
+    return compare_losses(label, theirs, ours, exact, args.tolerance, args.show)
 
 
 # ---------------------------------------------------------------- PyTorch DDP timing
