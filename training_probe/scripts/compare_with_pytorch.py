@@ -96,7 +96,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     g.add_argument("--time-steps", type=int, default=30, help="timed steps after the warm-up")
     g.add_argument("--warmup", type=int, default=5, help="untimed steps first (default 5)")
     g.add_argument("--rounds", type=int, default=2,
-                   help="PyTorch/ccscope alternations (default 2); medians over all rounds")
+                   help="PyTorch/ccscope alternations (default 2); medians over all of them")
     g.add_argument("--speed-lr", type=float, default=0.01)
     g.add_argument("--speed-momentum", type=float, default=0.9)
     g.add_argument("--timeout", type=float, default=900, help="seconds per ccscope run")
@@ -445,7 +445,7 @@ def ddp_worker(rank: int, world: int, init_method: str, cfg: dict, out_path: str
         every = [torch.zeros_like(mine) for _ in range(world)]
         dist.all_gather(every, mine)
         per_step = torch.stack(every).max(dim=0).values  # a step lasts as long as its slowest rank
-        result[mode] = statistics.median(per_step.tolist())
+        result[mode] = per_step.tolist()
     if rank == 0:
         Path(out_path).write_text(json.dumps(result))
     dist.barrier()
@@ -463,10 +463,11 @@ def time_pytorch(args, work: Path, round_index: int) -> dict:
         init = "file://" + str(Path(tmp) / "rendezvous")
         mp.spawn(ddp_worker, args=(args.ranks, init, cfg, str(out)), nprocs=args.ranks, join=True)
         r = json.loads(out.read_text())
-    return {"pytorch_ddp": r["ddp"], "pytorch_no_sync": r["no_sync"]}
+    return {"pytorch_ddp": r["ddp"], "pytorch_no_sync": r["no_sync"]}  # per-step seconds
 
 
 def time_ccscope(args, ccscope: Path, work: Path, tag: str, extra: list[str]) -> dict:
+    """Per-step seconds after the warm-up: step_s, exposed_comm_s, compute_s."""
     csv_path = work / f"ccscope_ddp_{tag}.csv"
     cmd = mpiexec_command(args.mpiexec, args.ranks) + [
         str(ccscope), "train", "--strategy", "ddp", "--threads", str(args.threads),
@@ -478,10 +479,30 @@ def time_ccscope(args, ccscope: Path, work: Path, tag: str, extra: list[str]) ->
     rows = list(read_step_csv(csv_path).values())[args.warmup:]
     if not rows:
         raise SystemExit(f"{PROG}: {csv_path} has no steps after the warm-up")
-    step = statistics.median(r["step_s"] for r in rows)
-    exposed = statistics.median(r.get("exposed_comm_s", float("nan")) for r in rows)
-    compute = statistics.median(r.get("compute_s", float("nan")) for r in rows)
-    return {"step": step, "exposed": exposed, "compute": compute}
+    return {key: [r.get(key, float("nan")) for r in rows]
+            for key in ("step_s", "exposed_comm_s", "compute_s")}
+
+
+def speed_round(args, ccscope: Path | None, work: Path, r: int, no_overlap: bool) -> dict:
+    """One round: PyTorch (DDP and no_sync) and ccscope (DDP, then --no-overlap),
+    in alternating order from round to round. Per-step seconds by series."""
+    def pytorch():
+        return time_pytorch(args, work, r)
+
+    def ours():
+        c = time_ccscope(args, ccscope, work, f"{r}", [])
+        got = {"ccscope_ddp": c["step_s"], "ccscope_exposed": c["exposed_comm_s"],
+               "ccscope_compute": c["compute_s"]}
+        if no_overlap:
+            got["ccscope_no_overlap"] = time_ccscope(args, ccscope, work, f"{r}_no_overlap",
+                                                     ["--no-overlap"])["step_s"]
+        return got
+
+    parts = [pytorch] + ([ours] if ccscope else [])
+    row = {}
+    for part in (parts if r % 2 == 0 else parts[::-1]):
+        row.update(part())
+    return row
 
 
 def speed_comparison(args, ccscope: Path | None, work: Path) -> None:
@@ -489,49 +510,43 @@ def speed_comparison(args, ccscope: Path | None, work: Path) -> None:
     no_overlap = bool(help_text and "--no-overlap" in help_text)
     print(f"  width {args.width}, depth {args.depth}, global batch {args.global_batch} "
           f"({args.global_batch // args.ranks} per rank), SGD momentum {args.speed_momentum:g}, "
-          f"{args.ranks} ranks x {args.threads} thread; median of {args.time_steps} steps after "
-          f"{args.warmup} warm-up, {args.rounds} rounds")
+          f"{args.ranks} ranks x {args.threads} thread; {args.time_steps} timed steps after "
+          f"{args.warmup} warm-up, {args.rounds} rounds alternating PyTorch and ccscope; "
+          "medians over all timed steps of all rounds")
     load = os.getloadavg()[0]
     if load > 0.5:
         print(f"  note: 1-minute load average {load:.2f} before timing on {os.cpu_count()} CPUs; "
               "other work shares the cores, so compare the two in the same round")
-    rounds = []
+    series: dict[str, list[float]] = {}
     for r in range(args.rounds):
-        row = time_pytorch(args, work, r)
-        if ccscope:
-            c = time_ccscope(args, ccscope, work, f"{r}", [])
-            row["ccscope_ddp"], row["ccscope_exposed"] = c["step"], c["exposed"]
-            row["ccscope_compute"] = c["compute"]
-            if no_overlap:
-                row["ccscope_no_overlap"] = time_ccscope(args, ccscope, work, f"{r}_no_overlap",
-                                                         ["--no-overlap"])["step"]
-        rounds.append(row)
-        print(f"  round {r + 1} (load {os.getloadavg()[0]:.1f}): "
-              + ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in row.items()))
+        row = speed_round(args, ccscope, work, r, no_overlap)
+        for key, values in row.items():
+            series.setdefault(key, []).extend(values)
+        print(f"  round {r + 1} (load {os.getloadavg()[0]:.1f}): " + ", ".join(
+            f"{k} {statistics.median(v) * 1e3:.1f} ms" for k, v in row.items()))
 
     def med(key):
-        vals = [row[key] for row in rounds if key in row]
-        return statistics.median(vals) if vals else None
+        return statistics.median(series[key])
 
     ddp, nosync = med("pytorch_ddp"), med("pytorch_no_sync")
     print()
     print(f"  {'PyTorch DDP step':<34} {ddp * 1e3:9.2f} ms")
     print(f"  {'PyTorch no_sync step':<34} {nosync * 1e3:9.2f} ms")
     print(f"  {'PyTorch exposed share':<34} {(ddp - nosync) / ddp:9.1%}   (ddp - no_sync) / ddp")
-    if ccscope:
-        step, exposed = med("ccscope_ddp"), med("ccscope_exposed")
-        print(f"  {'ccscope DDP step':<34} {step * 1e3:9.2f} ms")
-        print(f"  {'ccscope exposed share':<34} {exposed / step:9.1%}   "
-              f"median exposed_comm_s / median step_s")
-        print(f"  {'ccscope compute (its compute_s)':<34} {med('ccscope_compute') * 1e3:9.2f} ms   "
-              "beside PyTorch no_sync")
-        if no_overlap:
-            print(f"  {'ccscope DDP --no-overlap step':<34} {med('ccscope_no_overlap') * 1e3:9.2f} ms")
-        else:
-            print("  ccscope train has no --no-overlap flag: not timed")
-        print(f"  {'ccscope / PyTorch DDP step':<34} {step / ddp:9.3f}")
-    else:
+    if not ccscope:
         print("  (no ccscope: PyTorch alone)")
+        return
+    step, exposed = med("ccscope_ddp"), med("ccscope_exposed")
+    print(f"  {'ccscope DDP step':<34} {step * 1e3:9.2f} ms")
+    print(f"  {'ccscope exposed share':<34} {exposed / step:9.1%}   "
+          "median exposed_comm_s / median step_s")
+    print(f"  {'ccscope compute (its compute_s)':<34} {med('ccscope_compute') * 1e3:9.2f} ms   "
+          "beside PyTorch no_sync")
+    if no_overlap:
+        print(f"  {'ccscope DDP --no-overlap step':<34} {med('ccscope_no_overlap') * 1e3:9.2f} ms")
+    else:
+        print("  ccscope train has no --no-overlap flag: not timed")
+    print(f"  {'ccscope / PyTorch DDP step':<34} {step / ddp:9.3f}")
 
 
 # ---------------------------------------------------------------- main
