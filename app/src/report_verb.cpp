@@ -16,6 +16,7 @@
 #include "ccscope/records/schema.h"
 #include "ccscope/reports/markdown_report.h"
 #include "ccscope/reports/record_export.h"
+#include "ccscope/reports/training_results.h"
 #include "ccscope/reports/user_files.h"
 
 namespace ccscope::app {
@@ -64,7 +65,8 @@ int write_output(const std::string& path, const std::string& text, const OutputT
 int report_verb(const std::vector<std::string>& args, const std::vector<std::string>&) {
   CLI::App app{
       "Render results files (ccscope CSV/JSON, nccl-tests text or -J JSON, OSU output) as one "
-      "self-contained HTML page with busbw charts, or as markdown tables.",
+      "self-contained HTML page with busbw charts, or as markdown tables. ccscope train's CSVs "
+      "(ccscope.train_run, ccscope.train_step) add a Training section.",
       "ccscope report"};
   std::vector<std::string> files;
   std::string output;
@@ -109,6 +111,8 @@ int report_verb(const std::vector<std::string>& args, const std::vector<std::str
   if (!json_output.empty()) outputs.emplace_back("--json", json_output);
 
   std::vector<LoadedRun> runs;
+  TrainingResults training;  // ccscope train's CSVs (ccscope.train_run, ccscope.train_step)
+  std::string training_file;
   std::vector<std::optional<OutputTarget>> targets;
   try {
     std::vector<std::pair<std::string, std::string>> uses;
@@ -122,10 +126,21 @@ int report_verb(const std::vector<std::string>& args, const std::vector<std::str
     for (const auto& use : outputs)
       targets.push_back(use.second == "-" ? std::nullopt
                                           : std::optional<OutputTarget>(resolve_output(use.second)));
-    for (const std::string& file : files) runs.push_back(read_results(file));
+    for (const std::string& file : files) {
+      const std::string text = read_input_file(file);
+      if (!is_training_csv(text)) {
+        runs.push_back(parse_results(file, text));
+        continue;
+      }
+      training.append(parse_training_results(file, text));
+      if (training_file.empty()) training_file = file;
+    }
   } catch (const InputError& e) {
     return usage_error(e.what());
   }
+  if (exporting && !training.empty())
+    return usage_error("--csv and --json write bench records; " + printable(training_file) +
+                       " is a training file (render it with -o or --markdown)");
   // What a reader skipped or converted: the user sees it, on stderr.
   for (const LoadedRun& run : runs)
     for (const std::string& note : run.notes)
@@ -139,7 +154,8 @@ int report_verb(const std::vector<std::string>& args, const std::vector<std::str
       else if (outputs[i].first == "--json")
         text = records_json(runs);
       else
-        text = markdown ? render_markdown_report(runs, options) : render_html_report(runs, options);
+        text = markdown ? render_markdown_report(runs, training, options)
+                        : render_html_report(runs, training, options);
     } catch (const InputError& e) {
       return usage_error(e.what());
     }

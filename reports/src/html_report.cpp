@@ -8,11 +8,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
 #include <string_view>
 
 #include "ccscope/reports/comparison_stats.h"
 #include "report_model.h"
+#include "training_model.h"
 
 namespace ccscope::reports {
 namespace {
@@ -122,16 +124,19 @@ std::string tick_label(double value, double step) {
   return fmt::format("{:.{}f}", value, decimals);
 }
 
-// An x-y chart in SVG; x is either log2 (sizes) or linear (rank counts).
+// An x-y chart in SVG; x is either log2 (sizes) or linear (rank counts, steps).
 struct Frame {
   static constexpr double kWidth = 760, kLeft = 72, kRight = 24, kTop = 34, kPlotHeight = 260;
   double x0, x1, y_max;  // data range
   bool log2_x;
+  double y_min = 0;  // the y axis starts there (a multiple of its tick step)
   double px(double x) const {
     const double v = log2_x ? std::log2(x) : x;
     return kLeft + (v - x0) / (x1 - x0) * (kWidth - kLeft - kRight);
   }
-  double py(double y) const { return kTop + kPlotHeight - y / y_max * kPlotHeight; }
+  double py(double y) const {
+    return kTop + kPlotHeight - (y - y_min) / (y_max - y_min) * kPlotHeight;
+  }
 };
 
 // Grid, axes, tick labels, axis titles.
@@ -140,7 +145,7 @@ void draw_axes(std::string& o, const Frame& f,
                const std::string& x_title, const std::string& y_title) {
   const double bottom = Frame::kTop + Frame::kPlotHeight, right = Frame::kWidth - Frame::kRight;
   o += "<g class=\"grid\">\n";
-  for (double y = 0; y <= f.y_max * (1 + 1e-9); y += y_step)
+  for (double y = f.y_min; y <= f.y_max * (1 + 1e-9); y += y_step)
     o += fmt::format("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\"/>\n",
                      Frame::kLeft, f.py(y), right, f.py(y));
   for (const auto& [x, label] : x_ticks)
@@ -151,7 +156,7 @@ void draw_axes(std::string& o, const Frame& f,
                    Frame::kLeft, bottom, right);
   o += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\"/>\n",
                    Frame::kLeft, Frame::kTop, bottom);
-  for (double y = 0; y <= f.y_max * (1 + 1e-9); y += y_step)
+  for (double y = f.y_min; y <= f.y_max * (1 + 1e-9); y += y_step)
     o += fmt::format("<text class=\"y-tick\" x=\"{:.1f}\" y=\"{:.1f}\">{}</text>\n",
                      Frame::kLeft - 6, f.py(y) + 4, tick_label(y, y_step));
   for (const auto& [x, label] : x_ticks)
@@ -501,6 +506,205 @@ void metadata_details(std::string& o, const LoadedRun& run, const std::string& n
   o += "</details>\n";
 }
 
+// ------------------------------------------------------------------ training
+
+// One series of an x-y chart on linear axes: a polyline, and a circle per
+// point where it has tooltips; a reference line (ideal) has no points.
+struct XySeries {
+  std::string label;
+  const char* color;
+  bool reference = false;
+  std::vector<std::pair<double, double>> points;
+  std::vector<std::string> tips;  // one per point, or none
+};
+
+// The training section's charts, on the frame, axes and legend of the busbw
+// and scaling charts. The y axis runs from y_lo (0, or below for negative
+// data) to a round value above y_hi.
+void xy_chart(std::string& o, const std::string& id, const std::string& cls,
+              const std::string& title, const std::string& x_title, const std::string& y_title,
+              const std::vector<std::pair<double, std::string>>& x_ticks, double y_lo, double y_hi,
+              const std::vector<XySeries>& series, const std::string& caption) {
+  double x0 = x_ticks.front().first, x1 = x_ticks.back().first;
+  if (x1 <= x0) x0 -= 0.5, x1 += 0.5;
+  if (!(y_hi > y_lo)) y_hi = y_lo + 1;
+  const double y_step = nice_step((y_hi - y_lo) * 1.05, 5);
+  Frame f{x0, x1, std::ceil((y_lo + (y_hi - y_lo) * 1.05) / y_step) * y_step, false};
+  f.y_min = std::floor(y_lo / y_step) * y_step;
+  o += fmt::format("<figure class=\"chart-box\" id=\"{}\">\n", id);
+  o += svg_open("chart " + cls, chart_height(series.size()), title);
+  draw_axes(o, f, x_ticks, y_step, x_title, y_title);
+  std::vector<LegendEntry> legend;
+  for (const XySeries& s : series) {
+    legend.push_back({s.label, s.color, s.reference});
+    std::string pts;
+    for (const auto& [x, y] : s.points)
+      pts += fmt::format("{}{:.1f},{:.1f}", pts.empty() ? "" : " ", f.px(x), f.py(y));
+    o += fmt::format("<g class=\"{}\">\n<title>{}</title>\n",
+                     s.reference ? "ideal" : "series training-series", esc(s.label));
+    o += fmt::format(
+        "<polyline class=\"series-line\" fill=\"none\" stroke=\"{}\"{} points=\"{}\"/>\n", s.color,
+        s.reference ? " stroke-dasharray=\"6 3\"" : "", pts);
+    for (size_t i = 0; i < s.tips.size() && i < s.points.size(); ++i)
+      o += fmt::format(
+          "<circle class=\"point\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\" stroke=\"{}\" fill=\"{}\">"
+          "<title>{}</title></circle>\n",
+          f.px(s.points[i].first), f.py(s.points[i].second), s.color, s.color, esc(s.tips[i]));
+    o += "</g>\n";
+  }
+  draw_legend(o, legend);
+  o += "</svg>\n";
+  o += fmt::format("<figcaption>{}</figcaption>\n</figure>\n", esc(caption));
+}
+
+// Speed-up or efficiency vs rank count: one series per strategy and the ideal.
+void training_curve_chart(std::string& o, const TrainingResults& training,
+                          const std::vector<training_model::Curve>& curves, bool speedup) {
+  std::set<int64_t> ranks;
+  double y_hi = speedup ? 0 : 1;
+  for (const auto& c : curves)
+    for (const auto& p : c.points) {
+      ranks.insert(p.ranks);
+      y_hi = std::max(y_hi, p.value);
+    }
+  std::vector<std::pair<double, std::string>> ticks;
+  for (int64_t r : ranks) ticks.push_back({double(r), std::to_string(r)});
+  const double r0 = double(*ranks.begin()), r1 = double(*ranks.rbegin());
+  if (speedup) y_hi = std::max(y_hi, r1);
+  std::vector<XySeries> series;
+  for (size_t i = 0; i < curves.size(); ++i) {
+    XySeries s{curves[i].label, color(i), false, {}, {}};
+    for (const auto& p : curves[i].points) {
+      s.points.push_back({double(p.ranks), p.value});
+      s.tips.push_back(fmt::format("{}, {} rank{} ({}): {}", curves[i].label, p.ranks,
+                                   p.ranks == 1 ? "" : "s", training.runs[p.run].run_id,
+                                   speedup ? fmt::format("speed-up {:.2f}", p.value)
+                                           : fmt::format("efficiency {:.0f}%", p.value * 100)));
+    }
+    series.push_back(std::move(s));
+  }
+  series.push_back({speedup ? "ideal (speed-up = ranks)" : "ideal (efficiency 1)",
+                    "#555555",
+                    true,
+                    {{r0, speedup ? r0 : 1}, {r1, speedup ? r1 : 1}},
+                    {}});
+  if (speedup)
+    xy_chart(o, "training-speedup", "training-speedup", "training: speed-up vs rank count", "ranks",
+             "speed-up", ticks, 0, y_hi, series,
+             "Speed-up against one rank per strategy: T(1) / T(N) of the median step time "
+             "(strong scaling), N T(1) / T(N) (weak); dashed: ideal, equal to the rank count.");
+  else
+    xy_chart(o, "training-efficiency", "training-efficiency", "training: efficiency vs rank count",
+             "ranks", "efficiency", ticks, 0, y_hi, series,
+             "Efficiency = speed-up / ranks per strategy; dashed: ideal (1).");
+}
+
+void training_loss_chart(std::string& o, const std::vector<training_model::LossCurve>& curves) {
+  int64_t last = 1;
+  double lo = 0, hi = 0;
+  for (const auto& c : curves)
+    for (const auto& [step, loss] : c.points) {
+      last = std::max(last, step);
+      lo = std::min(lo, loss);
+      hi = std::max(hi, loss);
+    }
+  const double x_step = std::max(1.0, nice_step(double(last), 8));
+  std::vector<std::pair<double, std::string>> ticks;
+  for (double x = 0; x <= last * (1 + 1e-9); x += x_step)
+    ticks.push_back({x, fmt::format("{:.0f}", x)});
+  if (ticks.back().first < last) ticks.push_back({double(last), std::to_string(last)});
+  std::vector<XySeries> series;
+  for (size_t i = 0; i < curves.size(); ++i) {
+    XySeries s{curves[i].run_id, color(i), false, {}, {}};
+    for (const auto& [step, loss] : curves[i].points) s.points.push_back({double(step), loss});
+    if (s.points.size() == 1)  // a polyline of one point does not show
+      s.tips.push_back(fmt::format("{}: step {}, loss {:.6g}", curves[i].run_id,
+                                   curves[i].points[0].first, curves[i].points[0].second));
+    series.push_back(std::move(s));
+  }
+  xy_chart(o, "training-loss", "training-loss", "training: loss vs step", "step", "loss", ticks, lo,
+           hi, series,
+           "Loss of each step (mean over the global batch) per run; equivalent strategies "
+           "overlap.");
+}
+
+void training_section(std::string& o, const TrainingResults& training) {
+  using training_model::RunText;
+  o += "<h2>Training</h2>\n<p class=\"note\">ccscope train: a model trained with each "
+       "strategy and rank count. Per-step times are the slowest rank's; medians and p90 over "
+       "the steps after warm-up. Communication share = communication time / step time; exposed "
+       "= the part of the step the training thread waited for it. Bytes are per rank and step, "
+       "memory per rank (parameters + gradients + optimizer state), each against its formula. "
+       "The loss check compares every step's loss with single's.</p>\n";
+  const std::vector<size_t> order = training_model::run_order(training);
+  if (!order.empty()) {
+    o += "<table class=\"data training-runs\">\n<thead><tr><th>run</th><th>strategy</th>"
+         "<th>ranks</th><th>step median (ms)</th><th>step p90 (ms)</th><th>samples/s</th>"
+         "<th>comm share</th><th>exposed share</th><th>bytes/step</th><th>expected</th>"
+         "<th>ratio</th><th>memory/rank</th><th>expected</th><th>ratio</th>"
+         "<th>loss max rel diff</th><th>tolerance</th><th>loss check</th><th>speed-up</th>"
+         "<th>efficiency</th></tr></thead>\n<tbody>\n";
+    for (size_t i : order) {
+      const records::TrainRunRecord& r = training.runs[i];
+      const RunText t = training_model::run_text(r);
+      auto cell = [](const std::string& s) { return s.empty() ? "\xE2\x80\x94" : esc(s); };
+      o += fmt::format(
+          "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
+          "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
+          "<td>{}</td><td>{}</td><td class=\"{}\">{}</td><td>{}</td><td>{}</td></tr>\n",
+          cell(r.run_id), cell(r.strategy + (r.scaling == "weak" ? " (weak)" : "")), r.ranks,
+          cell(t.step_median_ms), cell(t.step_p90_ms), cell(t.samples_per_s), cell(t.comm_share),
+          cell(t.exposed_share), cell(t.bytes), cell(t.bytes_expected), cell(t.bytes_ratio),
+          cell(t.memory), cell(t.memory_expected), cell(t.memory_ratio), cell(t.loss_diff),
+          cell(t.loss_tolerance), t.loss_check == "FAIL" ? "fail" : "check", cell(t.loss_check),
+          cell(t.speedup), cell(t.efficiency));
+    }
+    o += "</tbody>\n</table>\n";
+
+    // Communication share per strategy (rows) and rank count (columns).
+    std::vector<std::string> strategies;
+    std::set<int64_t> ranks;
+    std::map<std::pair<std::string, int64_t>, size_t> at;
+    for (size_t i : order) {
+      const records::TrainRunRecord& r = training.runs[i];
+      const std::string label = r.strategy + (r.scaling == "weak" ? " (weak)" : "");
+      if (std::find(strategies.begin(), strategies.end(), label) == strategies.end())
+        strategies.push_back(label);
+      ranks.insert(r.ranks);
+      at.emplace(std::pair(label, r.ranks), i);
+    }
+    o += "<h3>Communication share</h3>\n<table class=\"data training-comm\">\n<thead><tr>"
+         "<th>strategy</th>";
+    for (int64_t n : ranks) o += fmt::format("<th>{} rank{}</th>", n, n == 1 ? "" : "s");
+    o += "</tr></thead>\n<tbody>\n";
+    for (const std::string& label : strategies) {
+      o += fmt::format("<tr><td>{}</td>", esc(label));
+      for (int64_t n : ranks) {
+        const auto it = at.find({label, n});
+        if (it == at.end()) {
+          o += "<td>\xE2\x80\x94</td>";
+          continue;
+        }
+        const RunText t = training_model::run_text(training.runs[it->second]);
+        o += fmt::format("<td>{} (exposed {})</td>", t.comm_share, t.exposed_share);
+      }
+      o += "</tr>\n";
+    }
+    o += "</tbody>\n</table>\n";
+  }
+
+  const auto speedups = training_model::speedup_curves(training);
+  const auto efficiencies = training_model::efficiency_curves(training);
+  if (!speedups.empty() || !efficiencies.empty()) o += "<h3>Scaling</h3>\n";
+  if (!speedups.empty()) training_curve_chart(o, training, speedups, true);
+  if (!efficiencies.empty()) training_curve_chart(o, training, efficiencies, false);
+  const auto losses = training_model::loss_curves(training);
+  if (!losses.empty()) {
+    o += "<h3>Loss</h3>\n";
+    training_loss_chart(o, losses);
+  }
+}
+
 // No CSS character that would need escaping in XML (no '<', no '&').
 constexpr const char* kStyle = R"(
 body { font-family: sans-serif; margin: 24px; color: #222; max-width: 1160px; }
@@ -520,18 +724,11 @@ details.metadata { margin: 6px 0; } details.metadata summary { cursor: pointer; 
 p.note { font-size: 0.9em; color: #444; }
 )";
 
-}  // namespace
-
-std::string render_html_report(const std::vector<LoadedRun>& runs, const ReportOptions& options) {
+// Everything of the bench runs but their metadata.
+void bench_sections(std::string& o, const std::vector<LoadedRun>& runs) {
   const std::vector<Panel> panels = build_panels(runs);
   const std::vector<Scaling> scaling = build_scaling(runs, panels);
   const std::vector<std::string> names = run_names(runs);
-
-  std::string o;
-  o += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n";
-  o += fmt::format("<title>{}</title>\n<style>{}</style>\n</head>\n<body>\n", esc(options.title),
-                   kStyle);
-  o += fmt::format("<h1>{}</h1>\n", esc(options.title));
   o += fmt::format(
       "<p class=\"note\">{} run(s), {} collective(s). busbw = algbw x nccl-tests' bus factor, in "
       "GB/s (1e9 B/s); sizes follow nccl-tests' convention. Where a run holds repeated samples of "
@@ -560,9 +757,32 @@ std::string render_html_report(const std::vector<LoadedRun>& runs, const ReportO
   // Diag findings: LoadedRecord carries none yet. When records (or a findings
   // file) carry PASS/WARN/FAIL findings, their table is rendered here, and only
   // then.
+}
 
+void metadata_section(std::string& o, const std::vector<LoadedRun>& runs) {
+  const std::vector<std::string> names = run_names(runs);
   o += "<h2>Run metadata</h2>\n";
   for (size_t r = 0; r < runs.size(); ++r) metadata_details(o, runs[r], names[r]);
+}
+
+}  // namespace
+
+std::string render_html_report(const std::vector<LoadedRun>& runs, const ReportOptions& options) {
+  return render_html_report(runs, TrainingResults{}, options);
+}
+
+std::string render_html_report(const std::vector<LoadedRun>& runs, const TrainingResults& training,
+                               const ReportOptions& options) {
+  // Training files alone: no bench sections.
+  const bool bench = !runs.empty() || training.empty();
+  std::string o;
+  o += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n";
+  o += fmt::format("<title>{}</title>\n<style>{}</style>\n</head>\n<body>\n", esc(options.title),
+                   kStyle);
+  o += fmt::format("<h1>{}</h1>\n", esc(options.title));
+  if (bench) bench_sections(o, runs);
+  if (!training.empty()) training_section(o, training);
+  if (bench) metadata_section(o, runs);
   o += "</body>\n</html>\n";
   return o;
 }

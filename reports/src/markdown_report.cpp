@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "report_model.h"
+#include "training_model.h"
 
 namespace ccscope::reports {
 namespace {
@@ -41,14 +42,9 @@ std::string md(std::string_view raw) {
 
 std::string or_dash(int v) { return v > 0 ? std::to_string(v) : "-"; }
 
-}  // namespace
-
-std::string render_markdown_report(const std::vector<LoadedRun>& runs,
-                                   const ReportOptions& options) {
+void bench_tables(std::string& o, const std::vector<LoadedRun>& runs) {
   const std::vector<Panel> panels = build_panels(runs);
   const std::vector<std::string> names = run_names(runs);
-  std::string o = fmt::format("# {}\n\n", md(options.title));
-
   o += "| # | run | format | backend | ranks | nodes | hosts | ccscope | NCCL | CUDA |\n";
   o += "|---|---|---|---|---:|---:|---|---|---|---|\n";
   for (size_t r = 0; r < runs.size(); ++r) {
@@ -113,6 +109,58 @@ std::string render_markdown_report(const std::vector<LoadedRun>& runs,
       }
     }
   }
+}
+
+// The training runs, one row each; then the loss of each run of the step
+// records (first and last step).
+void training_tables(std::string& o, const TrainingResults& training, bool after_bench) {
+  o += after_bench ? "\n## Training\n\n" : "## Training\n\n";
+  auto cell = [](const std::string& s) { return s.empty() ? std::string("-") : md(s); };
+  if (!training.runs.empty()) {
+    o += "| run | strategy | ranks | step median (ms) | step p90 (ms) | samples/s | comm share | "
+         "exposed share | bytes/step | expected | memory/rank | expected | loss max rel diff | "
+         "tolerance | loss check | speed-up | efficiency |\n";
+    o += "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|\n";
+    for (size_t i : training_model::run_order(training)) {
+      const records::TrainRunRecord& r = training.runs[i];
+      const training_model::RunText t = training_model::run_text(r);
+      o += fmt::format(
+          "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} "
+          "|\n",
+          cell(r.run_id), cell(r.strategy + (r.scaling == "weak" ? " (weak)" : "")), r.ranks,
+          cell(t.step_median_ms), cell(t.step_p90_ms), cell(t.samples_per_s), cell(t.comm_share),
+          cell(t.exposed_share), cell(t.bytes), cell(t.bytes_expected), cell(t.memory),
+          cell(t.memory_expected), cell(t.loss_diff), cell(t.loss_tolerance), cell(t.loss_check),
+          cell(t.speedup), cell(t.efficiency));
+    }
+    o += "\nTimes: the slowest rank's, median and p90 over the steps after warm-up; shares of the "
+         "median step time; bytes per rank and step, memory per rank (parameters + gradients + "
+         "optimizer state), each beside its formula; loss check against single; - = not "
+         "recorded.\n";
+  }
+  const auto losses = training_model::loss_curves(training);
+  if (!losses.empty()) {
+    o += training.runs.empty() ? "" : "\n";
+    o += "| run | steps | first loss | last loss |\n|---|---:|---:|---:|\n";
+    for (const auto& c : losses)
+      o += fmt::format("| {} | {} | {:.6g} | {:.6g} |\n", md(c.run_id), c.points.size(),
+                       c.points.front().second, c.points.back().second);
+  }
+}
+
+}  // namespace
+
+std::string render_markdown_report(const std::vector<LoadedRun>& runs,
+                                   const ReportOptions& options) {
+  return render_markdown_report(runs, TrainingResults{}, options);
+}
+
+std::string render_markdown_report(const std::vector<LoadedRun>& runs,
+                                   const TrainingResults& training, const ReportOptions& options) {
+  std::string o = fmt::format("# {}\n\n", md(options.title));
+  // Training files alone: no bench tables.
+  if (!runs.empty() || training.empty()) bench_tables(o, runs);
+  if (!training.empty()) training_tables(o, training, !runs.empty());
   return o;
 }
 

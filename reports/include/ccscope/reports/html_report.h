@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "ccscope/reports/loaded_results.h"
+#include "ccscope/reports/training_results.h"
 
 namespace ccscope::reports {
 
@@ -17,5 +18,12 @@ struct ReportOptions {
 // one collective differ in rank count, and each run's metadata in a <details>.
 // Every string taken from the runs is escaped; the output parses as XML.
 std::string render_html_report(const std::vector<LoadedRun>& runs, const ReportOptions& options);
+// With training results (ccscope train's CSVs) too: a "Training" section of
+// their runs (a table, communication share per strategy and rank count,
+// speed-up and efficiency vs rank count per strategy) and loss vs step per
+// run. Without bench runs the page holds only that; without training results
+// it is the page above, byte for byte.
+std::string render_html_report(const std::vector<LoadedRun>& runs, const TrainingResults& training,
+                               const ReportOptions& options);
 
 }  // namespace ccscope::reports

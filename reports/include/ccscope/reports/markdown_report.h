@@ -5,6 +5,7 @@
 
 #include "ccscope/reports/html_report.h"  // ReportOptions
 #include "ccscope/reports/loaded_results.h"
+#include "ccscope/reports/training_results.h"
 
 namespace ccscope::reports {
 
@@ -12,5 +13,10 @@ namespace ccscope::reports {
 // variant a table: size | busbw of each run | ratio of each later run to run 1.
 std::string render_markdown_report(const std::vector<LoadedRun>& runs,
                                    const ReportOptions& options);
+// With training results: a "Training" table of their runs (and, for step
+// records, a table of loss per run) after the bench tables; without bench
+// runs only that.
+std::string render_markdown_report(const std::vector<LoadedRun>& runs,
+                                   const TrainingResults& training, const ReportOptions& options);
 
 }  // namespace ccscope::reports
