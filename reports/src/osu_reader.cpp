@@ -70,8 +70,10 @@ constexpr OtherTitle kOtherTitles[] = {
 Title parse_title(const std::string& t, const std::string& where) {
   auto words = split_ws(t.substr(1));  // "OSU", backend, name..., "Latency", "Test", version
   auto latency = std::find(words.begin(), words.end(), "Latency");
-  if (words.size() < 3 || latency == words.end() || latency + 1 == words.end() ||
-      *(latency + 1) != "Test")
+  // "Latency" must come after "OSU" and the backend word ("# OSU Latency Test"
+  // names no backend and no collective).
+  if (words.size() < 3 || latency == words.end() || latency - words.begin() < 2 ||
+      latency + 1 == words.end() || *(latency + 1) != "Test")
     fail(where, "'" + trim(t.substr(1)) +
                     "' is not an OSU collective latency test; ccscope reads osu_allreduce, "
                     "osu_allgather, osu_alltoall, osu_bcast, ... output");

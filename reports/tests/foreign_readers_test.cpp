@@ -582,6 +582,11 @@ TEST(Osu, EveryBlockingTitleOf5To7) {
   EXPECT_NE(text_error("# OSU MPI Bandwidth Test v7.4\n# Size  Bandwidth (MB/s)\n8 1.5\n")
                 .find("t.txt:1: 'OSU MPI Bandwidth Test v7.4' is not an OSU collective latency"),
             std::string::npos);
+  // A title with no backend word (OSU's point-to-point latency test) once ran
+  // the name loop past the end of the words.
+  EXPECT_NE(text_error("# OSU Latency Test v7.0\n# Size  Latency (us)\n8 1.5\n")
+                .find("t.txt:1: 'OSU Latency Test v7.0' is not an OSU collective latency"),
+            std::string::npos);
   EXPECT_NE(text_error("# OSU MPI Allreduce Latency Test v7.4\n# Size  Avg Latency(us)\n4 1.5\n8\n")
                 .find("t.txt:4: expected 2 fields"),
             std::string::npos);
