@@ -11,6 +11,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <mutex>
 
 #include "ccscope/collectives/error.h"
 #include "ccscope/collectives/types.h"
@@ -39,42 +40,84 @@ DataType wire_type(Precision precision) {
   return DataType::kFloat32;
 }
 
+// Communication scratch buffers, reused across steps: a fresh allocation of
+// tens of MB is a fresh mapping that the kernel zeroes page by page on every
+// step. Buffers of each size come back to the pool when an operation is done.
+class ScratchPool {
+ public:
+  using Block = std::unique_ptr<unsigned char[]>;
+  Block take(size_t bytes) {
+    std::lock_guard lock(mutex_);
+    auto it = free_.find(bytes);
+    if (it == free_.end() || it->second.empty()) return Block(new unsigned char[bytes ? bytes : 1]);
+    Block block = std::move(it->second.back());
+    it->second.pop_back();
+    return block;
+  }
+  void give(size_t bytes, Block block) {
+    std::lock_guard lock(mutex_);
+    free_[bytes].push_back(std::move(block));
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<size_t, std::vector<Block>> free_;
+};
+
 // Values in the communicated format (float32, or 16-bit words), `count`
-// elements, zero-filled so that padding reduces to zero.
+// elements. Only the padding beyond what pack() writes is zeroed (a
+// reduce-scatter's padding must reduce to zero); float32 copies are memcpy.
 class WireBuffer {
  public:
-  WireBuffer(Precision precision, size_t count)
-      : precision_(precision), bytes_(count * element_bytes(precision), 0) {}
-  void* data() { return bytes_.data(); }
-  void pack(std::span<const float> values, size_t at = 0) {
+  WireBuffer(ScratchPool& pool, Precision precision, size_t count)
+      : pool_(pool),
+        precision_(precision),
+        size_(count * element_bytes(precision)),
+        bytes_(pool.take(size_)) {}
+  ~WireBuffer() { pool_.give(size_, std::move(bytes_)); }
+  WireBuffer(const WireBuffer&) = delete;
+  WireBuffer& operator=(const WireBuffer&) = delete;
+  void* data() { return bytes_.get(); }
+  // Writes values at element 0 and zeroes the rest of the buffer.
+  void pack(std::span<const float> values) {
+    const size_t e = element_bytes(precision_);
     if (precision_ == Precision::kFloat32) {
-      std::memcpy(bytes_.data() + at * 4, values.data(), values.size() * 4);
+      std::memcpy(bytes_.get(), values.data(), values.size() * 4);
+    } else {
+      auto* words = reinterpret_cast<uint16_t*>(bytes_.get());
+      for (size_t i = 0; i < values.size(); ++i)
+        words[i] = precision_ == Precision::kBFloat16 ? float_to_bfloat16(values[i])
+                                                      : float_to_half(values[i]);
+    }
+    std::memset(bytes_.get() + values.size() * e, 0, size_ - values.size() * e);
+  }
+  // out[i] (+)= element(i) * scale
+  void unpack(std::span<float> out, float scale, bool accumulate) const {
+    if (precision_ == Precision::kFloat32) {
+      const auto* in = reinterpret_cast<const float*>(bytes_.get());
+      if (scale == 1.0f && !accumulate) {
+        std::memcpy(out.data(), in, out.size() * 4);
+      } else if (accumulate) {
+        for (size_t i = 0; i < out.size(); ++i) out[i] += in[i] * scale;
+      } else {
+        for (size_t i = 0; i < out.size(); ++i) out[i] = in[i] * scale;
+      }
       return;
     }
-    auto* words = reinterpret_cast<uint16_t*>(bytes_.data()) + at;
-    for (size_t i = 0; i < values.size(); ++i)
-      words[i] = precision_ == Precision::kBFloat16 ? float_to_bfloat16(values[i])
-                                                    : float_to_half(values[i]);
-  }
-  // out[i] (+)= element(at + i) * scale
-  void unpack(std::span<float> out, size_t at, float scale, bool accumulate) const {
+    const auto* words = reinterpret_cast<const uint16_t*>(bytes_.get());
     for (size_t i = 0; i < out.size(); ++i) {
-      float v = 0;
-      if (precision_ == Precision::kFloat32) {
-        std::memcpy(&v, bytes_.data() + (at + i) * 4, 4);
-      } else {
-        uint16_t w = 0;
-        std::memcpy(&w, bytes_.data() + (at + i) * 2, 2);
-        v = precision_ == Precision::kBFloat16 ? bfloat16_to_float(w) : half_to_float(w);
-      }
-      v *= scale;
+      const float v = (precision_ == Precision::kBFloat16 ? bfloat16_to_float(words[i])
+                                                          : half_to_float(words[i])) *
+                      scale;
       out[i] = accumulate ? out[i] + v : v;
     }
   }
 
  private:
+  ScratchPool& pool_;
   Precision precision_;
-  std::vector<uint8_t> bytes_;
+  size_t size_;
+  ScratchPool::Block bytes_;
 };
 
 uint64_t fnv1a(std::span<const float> values) {
@@ -283,52 +326,51 @@ class Engine {
     const Precision p = precision_;
     const float scale = average_scale();
     worker_->submit(
-        [grads, r, p, scale](Communicator& c) {
+        [grads, r, p, scale, &pool = pool_](Communicator& c) {
           if (p == Precision::kFloat32) {
             c.all_reduce(grads, grads, r.size(), DataType::kFloat32, ReduceOp::kSum);
             for (size_t i = 0; i < r.size(); ++i) grads[i] *= scale;
             return;
           }
-          WireBuffer wire(p, r.size());
+          WireBuffer wire(pool, p, r.size());
           wire.pack({grads, r.size()});
           c.all_reduce(wire.data(), wire.data(), r.size(), wire_type(p), ReduceOp::kSum);
-          wire.unpack({grads, r.size()}, 0, scale, false);
+          wire.unpack({grads, r.size()}, scale, false);
         },
         all_reduce_bytes(r.size(), ranks_, element_));
   }
 
-  // Reduce-scatters `values` (unit k's gradients, unpadded) into this rank's
-  // chunk of grad_shard_, accumulating over micro-batches.
-  void submit_unit_reduce_scatter(size_t k, std::shared_ptr<const std::vector<float>> values) {
+  // Reduce-scatters unit k's gradients (`values`, unpadded; `keep` owns them
+  // when they are a staging copy) into this rank's chunk of grad_shard_,
+  // accumulating over micro-batches.
+  void submit_unit_reduce_scatter(size_t k, const float* values, std::shared_ptr<const void> keep) {
     const Shard unit = units_[k];
     float* shard = grad_shard_.data() + unit_offsets_[k];
     const Precision p = precision_;
     const float scale = average_scale();
     const size_t ranks = ranks_;
     worker_->submit(
-        [values, unit, shard, p, scale, ranks](Communicator& c) {
-          WireBuffer send(p, unit.padded_size(ranks));
-          send.pack(*values);
-          WireBuffer recv(p, unit.chunk);
+        [values, keep, unit, shard, p, scale, ranks, &pool = pool_](Communicator& c) {
+          WireBuffer send(pool, p, unit.padded_size(ranks));
+          send.pack({values, unit.unit.size()});
+          WireBuffer recv(pool, p, unit.chunk);
           c.reduce_scatter(send.data(), recv.data(), unit.chunk, wire_type(p), ReduceOp::kSum);
-          recv.unpack({shard, unit.chunk}, 0, scale, true);
+          recv.unpack({shard, unit.chunk}, scale, true);
         },
         reduce_scatter_bytes(unit.padded_size(ranks_), ranks_, element_));
   }
 
   void submit_bucket_reduce_scatter(size_t k) {
-    std::shared_ptr<const std::vector<float>> values;
     if (o_.strategy == Strategy::kZero1) {
-      const Range r = buckets_[k].range;
-      values = std::make_shared<const std::vector<float>>(
-          grads_.begin() + static_cast<std::ptrdiff_t>(r.begin),
-          grads_.begin() + static_cast<std::ptrdiff_t>(r.end));
-    } else {
-      auto it = staging_.find(k);
-      values = std::move(it->second);
-      staging_.erase(it);  // the operation holds the only reference: freed after it runs
+      // The full gradients stay put until the step ends: no copy.
+      submit_unit_reduce_scatter(k, grads_.data() + buckets_[k].range.begin, nullptr);
+      return;
     }
-    submit_unit_reduce_scatter(k, std::move(values));
+    auto it = staging_.find(k);
+    std::shared_ptr<const std::vector<float>> staged = std::move(it->second);
+    staging_.erase(it);  // the operation holds the only reference: freed after it runs
+    const float* values = staged->data();
+    submit_unit_reduce_scatter(k, values, std::move(staged));
   }
 
   // ZeRO-2: a layer's gradients (in layer_scratch_) into the staging buffers
@@ -357,19 +399,21 @@ class Engine {
     const Precision p = precision_;
     const size_t ranks = ranks_;
     gather_ticket_[layer] = worker_->submit(
-        [full, unit, mine, p, ranks](Communicator& c) {
-          WireBuffer recv(p, unit.padded_size(ranks));
-          WireBuffer send(p, unit.chunk);
+        [full, unit, mine, p, ranks, &pool = pool_](Communicator& c) {
+          WireBuffer recv(pool, p, unit.padded_size(ranks));
+          WireBuffer send(pool, p, unit.chunk);
           send.pack({mine, unit.chunk});
           c.all_gather(send.data(), recv.data(), unit.chunk, wire_type(p));
-          recv.unpack(*full, 0, 1.0f, false);
+          recv.unpack(*full, 1.0f, false);
         },
         all_gather_bytes(unit.padded_size(ranks_), ranks_, element_));
   }
 
   void submit_layer_reduce_scatter(size_t layer) {
     if (o_.faults.unreduced_bucket == layer) return;
-    submit_unit_reduce_scatter(layer, std::make_shared<const std::vector<float>>(layer_scratch_));
+    auto copy = std::make_shared<const std::vector<float>>(layer_scratch_);
+    const float* values = copy->data();
+    submit_unit_reduce_scatter(layer, values, std::move(copy));
   }
 
   // ------------------------------------------------------- after backward
@@ -417,12 +461,12 @@ class Engine {
       const Precision p = precision_;
       const size_t ranks = ranks_;
       worker_->submit(
-          [unit, full, mine, p, ranks](Communicator& c) {
-            WireBuffer send(p, unit.chunk);
+          [unit, full, mine, p, ranks, &pool = pool_](Communicator& c) {
+            WireBuffer send(pool, p, unit.chunk);
             send.pack({mine, unit.chunk});
-            WireBuffer recv(p, unit.padded_size(ranks));
+            WireBuffer recv(pool, p, unit.padded_size(ranks));
             c.all_gather(send.data(), recv.data(), unit.chunk, wire_type(p));
-            recv.unpack({full, unit.unit.size()}, 0, 1.0f, false);
+            recv.unpack({full, unit.unit.size()}, 1.0f, false);
           },
           all_gather_bytes(unit.padded_size(ranks_), ranks_, element_));
     }
@@ -488,6 +532,7 @@ class Engine {
   size_t samples_;
   SyntheticDataset data_;
   LossScaler scaler_;
+  ScratchPool pool_;  // before worker_: outlives the operations
   std::unique_ptr<CommWorker> worker_;
   std::unique_ptr<Optimizer> optimizer_;
   size_t applied_steps_ = 0;
