@@ -1,16 +1,19 @@
 #!/usr/bin/env python3
 """Compares ccscope's training probe (`ccscope train`) with PyTorch.
 
-1. Losses: `ccscope train --strategy single --export DIR` writes the model, its
-   initial parameters, the data and every step's global batch; PyTorch trains
-   the same nn.Linear stack from the same weights on the same batches with the
-   same optimizer, and the two loss curves are compared step by step (exit 1
-   past --tolerance).
+1. Losses: `ccscope train --strategy single --export DIR` (or ddp/zero1-3
+   under mpiexec with --loss-strategy) writes the model, its initial
+   parameters, the data and every step's global batch; PyTorch trains the same
+   nn.Linear stack from the same weights on the same batches with the same
+   optimizer, and the two loss curves are compared step by step (exit 1 past
+   --tolerance). PyTorch in float64 runs beside them: how far PyTorch's own
+   float32 curve strays from it is the size of float32 rounding.
 2. Speed: PyTorch DistributedDataParallel on CPU over gloo (one process and
-   one thread per rank, default 25 MB buckets), timed normally and under
-   ddp.no_sync() (the compute-only step), alternated with
-   `mpiexec -n RANKS ccscope train --strategy ddp --threads 1` on the same
-   shape, medians of per-step times after a warm-up.
+   one thread per rank, default 25 MB buckets), its steps timed normally and
+   under ddp.no_sync() (the compute-only step) in turn, alternated with
+   `mpiexec -n RANKS ccscope train --strategy ddp --threads 1` (and
+   --no-overlap) on the same shape; medians of per-step times (the slowest
+   rank's) after a warm-up.
 
 --selftest replaces ccscope with a fabricated export and a NumPy reference
 trainer (losses) and times PyTorch alone, so the PyTorch half runs without the
@@ -433,15 +436,18 @@ def ddp_worker(rank: int, world: int, init_method: str, cfg: dict, out_path: str
             loss.backward()
         opt.step()
 
-    result = {}
-    for mode in cfg["order"]:
-        dist.barrier()
-        times = []
-        for s in range(steps):
+    # DDP and no_sync steps interleave, one of each in turn, so that both see
+    # the same machine (its load drifts on a shared box).
+    times = {mode: [] for mode in cfg["order"]}
+    dist.barrier()
+    for s in range(steps):
+        for mode in cfg["order"]:
             t0 = time.perf_counter()
             step(s, mode == "ddp")
-            times.append(time.perf_counter() - t0)
-        mine = torch.tensor(times[cfg["warmup"]:], dtype=torch.float64)
+            times[mode].append(time.perf_counter() - t0)
+    result = {}
+    for mode in cfg["order"]:
+        mine = torch.tensor(times[mode][cfg["warmup"]:], dtype=torch.float64)
         every = [torch.zeros_like(mine) for _ in range(world)]
         dist.all_gather(every, mine)
         per_step = torch.stack(every).max(dim=0).values  # a step lasts as long as its slowest rank
