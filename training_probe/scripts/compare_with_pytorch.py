@@ -57,6 +57,8 @@ def parse_args(argv=None) -> argparse.Namespace:
         prog=PROG,
         description="Compare ccscope train with PyTorch: loss curves (single process) and "
         "DDP step times (gloo, one thread per rank).",
+        epilog="--install (read by the compare-with-pytorch wrapper): create the venv "
+        "$CCSCOPE_TORCH_VENV (default /work/venv-torch) and install torch (CPU) into it first.",
     )
     p.add_argument("--ccscope", help="the ccscope binary (default: $CCSCOPE, then build*/app/ccscope "
                    "under the repository)")
