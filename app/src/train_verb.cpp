@@ -323,7 +323,8 @@ RunOutcome run_one(const World& world, const TrainOptions& options, size_t ranks
   const double bytes_expected = expected_bytes_per_step(
       options.strategy, psi, ranks, element_bytes(options.precision), options.micro_batches);
   const MemoryFootprint mem_expected =
-      expected_memory(options.strategy, psi, ranks, options.precision, options.optimizer.kind);
+      expected_memory(options.strategy, psi, ranks, options.precision,
+                      state_words_per_parameter(options.optimizer));
   const bool bytes_ok = agrees(s.bytes_per_step, bytes_expected);
   const bool memory_ok = agrees(memory[0], mem_expected.parameters) &&
                          agrees(memory[1], mem_expected.gradients) &&

@@ -51,11 +51,11 @@ double expected_bytes_per_step(Strategy strategy, size_t psi, size_t ranks, size
 }
 
 MemoryFootprint expected_memory(Strategy strategy, size_t psi, size_t ranks, Precision precision,
-                                OptimizerKind optimizer) {
+                                size_t optimizer_words) {
   const double p = static_cast<double>(psi);
   const double n = static_cast<double>(ranks);
   const bool mixed = precision != Precision::kFloat32;
-  const double words = static_cast<double>(state_words_per_parameter(optimizer));
+  const double words = static_cast<double>(optimizer_words);
   // K: float32 optimizer words, plus float32 master weights under mixed precision.
   const double k = 4.0 * (words + (mixed ? 1.0 : 0.0));
   const double element = mixed ? 2.0 : 4.0;

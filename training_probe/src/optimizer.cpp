@@ -17,7 +17,10 @@ std::string_view name(OptimizerKind kind) {
   return "?";
 }
 
-size_t state_words_per_parameter(OptimizerKind kind) { return kind == OptimizerKind::kSgd ? 1 : 2; }
+size_t state_words_per_parameter(const OptimizerOptions& options) {
+  if (options.kind != OptimizerKind::kSgd) return 2;
+  return options.momentum != 0.0 ? 1 : 0;
+}
 
 Optimizer::Optimizer(OptimizerOptions options, size_t parameters) : options_(options) {
   const bool momentum = options.kind != OptimizerKind::kSgd || options.momentum != 0.0;
@@ -52,6 +55,10 @@ void Optimizer::step(std::span<float> parameters, std::span<const float> gradien
   const float b1 = static_cast<float>(options_.beta1);
   const float b2 = static_cast<float>(options_.beta2);
   const float eps = static_cast<float>(options_.eps);
+  // 1 - beta in double, then float (torch takes them as Python floats): in
+  // float, 1 - 0.999f is 0.00099998713, and v drifts from torch's.
+  const float one_minus_b1 = static_cast<float>(1.0 - options_.beta1);
+  const float one_minus_b2 = static_cast<float>(1.0 - options_.beta2);
   const double t = static_cast<double>(step);
   const float bias1 = static_cast<float>(1.0 - std::pow(options_.beta1, t));
   const float bias2_sqrt = static_cast<float>(std::sqrt(1.0 - std::pow(options_.beta2, t)));
@@ -63,8 +70,8 @@ void Optimizer::step(std::span<float> parameters, std::span<const float> gradien
       parameters[i] *= 1.0f - lr * wd;
     else if (wd != 0.0f)
       g += wd * parameters[i];
-    first_[i] = b1 * first_[i] + (1.0f - b1) * g;
-    second_[i] = b2 * second_[i] + (1.0f - b2) * g * g;
+    first_[i] = b1 * first_[i] + one_minus_b1 * g;
+    second_[i] = b2 * second_[i] + one_minus_b2 * g * g;
     const float denominator = std::sqrt(second_[i]) / bias2_sqrt + eps;
     parameters[i] -= step_size * first_[i] / denominator;
   }

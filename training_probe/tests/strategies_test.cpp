@@ -72,8 +72,9 @@ TEST_P(EveryStrategy, MatchesSingleAndAgreesAcrossRanks) {
   EXPECT_GE(result.steps.back().bytes_sent, expected);
   EXPECT_LE(result.steps.back().bytes_sent, expected + scalars);
   // Memory against the ZeRO paper's accounting (padding adds under N elements per unit).
-  const MemoryFootprint want = expected_memory(
-      strategy, result.parameters, static_cast<size_t>(ranks), o.precision, o.optimizer.kind);
+  const MemoryFootprint want =
+      expected_memory(strategy, result.parameters, static_cast<size_t>(ranks), o.precision,
+                      state_words_per_parameter(o.optimizer));
   EXPECT_NEAR(result.memory.parameters, want.parameters, 0.02 * want.parameters + 64);
   EXPECT_NEAR(result.memory.gradients, want.gradients, 0.02 * want.gradients + 64);
   EXPECT_NEAR(result.memory.optimizer, want.optimizer, 0.02 * want.optimizer + 64);

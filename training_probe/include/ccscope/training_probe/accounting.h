@@ -25,7 +25,8 @@ double expected_bytes_per_step(Strategy strategy, size_t psi, size_t ranks, size
 // Memory per rank for parameters, gradients and optimizer state (bytes), in
 // the paper's accounting: mixed precision holds 16-bit parameters and
 // gradients (2 Psi each) and K Psi of float32 optimizer state (master weights
-// plus the optimizer's words: K = 12 for Adam, 8 for SGD with momentum);
+// plus `optimizer_words` (state_words_per_parameter): K = 12 for Adam, 8 for
+// SGD with momentum);
 // float32 holds 4 Psi, 4 Psi and the optimizer's words only. ZeRO-1 divides
 // the optimizer state by N, ZeRO-2 also the gradients, ZeRO-3 all three.
 struct MemoryFootprint {
@@ -35,7 +36,7 @@ struct MemoryFootprint {
   double total() const { return parameters + gradients + optimizer; }
 };
 MemoryFootprint expected_memory(Strategy strategy, size_t psi, size_t ranks, Precision precision,
-                                OptimizerKind optimizer);
+                                size_t optimizer_words);
 
 // nccl-tests' bytes per rank of one operation (what bytes-moved counts).
 double all_reduce_bytes(size_t count, size_t ranks, size_t element_bytes);

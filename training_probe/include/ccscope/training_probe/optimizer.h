@@ -20,8 +20,9 @@ struct OptimizerOptions {
   double weight_decay = 0.0;  // SGD/Adam: added to the gradient; AdamW: decoupled
 };
 
-// Float32 words of optimizer state per parameter (SGD momentum 1, Adam 2).
-size_t state_words_per_parameter(OptimizerKind kind);
+// Float32 words of optimizer state per parameter: SGD 1 with momentum, 0
+// without; Adam and AdamW 2.
+size_t state_words_per_parameter(const OptimizerOptions& options);
 
 // The state of one range of parameters (the whole vector, or a shard).
 class Optimizer {
@@ -31,6 +32,8 @@ class Optimizer {
   // construction). `step` counts from 1 (Adam's bias correction).
   void step(std::span<float> parameters, std::span<const float> gradients, size_t step);
   size_t state_bytes() const;
+  // Adam's second moment (v), for the tests that check torch's arithmetic.
+  std::span<const float> second_moment() const { return second_; }
   const OptimizerOptions& options() const { return options_; }
 
  private:
