@@ -15,19 +15,21 @@ namespace ccscope::training_probe {
 // 1e-3 or more (an unreduced bucket 1.2e-3, per-shard clipping 6e-3, sum
 // instead of average 3e-2, a sampler not reseeded 0.26), so 1e-4 separates
 // rounding from faults by a factor of ten on either side.
-// bfloat16 and float16: half a unit of the format's rounding (2^-9 = 2e-3,
-// 2^-12 = 2.4e-4): every activation and gradient is rounded, in places that
-// depend on the rank count (a rank's partial gradient, then the reduction),
-// so faults smaller than that are not seen in those formats; measured: 9e-5
-// (bf16) and 1e-5 (fp16) at 2 ranks.
+// bfloat16 and float16: a few units of the format's rounding (u = 2^-8 =
+// 3.9e-3 and 2^-11 = 4.9e-4): 1e-2 and 2e-3. Every activation and gradient is
+// rounded, in places that depend on the rank count (a rank's partial
+// gradient, then the reduction), and Adam's normalised update carries a
+// rounding difference into every weight; measured at 2 ranks over 100 steps:
+// bf16 9e-5 (SGD) and 2.7e-3 (Adam), fp16 1e-6 to 1e-5. Faults smaller than
+// that (an unreduced bucket, per-shard clipping) are not seen in those formats.
 double loss_tolerance(Precision precision) {
   switch (precision) {
     case Precision::kFloat32:
       return 1e-4;
     case Precision::kBFloat16:
-      return 2e-3;
+      return 1e-2;
     case Precision::kFloat16:
-      return 2.4e-4;
+      return 2e-3;
   }
   return 1e-4;
 }
