@@ -14,6 +14,7 @@
 #include "ccscope/training_probe/layout.h"
 #include "ccscope/training_probe/loss_scaler.h"
 #include "ccscope/training_probe/optimizer.h"
+#include "ccscope/training_probe/summary.h"
 
 namespace ccscope::training_probe {
 namespace {
@@ -296,6 +297,46 @@ TEST(Equivalence, PassesWithinToleranceAndNamesTheWorstStep) {
   const std::vector<double> nan = {1.0, NAN, 0.25};
   EXPECT_FALSE(compare_losses(nan, reference, 1e-4).equivalent);
   EXPECT_FALSE(compare_losses({}, reference, 1e-4).equivalent);
+}
+
+}  // namespace
+}  // namespace ccscope::training_probe
+
+namespace ccscope::training_probe {
+namespace {
+
+TEST(Summary, MediansAfterWarmupAndShares) {
+  std::vector<StepFigures> steps(8);
+  for (size_t i = 0; i < steps.size(); ++i) {
+    steps[i].step = i;
+    steps[i].step_seconds = i < 3 ? 10.0 : 0.1 + 0.01 * static_cast<double>(i);  // warm-up slow
+    steps[i].comm_seconds = 0.05;
+    steps[i].exposed_comm_seconds = 0.02;
+    steps[i].compute_seconds = steps[i].step_seconds - 0.02;
+    steps[i].bytes_sent = 1000;
+  }
+  const RunSummary s = summarize(steps, 3, 64);
+  EXPECT_EQ(s.measured_steps, 5u);
+  EXPECT_DOUBLE_EQ(s.step_median_s, 0.15);  // steps 3..7: 0.13 0.14 0.15 0.16 0.17
+  EXPECT_NEAR(s.step_p90_s, 0.166, 1e-12);
+  EXPECT_DOUBLE_EQ(s.comm_share, 0.05 / 0.15);
+  EXPECT_DOUBLE_EQ(s.exposed_comm_share, 0.02 / 0.15);
+  EXPECT_DOUBLE_EQ(s.samples_per_s, 64 / 0.15);
+  EXPECT_DOUBLE_EQ(s.bytes_per_step, 1000);
+  // Fewer steps than the warm-up: all of them count.
+  EXPECT_EQ(summarize(std::span(steps).first(2), 3, 64).measured_steps, 2u);
+}
+
+TEST(Summary, StrongAndWeakScaling) {
+  // Strong: 4 ranks, 100 ms at one rank, 40 ms at four: speed-up 2.5, efficiency 62.5%.
+  const Scaling strong = scaling(0.100, 0.040, 4, false);
+  EXPECT_DOUBLE_EQ(strong.speedup, 2.5);
+  EXPECT_DOUBLE_EQ(strong.efficiency, 0.625);
+  // Weak: the same per-rank batch; 100 ms at one rank, 125 ms at four: 80%, 3.2x the samples/s.
+  const Scaling weak = scaling(0.100, 0.125, 4, true);
+  EXPECT_DOUBLE_EQ(weak.efficiency, 0.8);
+  EXPECT_DOUBLE_EQ(weak.speedup, 3.2);
+  EXPECT_EQ(scaling(0.1, 0.0, 4, false).speedup, 0);
 }
 
 }  // namespace

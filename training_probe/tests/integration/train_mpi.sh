@@ -57,6 +57,22 @@ if [[ $ranks == 2 ]]; then
     grep -q "NOT equivalent" "$work/out" || fail "broken variant $fault: no NOT equivalent line"
     echo "broken variant $fault: $(grep -o 'max relative difference [^,]*' "$work/out"), exit 1"
   done
+  # Weak scaling: the same per-rank batch at 1 and 2 ranks (global 24, 48),
+  # each against one rank with its own global batch.
+  run --strategy ddp --lr 0.05 --scaling 1,2 --weak --check-loss --runs-csv "$work/weak.csv" \
+    >"$work/out" 2>"$work/err" || fail "weak scaling exited $?: $(cat "$work/err")"
+  python3 - "$work/weak.csv" <<'PY' || fail "weak scaling records (above)"
+import csv, sys
+runs = {int(r["ranks"]): r for r in csv.DictReader(open(sys.argv[1]))}
+assert sorted(runs) == [1, 2], runs.keys()
+assert [int(runs[n]["global_batch"]) for n in (1, 2)] == [24, 48], runs
+for n in (1, 2):
+    assert runs[n]["scaling"] == "weak" and runs[n]["loss_equivalent"] == "1", runs[n]
+    assert runs[n]["run_id"] == f"ddp-n{n}-weak", runs[n]["run_id"]
+eff, speedup = float(runs[2]["efficiency"]), float(runs[2]["speedup"])
+assert abs(speedup - 2 * eff) < 1e-9, (speedup, eff)
+print(f"weak scaling 1 -> 2 ranks: efficiency {eff:.2f}, speed-up in samples/s {speedup:.2f}")
+PY
   # An unreduced DDP bucket also leaves the ranks' parameters apart.
   run --strategy ddp --lr 0.05 --fault bucket --check-consistency >"$work/out" 2>&1
   grep -q "parameters DIFFER across ranks after step 0" "$work/out" ||
