@@ -594,7 +594,7 @@ int train_verb(const std::vector<std::string>& args, const std::vector<std::stri
   app.add_option("--depth", f.depth, "linear layers")->capture_default_str();
   app.add_option("--activation", f.activation, "relu or tanh")->capture_default_str();
   app.add_option("--global-batch", f.global_batch,
-                 "samples per step, all ranks together (--weak: per rank count 1)")
+                 "samples per step, all ranks together (with --weak: the batch at one rank)")
       ->capture_default_str();
   app.add_option("--micro-batches", f.micro_batches,
                  "gradient accumulation steps (DDP no_sync on all but the last)")
