@@ -116,7 +116,32 @@ std::string options_from_flags(const TrainFlags& f, TrainOptions& o) {
   if (!(f.bucket_mb > 0)) return "--bucket-mb must be positive";
   if (f.grad_clip < 0) return "--grad-clip must be positive (0: no clipping)";
   if (f.threads < 1) return "--threads must be at least 1";
-  if (!(f.timeout_seconds > 0)) return "--timeout must be positive (seconds)";
+  if (!(f.timeout_seconds > 0) || f.timeout_seconds > 1e6)
+    return "--timeout must be between 0 and 1e6 seconds";
+  // One weight matrix is one MPI count (an int); the whole run must fit in memory.
+  if (f.width == 0 || f.width > 46340)
+    return "--width " + std::to_string(f.width) +
+           ": use 1 to 46340 (a weight matrix must fit MPI's int count)";
+  if (f.depth == 0 || f.depth > 100000) return "--depth must be 1 to 100000";
+  if (f.global_batch == 0 || f.global_batch > (size_t{1} << 24))
+    return "--global-batch must be 1 to 16777216";
+  {
+    const double w = static_cast<double>(f.width);
+    const double samples = static_cast<double>(f.samples ? f.samples : 8 * f.global_batch);
+    const double psi = static_cast<double>(f.depth) * (w * w + w);
+    // teacher (2 w^2), data (2 samples w), parameters, gradients, two optimizer
+    // words, master weights, activations (2 per layer per sample)
+    const double bytes =
+        4.0 * (2 * w * w + 2 * samples * w + 6 * psi +
+               2 * static_cast<double>(f.depth) * static_cast<double>(f.global_batch) * w);
+    const double memory =
+        static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
+    if (memory > 0 && bytes > 0.8 * memory)
+      return fmt::format(
+          "the model and data need about {:.1f} GB per rank, more than this machine's {:.1f} GB "
+          "allows; use a smaller --width, --depth, --global-batch or --samples",
+          bytes / 1e9, memory / 1e9);
+  }
   if (!f.offload.empty() && f.offload != "optimizer" && f.offload != "params")
     return "--offload '" + f.offload + "': use optimizer or params";
   o.strategy = *strategy;
@@ -162,11 +187,11 @@ std::string run_id(const TrainOptions& o, size_t ranks, bool weak) {
 
 std::string mb(double bytes) { return fmt::format("{:.3f} MB", bytes / 1e6); }
 
-// Agreement of a measured figure with its formula: within 1% (padding to a
-// multiple of the rank count and the few bytes of scalar reductions).
-bool agrees(double measured, double expected) {
-  if (expected == 0) return measured < 1024;
-  return std::abs(measured - expected) <= 0.01 * expected;
+// Agreement of a measured figure with its formula: within 1%, or within
+// `slack` bytes (ZeRO's padding to a multiple of the rank count and the few
+// bytes of scalar reductions, which the formulas leave out).
+bool agrees(double measured, double expected, double slack) {
+  return std::abs(measured - expected) <= std::max(0.01 * expected, slack);
 }
 
 // --export DIR: what compare-with-pytorch loads (format in its README).
@@ -325,10 +350,16 @@ RunOutcome run_one(const World& world, const TrainOptions& options, size_t ranks
   const MemoryFootprint mem_expected =
       expected_memory(options.strategy, psi, ranks, options.precision,
                       state_words_per_parameter(options.optimizer));
-  const bool bytes_ok = agrees(s.bytes_per_step, bytes_expected);
-  const bool memory_ok = agrees(memory[0], mem_expected.parameters) &&
-                         agrees(memory[1], mem_expected.gradients) &&
-                         agrees(memory[2], mem_expected.optimizer);
+  // Padding: communicated - psi elements; each moves at most 3 m times (ZeRO-3)
+  // and is held in at most 4 float32 words (shard, master, optimizer state).
+  const double padding = static_cast<double>(result.communicated_elements - psi);
+  const double m = static_cast<double>(options.micro_batches);
+  const double bytes_slack = padding * 4 * 3 * m + 64 * (2 + m);
+  const double memory_slack = padding * 16 + 64;
+  const bool bytes_ok = agrees(s.bytes_per_step, bytes_expected, bytes_slack);
+  const bool memory_ok = agrees(memory[0], mem_expected.parameters, memory_slack) &&
+                         agrees(memory[1], mem_expected.gradients, memory_slack) &&
+                         agrees(memory[2], mem_expected.optimizer, memory_slack);
   std::printf(
       "# step median %.3f ms (p90 %.3f) over %zu steps after %zu warm-up; compute %.3f ms, "
       "communication %.3f ms (%.1f%% of the step), exposed %.3f ms (%.1f%%); %.1f samples/s\n",
@@ -527,6 +558,12 @@ int run_training(const TrainFlags& flags, TrainOptions base, const std::vector<s
                  world.rank(), world.hostname().c_str(), e.what());
     world.abort(1);
   }
+  base.on_timeout = [&world](const std::string& what) {
+    std::fprintf(stderr, "ccscope train: rank %d (%s): %s\n", world.rank(),
+                 world.hostname().c_str(), what.c_str());
+    watchdog_say_goodbye();
+    world.abort(kExitTimeout);
+  };
   int exit_code = 0;
   try {
     // The single-rank references, computed on rank 0 while the others wait asleep.
@@ -541,7 +578,11 @@ int run_training(const TrainFlags& flags, TrainOptions base, const std::vector<s
         references[o.global_batch] = curve;
       }
     }
-    if (flags.check_loss) world.sleeping_barrier(base.timeout * 10);
+    // Ranks sitting a run out wait as long as a run may last: every step's
+    // waits are bounded by the timeout (the watchdog names a stuck rank).
+    const auto run_bound = base.timeout * static_cast<long long>(base.steps + 2);
+    if (flags.check_loss)
+      world.sleeping_barrier(run_bound * static_cast<long long>(rank_counts.size()));
     double one_rank_step_s = 0;
     for (size_t k : rank_counts) {
       TrainOptions o = base;
@@ -554,7 +595,7 @@ int run_training(const TrainFlags& flags, TrainOptions base, const std::vector<s
         if (k == 1) one_rank_step_s = outcome.summary.step_median_s;
         if (!outcome.checks_pass) exit_code = kExitCheckFailed;
       }
-      world.sleeping_barrier(base.timeout);
+      world.sleeping_barrier(run_bound);
     }
   } catch (const TimeoutError& e) {
     std::fprintf(stderr, "ccscope train: rank %d (%s): %s\n", world.rank(),

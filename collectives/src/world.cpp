@@ -112,7 +112,9 @@ void World::barrier() const { check_mpi(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrie
 void World::sleeping_barrier(std::chrono::milliseconds timeout) const {
   MPI_Request request = MPI_REQUEST_NULL;
   check_mpi(MPI_Ibarrier(MPI_COMM_WORLD, &request), "MPI_Ibarrier");
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  // (capped at a year: steady_clock counts nanoseconds in 64 bits)
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::min(timeout, std::chrono::milliseconds(31536000000LL));
   for (;;) {
     int done = 0;
     check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");

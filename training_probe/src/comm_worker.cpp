@@ -66,7 +66,7 @@ void CommWorker::run() {
     {
       std::unique_lock lock(mutex_);
       changed_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stopping, nothing left
+      if (stopping_) return;  // what is still queued is dropped: its buffers are going
       job = std::move(queue_.front());
       queue_.pop_front();
       if (error_) {  // after a failure the rest is not run, only completed
@@ -99,9 +99,14 @@ void CommWorker::wait(size_t ticket) {
   std::unique_lock lock(mutex_);
   if (!changed_.wait_for(lock, timeout_, [&] { return completed_ >= ticket; })) {
     timed_out_ = true;
-    throw TimeoutError("training probe: a communication operation did not complete within " +
-                       std::to_string(timeout_.count()) +
-                       " ms (a rank stopped or the network stalled)");
+    const std::string what = "training probe: a communication operation did not complete within " +
+                             std::to_string(timeout_.count()) +
+                             " ms (a rank stopped or the network stalled)";
+    if (on_timeout_) {
+      lock.unlock();
+      on_timeout_(what);
+    }
+    throw TimeoutError(what);
   }
   if (asynchronous_) counters_.exposed_seconds += seconds_since(start);
   if (error_) std::rethrow_exception(error_);

@@ -79,15 +79,20 @@ class WireBuffer {
   WireBuffer& operator=(const WireBuffer&) = delete;
   void* data() { return bytes_.get(); }
   // Writes values at element 0 and zeroes the rest of the buffer.
-  void pack(std::span<const float> values) {
+  void pack(std::span<const float> values, float scale = 1.0f) {
     const size_t e = element_bytes(precision_);
     if (precision_ == Precision::kFloat32) {
-      std::memcpy(bytes_.get(), values.data(), values.size() * 4);
+      auto* out = reinterpret_cast<float*>(bytes_.get());
+      if (scale == 1.0f)
+        std::memcpy(out, values.data(), values.size() * 4);
+      else
+        for (size_t i = 0; i < values.size(); ++i) out[i] = values[i] * scale;
     } else {
       auto* words = reinterpret_cast<uint16_t*>(bytes_.get());
-      for (size_t i = 0; i < values.size(); ++i)
-        words[i] = precision_ == Precision::kBFloat16 ? float_to_bfloat16(values[i])
-                                                      : float_to_half(values[i]);
+      for (size_t i = 0; i < values.size(); ++i) {
+        const float v = values[i] * scale;
+        words[i] = precision_ == Precision::kBFloat16 ? float_to_bfloat16(v) : float_to_half(v);
+      }
     }
     std::memset(bytes_.get() + values.size() * e, 0, size_ - values.size() * e);
   }
@@ -145,7 +150,10 @@ class Engine {
         samples_(options.dataset_samples ? options.dataset_samples : 8 * options.global_batch),
         data_(make_teacher_dataset(samples_, options.shape.width, options.seed)),
         scaler_(options.loss_scaler) {
-    if (comm_) worker_ = std::make_unique<CommWorker>(*comm_, o_.timeout, o_.overlap);
+    if (comm_) {
+      worker_ = std::make_unique<CommWorker>(*comm_, o_.timeout, o_.overlap);
+      worker_->on_timeout(o_.on_timeout);
+    }
     const std::vector<float> initial = initial_parameters(o_.shape, o_.seed);
     const Strategy s = o_.strategy;
     if (s == Strategy::kDdp || s == Strategy::kZero1 || s == Strategy::kZero2)
@@ -327,15 +335,17 @@ class Engine {
     const float scale = average_scale();
     worker_->submit(
         [grads, r, p, scale, &pool = pool_](Communicator& c) {
+          // Divided by the world size before the sum, as DDP's reducer does
+          // (the sum of 16-bit values then stays within the range of one).
           if (p == Precision::kFloat32) {
-            c.all_reduce(grads, grads, r.size(), DataType::kFloat32, ReduceOp::kSum);
             for (size_t i = 0; i < r.size(); ++i) grads[i] *= scale;
+            c.all_reduce(grads, grads, r.size(), DataType::kFloat32, ReduceOp::kSum);
             return;
           }
           WireBuffer wire(pool, p, r.size());
-          wire.pack({grads, r.size()});
+          wire.pack({grads, r.size()}, scale);
           c.all_reduce(wire.data(), wire.data(), r.size(), wire_type(p), ReduceOp::kSum);
-          wire.unpack({grads, r.size()}, scale, false);
+          wire.unpack({grads, r.size()}, 1.0f, false);
         },
         all_reduce_bytes(r.size(), ranks_, element_));
   }
@@ -352,10 +362,10 @@ class Engine {
     worker_->submit(
         [values, keep, unit, shard, p, scale, ranks, &pool = pool_](Communicator& c) {
           WireBuffer send(pool, p, unit.padded_size(ranks));
-          send.pack({values, unit.unit.size()});
+          send.pack({values, unit.unit.size()}, scale);  // divided before the sum, as DDP
           WireBuffer recv(pool, p, unit.chunk);
           c.reduce_scatter(send.data(), recv.data(), unit.chunk, wire_type(p), ReduceOp::kSum);
-          recv.unpack({shard, unit.chunk}, scale, true);
+          recv.unpack({shard, unit.chunk}, 1.0f, true);
         },
         reduce_scatter_bytes(unit.padded_size(ranks_), ranks_, element_));
   }
@@ -532,8 +542,7 @@ class Engine {
   size_t samples_;
   SyntheticDataset data_;
   LossScaler scaler_;
-  ScratchPool pool_;  // before worker_: outlives the operations
-  std::unique_ptr<CommWorker> worker_;
+  ScratchPool pool_;
   std::unique_ptr<Optimizer> optimizer_;
   size_t applied_steps_ = 0;
   size_t communicated_ = 0;
@@ -555,6 +564,9 @@ class Engine {
 
   ForwardCache cache_;
   std::vector<float> inputs_, targets_, grad_output_;
+  // Last: destroyed first, so that no queued operation outlives the buffers
+  // and the pool it writes into.
+  std::unique_ptr<CommWorker> worker_;
 };
 
 }  // namespace

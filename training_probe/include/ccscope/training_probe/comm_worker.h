@@ -14,6 +14,7 @@
 #include <exception>
 #include <functional>
 #include <mutex>
+#include <string>
 #include <thread>
 
 #include "ccscope/collectives/communicator.h"
@@ -43,6 +44,11 @@ class CommWorker {
   void wait_all();
   // True once operation `ticket` completed (does not block or count as exposed).
   bool done(size_t ticket);
+  // Called with the timeout's message before wait() throws (it may end the
+  // process: the worker thread is stuck inside the backend).
+  void on_timeout(std::function<void(const std::string&)> handler) {
+    on_timeout_ = std::move(handler);
+  }
   // Counters since the last take (the training loop takes them once per step).
   CommCounters take_counters();
 
@@ -58,6 +64,7 @@ class CommWorker {
   size_t completed_ = 0;
   bool stopping_ = false;
   bool timed_out_ = false;
+  std::function<void(const std::string&)> on_timeout_;
   std::exception_ptr error_;
   CommCounters counters_;
   std::thread thread_;

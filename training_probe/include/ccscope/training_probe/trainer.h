@@ -58,6 +58,10 @@ struct TrainOptions {
   LossScalerOptions loss_scaler;    // fp16 only
   std::chrono::milliseconds timeout{std::chrono::minutes(5)};  // any one wait
   bool check_consistency = false;  // after each step, compare parameters across ranks
+  // Called (from the training thread) when a communication wait times out,
+  // before anything is unwound: the verb ends the job there (MPI_Abort), since
+  // the communication thread is still inside the backend. Unset: TimeoutError.
+  std::function<void(const std::string&)> on_timeout;
   Faults faults;
 };
 
