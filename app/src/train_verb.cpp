@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -198,10 +199,9 @@ bool agrees(double measured, double expected, double slack) {
 void export_run(const std::string& dir, const TrainOptions& o) {
   std::filesystem::create_directories(dir);
   auto write = [&](const std::string& file, const void* data, size_t bytes) {
-    std::ofstream out(std::filesystem::path(dir) / file, std::ios::binary | std::ios::trunc);
-    out.write(static_cast<const char*>(data), static_cast<std::streamsize>(bytes));
-    if (!out)
-      throw std::runtime_error("cannot write " + (std::filesystem::path(dir) / file).string());
+    const std::string path = (std::filesystem::path(dir) / file).string();
+    reports::write_whole_file(reports::resolve_output(path),
+                              {static_cast<const char*>(data), bytes});
   };
   const size_t samples = o.dataset_samples ? o.dataset_samples : 8 * o.global_batch;
   const std::vector<float> params = initial_parameters(o.shape, o.seed);
@@ -241,11 +241,8 @@ class RowFile {
   RowFile(const RowFile&) = delete;
   RowFile& operator=(const RowFile&) = delete;
   void append(const std::string& text) {
-    for (size_t done = 0; done < text.size();) {
-      const ssize_t n = ::write(fd_, text.data() + done, text.size() - done);
-      if (n <= 0) throw std::runtime_error("cannot write a row: " + std::string(strerror(errno)));
-      done += static_cast<size_t>(n);
-    }
+    if (!reports::write_all(fd_, text))
+      throw std::runtime_error("cannot write a row: " + std::string(std::strerror(errno)));
   }
 
  private:
@@ -394,14 +391,10 @@ RunOutcome run_one(const World& world, const TrainOptions& options, size_t ranks
   r.run_id = id;
   r.strategy = std::string(name(options.strategy));
   r.ranks = static_cast<int64_t>(ranks);
-  int node_count = 1;
-  {
-    std::vector<std::string> hosts(world.hostnames().begin(),
-                                   world.hostnames().begin() + static_cast<std::ptrdiff_t>(ranks));
-    std::sort(hosts.begin(), hosts.end());
-    node_count = static_cast<int>(std::unique(hosts.begin(), hosts.end()) - hosts.begin());
-  }
-  r.nodes = node_count;
+  // The nodes of the run's ranks, by World's own node arithmetic.
+  const std::vector<std::string> hosts(
+      world.hostnames().begin(), world.hostnames().begin() + static_cast<std::ptrdiff_t>(ranks));
+  r.nodes = World::from_hostnames(0, hosts).node_count();
   r.backend = comm->backend_name();
   r.precision = std::string(name(options.precision));
   r.optimizer = std::string(name(options.optimizer.kind));
@@ -466,9 +459,7 @@ int run_training(const TrainFlags& flags, TrainOptions base, const std::vector<s
   const bool leader = world.rank() == 0;
   const size_t world_size = static_cast<size_t>(world.size());
   auto fail_usage = [&](const std::string& what) {
-    if (leader)
-      std::fprintf(stderr, "ccscope train: error: %s (ccscope train --help)\n", what.c_str());
-    return kExitUsage;
+    return leader ? usage_error(kTrainVerb, what) : kExitUsage;
   };
   std::vector<size_t> rank_counts = counts.empty() ? std::vector<size_t>{world_size} : counts;
   if (base.strategy == Strategy::kSingle) rank_counts = {1};

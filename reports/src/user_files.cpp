@@ -74,7 +74,8 @@ std::string follow_dangling_link(std::string path) {
   throw InputError(quote_name(path) + ": " + path_problem(ELOOP));
 }
 
-// Writes all of `text` to fd; false with errno set on failure.
+}  // namespace
+
 bool write_all(int fd, std::string_view text) {
   const char* p = text.data();
   size_t left = text.size();
@@ -89,6 +90,8 @@ bool write_all(int fd, std::string_view text) {
   }
   return true;
 }
+
+namespace {
 
 [[noreturn]] void fail_writing(const OutputTarget& target, int err, const std::string& how = "") {
   throw std::runtime_error(

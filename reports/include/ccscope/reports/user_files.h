@@ -64,6 +64,8 @@ void write_whole_file(const OutputTarget& target, std::string_view content);
 // are created or truncated, devices and FIFOs opened in place (a FIFO without
 // a reader is refused rather than waited on). Returns a file descriptor.
 int open_stream_output(const OutputTarget& target);
+// Writes all of `text` to `fd` (again after EINTR); false with errno set on failure.
+bool write_all(int fd, std::string_view text);
 
 // Reads a whole results file (at most `max_bytes`). Throws InputError for a
 // directory, an unreadable path, a NUL byte (binary data, /dev/zero) with its
