@@ -96,24 +96,21 @@ class WireBuffer {
     }
     std::memset(bytes_.get() + values.size() * e, 0, size_ - values.size() * e);
   }
-  // out[i] (+)= element(i) * scale
-  void unpack(std::span<float> out, float scale, bool accumulate) const {
+  // out[i] = element(i), or out[i] += element(i) (a reduce-scatter accumulating
+  // micro-batches into the shard).
+  void unpack(std::span<float> out, bool accumulate) const {
     if (precision_ == Precision::kFloat32) {
       const auto* in = reinterpret_cast<const float*>(bytes_.get());
-      if (scale == 1.0f && !accumulate) {
+      if (accumulate)
+        for (size_t i = 0; i < out.size(); ++i) out[i] += in[i];
+      else
         std::memcpy(out.data(), in, out.size() * 4);
-      } else if (accumulate) {
-        for (size_t i = 0; i < out.size(); ++i) out[i] += in[i] * scale;
-      } else {
-        for (size_t i = 0; i < out.size(); ++i) out[i] = in[i] * scale;
-      }
       return;
     }
     const auto* words = reinterpret_cast<const uint16_t*>(bytes_.get());
     for (size_t i = 0; i < out.size(); ++i) {
-      const float v = (precision_ == Precision::kBFloat16 ? bfloat16_to_float(words[i])
-                                                          : half_to_float(words[i])) *
-                      scale;
+      const float v = precision_ == Precision::kBFloat16 ? bfloat16_to_float(words[i])
+                                                         : half_to_float(words[i]);
       out[i] = accumulate ? out[i] + v : v;
     }
   }
@@ -139,7 +136,6 @@ class Engine {
  public:
   Engine(const TrainOptions& options, Communicator* communicator)
       : o_(options),
-        comm_(communicator),
         ranks_(communicator ? static_cast<size_t>(communicator->size()) : 1),
         rank_(communicator ? static_cast<size_t>(communicator->rank()) : 0),
         model_(options.shape, options.precision),
@@ -150,8 +146,8 @@ class Engine {
         samples_(options.dataset_samples ? options.dataset_samples : 8 * options.global_batch),
         data_(make_teacher_dataset(samples_, options.shape.width, options.seed)),
         scaler_(options.loss_scaler) {
-    if (comm_) {
-      worker_ = std::make_unique<CommWorker>(*comm_, o_.timeout, o_.overlap);
+    if (communicator) {
+      worker_ = std::make_unique<CommWorker>(*communicator, o_.timeout, o_.overlap);
       worker_->on_timeout(o_.on_timeout);
     }
     const std::vector<float> initial = initial_parameters(o_.shape, o_.seed);
@@ -345,7 +341,7 @@ class Engine {
           WireBuffer wire(pool, p, r.size());
           wire.pack({grads, r.size()}, scale);
           c.all_reduce(wire.data(), wire.data(), r.size(), wire_type(p), ReduceOp::kSum);
-          wire.unpack({grads, r.size()}, 1.0f, false);
+          wire.unpack({grads, r.size()}, false);
         },
         all_reduce_bytes(r.size(), ranks_, element_));
   }
@@ -365,7 +361,7 @@ class Engine {
           send.pack({values, unit.unit.size()}, scale);  // divided before the sum, as DDP
           WireBuffer recv(pool, p, unit.chunk);
           c.reduce_scatter(send.data(), recv.data(), unit.chunk, wire_type(p), ReduceOp::kSum);
-          recv.unpack({shard, unit.chunk}, 1.0f, true);
+          recv.unpack({shard, unit.chunk}, true);
         },
         reduce_scatter_bytes(unit.padded_size(ranks_), ranks_, element_));
   }
@@ -414,7 +410,7 @@ class Engine {
           WireBuffer send(pool, p, unit.chunk);
           send.pack({mine, unit.chunk});
           c.all_gather(send.data(), recv.data(), unit.chunk, wire_type(p));
-          recv.unpack(*full, 1.0f, false);
+          recv.unpack(*full, false);
         },
         all_gather_bytes(unit.padded_size(ranks_), ranks_, element_));
   }
@@ -476,7 +472,7 @@ class Engine {
             send.pack({mine, unit.chunk});
             WireBuffer recv(pool, p, unit.padded_size(ranks));
             c.all_gather(send.data(), recv.data(), unit.chunk, wire_type(p));
-            recv.unpack({full, unit.unit.size()}, 1.0f, false);
+            recv.unpack({full, unit.unit.size()}, false);
           },
           all_gather_bytes(unit.padded_size(ranks_), ranks_, element_));
     }
@@ -531,7 +527,6 @@ class Engine {
   }
 
   const TrainOptions& o_;
-  Communicator* comm_;
   size_t ranks_;
   size_t rank_;
   Model model_;
