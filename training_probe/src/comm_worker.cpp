@@ -112,11 +112,6 @@ void CommWorker::wait(size_t ticket) {
   if (error_) std::rethrow_exception(error_);
 }
 
-bool CommWorker::done(size_t ticket) {
-  std::lock_guard lock(mutex_);
-  return completed_ >= ticket;
-}
-
 void CommWorker::wait_all() {
   size_t last = 0;
   {

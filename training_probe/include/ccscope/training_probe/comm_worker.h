@@ -42,8 +42,6 @@ class CommWorker {
   // an operation's error; throws TimeoutError after the timeout.
   void wait(size_t ticket);
   void wait_all();
-  // True once operation `ticket` completed (does not block or count as exposed).
-  bool done(size_t ticket);
   // Called with the timeout's message before wait() throws (it may end the
   // process: the worker thread is stuck inside the backend).
   void on_timeout(std::function<void(const std::string&)> handler) {
