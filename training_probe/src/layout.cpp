@@ -46,6 +46,12 @@ Range Shard::owned(size_t rank) const {
   return {begin, end};
 }
 
+Range split_evenly(size_t n, size_t parts, size_t index) {
+  const size_t base = n / parts, extra = n % parts;
+  const size_t begin = index * base + std::min(index, extra);
+  return {begin, begin + base + (index < extra ? 1 : 0)};
+}
+
 Shard shard_range(Range unit, size_t ranks) {
   if (ranks == 0) throw std::invalid_argument("sharding over zero ranks");
   return Shard{unit, (unit.size() + ranks - 1) / ranks};

@@ -2,6 +2,7 @@
 // Factories for the concrete backends. A backend that was not compiled in, or
 // that finds no usable device, reports it with UsageError.
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "ccscope/collectives/communicator.h"
@@ -15,6 +16,10 @@ struct MpiOptions {
   // Over the world's first `first_ranks` ranks (MPI_Comm_split; the factory
   // returns nullptr on the other ranks); 0: every rank.
   int first_ranks = 0;
+  // Over the ranks that pass the same color (MPI_Comm_split, ordered by world
+  // rank): a training probe's tensor-, pipeline- and data-parallel groups.
+  // Negative: this rank joins none (nullptr). Unset: first_ranks decides.
+  std::optional<int> color;
   // Wait in the nonblocking form of each collective, yielding the core between
   // tests, instead of the blocking call's busy poll: a rank's other threads
   // (the training probe's compute) keep the core while communication waits.

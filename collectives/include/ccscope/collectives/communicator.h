@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "ccscope/collectives/types.h"
@@ -52,7 +53,26 @@ class CapturedOperations {
 //  all_to_all:     send and recv hold size()*count_per_peer elements; block p of
 //                  send goes to rank p.
 //  send_recv:      sends count elements to send_peer, receives count from recv_peer.
+//  batch_send_recv: every send and receive of the batch posted together, as
+//                  torch.distributed.batch_isend_irecv (NCCL: ncclSend/ncclRecv
+//                  in one group; MPI: Isend/Irecv then Waitall), so that no
+//                  order of the batch's transfers can deadlock. Counts may
+//                  differ per peer and may be 0; a peer may be this rank.
+//                  Between one pair, messages are matched in the order listed.
+//                  An all-to-all with per-peer counts (MPI_Alltoallv) is one
+//                  send to and one receive from every rank.
 // Operations may return before they complete (NCCL); wait() completes them.
+struct PeerSend {
+  int peer = 0;
+  const void* data = nullptr;
+  size_t count = 0;  // elements
+};
+struct PeerRecv {
+  int peer = 0;
+  void* data = nullptr;
+  size_t count = 0;  // elements; must equal the matching send's
+};
+
 class Communicator {
  public:
   virtual ~Communicator() = default;
@@ -79,6 +99,8 @@ class Communicator {
   virtual void all_to_all(const void* send, void* recv, size_t count_per_peer, DataType type) = 0;
   virtual void send_recv(const void* send, int send_peer, void* recv, int recv_peer, size_t count,
                          DataType type) = 0;
+  virtual void batch_send_recv(std::span<const PeerSend> sends, std::span<const PeerRecv> recvs,
+                               DataType type) = 0;
 
   // Blocks until every issued operation completed; throws TimeoutError after
   // `timeout` and BackendError on an asynchronous backend failure.

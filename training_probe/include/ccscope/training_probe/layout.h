@@ -16,6 +16,11 @@ struct Range {
   bool operator==(const Range&) const = default;
 };
 
+// Part `index` of `n` items cut into `parts` near-equal contiguous ranges (the
+// first n % parts ranges one longer): tensor-parallel shards of a width that
+// does not divide, experts over ranks, layers over stages.
+Range split_evenly(size_t n, size_t parts, size_t index);
+
 // PyTorch DDP's bucket assignment: parameters in reverse registration order
 // (b_last, W_last, ..., b0, W0), a bucket closed once it holds `bucket_bytes`
 // or more; the first bucket's cap is `first_bucket_bytes` (DDP's
