@@ -24,7 +24,9 @@ std::optional<PipelineSchedule> parse_pipeline_schedule(std::string_view text);
 // Contiguous pieces of a run of blocks (layers, or tensor-parallel layer
 // pairs) with parameter counts `weights`: `pieces` non-empty ranges of block
 // indices covering [0, weights.size()), minimising the largest piece's weight
-// (ties: the earliest cut). Needs weights.size() >= pieces >= 1.
+// (ties: the earliest cuts, each cut as early as the optimum allows: 7 equal
+// blocks in 3 pieces give 1, 3, 3). Needs weights.size() >= pieces >= 1,
+// else throws std::invalid_argument.
 std::vector<Range> balance_stages(std::span<const size_t> weights, size_t pieces);
 
 // Why a pipeline cannot run ("" when it can): stages >= 1, micro_batches >= 1,
@@ -85,6 +87,19 @@ struct PipelineTransfer {
 // batch after it. Batches pair a send with the receive that follows it, as
 // Megatron-LM's send_forward_recv_backward does, so that no stage blocks in a
 // send while its peer blocks in one towards it.
+//  GPipe, 1F1B: before each pass, one batch: the previous pass's output and
+//        this pass's input.
+//  Interleaved: Megatron-LM's grouping (send_forward_backward_recv_forward_
+//        backward): in the steady state a forward and the backward after it
+//        run after one batch that sends both outputs of the previous pair and
+//        receives both inputs of this pair; the backward's own step then has
+//        an empty batch (nothing to post). Warm-up forwards and cool-down
+//        backwards get one batch each, as above. (One batch per pass
+//        deadlocks interleaved plans, e.g. N = 2, M = 4, v = 2 or N = 3,
+//        M = 6, v = 2, and misses the textbook bubble where it does not.)
+// Within a batch, transfers are listed in pass order (a forward's activation
+// before a backward's gradient); between one pair of stages they match in
+// that order (batch_send_recv's rule), which simulate_plans checks.
 struct PipelineStep {
   std::vector<PipelineTransfer> sends;  // posted together with `recvs`
   std::vector<PipelineTransfer> recvs;
@@ -95,9 +110,13 @@ std::vector<PipelineStep> pipeline_plan(PipelineSchedule schedule, size_t stages
 
 // Every stage's plan run together with rendezvous semantics (a batch
 // completes only when every transfer in it has its partner posted; a stage
-// waits in one batch at a time), each forward costing `forward_cost` and each
-// backward `backward_cost` per chunk, transfers free. `deadlocked` when no
-// stage can proceed before all finish.
+// waits in one batch at a time; between a pair of stages the sends of one
+// meet the receives of the other in posting order), each forward costing
+// `forward_cost` and each backward `backward_cost` per pass (so per chunk),
+// transfers free. `deadlocked` when no stage can proceed before all finish;
+// a send that meets a receive of another tensor stops the run with
+// `problem` set (not deadlocked). Invalid arguments throw
+// std::invalid_argument, as pipeline_passes and pipeline_plan do.
 struct PipelineSimulation {
   bool deadlocked = false;
   double makespan = 0;
@@ -106,5 +125,9 @@ struct PipelineSimulation {
 };
 PipelineSimulation simulate_pipeline(PipelineSchedule schedule, size_t stages, size_t micro_batches,
                                      size_t chunks, double forward_cost, double backward_cost);
+// The same for any plans, one per stage (plans[s] is stage s's): a hand-made
+// or altered plan, to show what the simulator catches.
+PipelineSimulation simulate_plans(const std::vector<std::vector<PipelineStep>>& plans,
+                                  double forward_cost, double backward_cost);
 
 }  // namespace ccscope::training_probe
