@@ -58,6 +58,10 @@ class CorruptingCommunicator : public Communicator {
   void send_recv(const void* s, int sp, void* r, int rp, size_t c, DataType t) override {
     inner_->send_recv(s, sp, r, rp, c, t);
   }
+  void batch_send_recv(std::span<const PeerSend> s, std::span<const PeerRecv> r,
+                       DataType t) override {
+    inner_->batch_send_recv(s, r, t);
+  }
   void wait(std::chrono::milliseconds timeout) override { inner_->wait(timeout); }
   std::unique_ptr<StampClock> make_clock(size_t stamps) override {
     return inner_->make_clock(stamps);

@@ -78,6 +78,10 @@ class RecordingCommunicator : public Communicator {
                  DataType type) override {
     inner_->send_recv(send, to, recv, from, count, type);
   }
+  void batch_send_recv(std::span<const PeerSend> sends, std::span<const PeerRecv> recvs,
+                       DataType type) override {
+    inner_->batch_send_recv(sends, recvs, type);
+  }
   void wait(std::chrono::milliseconds timeout) override { inner_->wait(timeout); }
   std::unique_ptr<StampClock> make_clock(size_t stamps) override {
     return inner_->make_clock(stamps);

@@ -1,5 +1,5 @@
 // The MPI backend: host memory, one MPI call per collective on MPI_COMM_WORLD
-// (or a communicator of the world's first ranks).
+// (or a communicator of the world's first ranks, or of the ranks of one color).
 #include <mpi.h>
 #include <sched.h>
 #include <time.h>
@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <span>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -218,6 +220,93 @@ class MpiCommunicator : public Communicator {
               "MPI_Sendrecv");
   }
 
+  // Every receive posted (in the order listed, so MPI's non-overtaking rule
+  // matches a pair's messages in that order), then every send, then all
+  // completed together. A tag of its own keeps the batch apart from send_recv.
+  void batch_send_recv(std::span<const PeerSend> sends, std::span<const PeerRecv> recvs,
+                       DataType type) override {
+    constexpr int kBatchTag = 7102;
+    // Checked before anything is posted, so that nothing is left in flight.
+    std::vector<int> send_counts, recv_counts;
+    for (const PeerSend& s : sends) {
+      check_peer(s.peer, "send");
+      send_counts.push_back(to_int_count(s.count));
+    }
+    for (const PeerRecv& r : recvs) {
+      check_peer(r.peer, "receive");
+      recv_counts.push_back(to_int_count(r.count));
+    }
+    const MPI_Datatype mpi_element = mpi_type(type);
+    std::vector<MPI_Request> requests;
+    requests.reserve(recvs.size() + sends.size());
+    auto post = [&](int code, const char* call) {
+      if (code == MPI_SUCCESS) return;
+      // Nothing may write into the caller's buffers after we throw: cancel the
+      // posted receives; the posted sends complete (or fail) on their own.
+      for (size_t i = 0; i < requests.size(); ++i) {
+        if (i < recvs.size()) MPI_Cancel(&requests[i]);
+        MPI_Request_free(&requests[i]);
+      }
+      check_mpi(code, call);
+    };
+    for (size_t i = 0; i < recvs.size(); ++i) {
+      MPI_Request request = MPI_REQUEST_NULL;
+      post(MPI_Irecv(recvs[i].data, recv_counts[i], mpi_element, recvs[i].peer, kBatchTag, comm_,
+                     &request),
+           "MPI_Irecv (batch_send_recv)");
+      requests.push_back(request);
+    }
+    for (size_t i = 0; i < sends.size(); ++i) {
+      MPI_Request request = MPI_REQUEST_NULL;
+      post(MPI_Isend(sends[i].data, send_counts[i], mpi_element, sends[i].peer, kBatchTag, comm_,
+                     &request),
+           "MPI_Isend (batch_send_recv)");
+      requests.push_back(request);
+    }
+    if (requests.empty()) return;
+    std::vector<MPI_Status> statuses(requests.size());
+    const int count = static_cast<int>(requests.size());
+    const char* call =
+        yielding_waits_ ? "MPI_Testall (batch_send_recv)" : "MPI_Waitall (batch_send_recv)";
+    int code = MPI_SUCCESS;
+    if (!yielding_waits_) {
+      code = MPI_Waitall(count, requests.data(), statuses.data());
+    } else {
+      // As collective(): test, yielding the core (after a short spin).
+      for (int tests = 0;; ++tests) {
+        int done = 0;
+        code = MPI_Testall(count, requests.data(), &done, statuses.data());
+        if (code != MPI_SUCCESS || done) break;
+        if (tests < 64) {
+          sched_yield();
+        } else {
+          const timespec pause{0, 10000};  // 10 us
+          nanosleep(&pause, nullptr);
+        }
+      }
+    }
+    if (code == MPI_ERR_IN_STATUS) {
+      // The failed request's own error, not the generic "error in status".
+      for (const MPI_Status& status : statuses) {
+        if (status.MPI_ERROR != MPI_SUCCESS && status.MPI_ERROR != MPI_ERR_PENDING) {
+          code = status.MPI_ERROR;
+          break;
+        }
+      }
+    }
+    check_mpi(code, call);
+    // MPI accepts a message shorter than the receive; the interface wants them equal.
+    for (size_t i = 0; i < recvs.size(); ++i) {
+      int received = 0;
+      check_mpi(MPI_Get_count(&statuses[i], mpi_element, &received), "MPI_Get_count");
+      if (received != recv_counts[i]) {
+        throw BackendError("MPI backend: batch_send_recv received " + std::to_string(received) +
+                           " elements from rank " + std::to_string(recvs[i].peer) + ", expected " +
+                           std::to_string(recv_counts[i]) + " (the peer sent a different count)");
+      }
+    }
+  }
+
   void wait(std::chrono::milliseconds) override {}  // every MPI call above is blocking
 
   std::unique_ptr<StampClock> make_clock(size_t stamps) override {
@@ -247,6 +336,14 @@ class MpiCommunicator : public Communicator {
         const timespec pause{0, 10000};  // 10 us
         nanosleep(&pause, nullptr);
       }
+    }
+  }
+
+  void check_peer(int peer, const char* what) const {
+    if (peer < 0 || peer >= size_) {
+      throw UsageError("MPI backend: batch_send_recv " + std::string(what) + " peer " +
+                       std::to_string(peer) + " is not a rank of this communicator (0.." +
+                       std::to_string(size_ - 1) + ")");
     }
   }
 
@@ -338,6 +435,17 @@ std::unique_ptr<Communicator> make_mpi_communicator(const World& world) {
 }
 
 std::unique_ptr<Communicator> make_mpi_communicator(const World& world, const MpiOptions& options) {
+  if (options.color) {
+    if (options.first_ranks != 0)
+      throw UsageError("MpiOptions: first_ranks and color both set; a communicator takes one");
+    // Collective over the world: every rank splits, also one that joins none.
+    MPI_Comm sub = MPI_COMM_NULL;
+    const int color = *options.color < 0 ? MPI_UNDEFINED : *options.color;
+    check_mpi(MPI_Comm_split(MPI_COMM_WORLD, color, world.rank(), &sub), "MPI_Comm_split");
+    if (sub == MPI_COMM_NULL) return nullptr;
+    MPI_Comm_set_errhandler(sub, MPI_ERRORS_RETURN);
+    return std::make_unique<MpiCommunicator>(sub, true, options.yielding_waits);
+  }
   if (options.first_ranks == 0 || options.first_ranks == world.size())
     return std::make_unique<MpiCommunicator>(MPI_COMM_WORLD, false, options.yielding_waits);
   if (options.first_ranks < 0 || options.first_ranks > world.size())

@@ -22,6 +22,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <thread>
 #include <utility>
@@ -765,6 +766,35 @@ class NcclCommunicator : public Communicator {
     check_nccl(sent, "ncclSend (send_recv)", rank_, comm);
     check_nccl(received, "ncclRecv (send_recv)", rank_, comm);
     check_call(end, "ncclGroupEnd (send_recv)");
+  }
+
+  // Every ncclSend and ncclRecv in one group (NCCL matches a pair's transfers
+  // in the order issued); an empty batch issues nothing.
+  void batch_send_recv(std::span<const PeerSend> sends, std::span<const PeerRecv> recvs,
+                       DataType type) override {
+    for (const PeerSend& s : sends) check_peer(s.peer, "batch_send_recv send peer");
+    for (const PeerRecv& r : recvs) check_peer(r.peer, "batch_send_recv receive peer");
+    const ncclDataType_t nccl_type = nccl_type_of(type);
+    ncclComm_t comm = live_comm();
+    if (sends.empty() && recvs.empty()) return;
+    check_nccl(ncclGroupStart(), "ncclGroupStart", rank_, comm);
+    // Keep the first failure but always close the group.
+    ncclResult_t first = ncclSuccess;
+    const char* failed_call = "";
+    for (const PeerSend& s : sends) {
+      first = ncclSend(s.data, s.count, nccl_type, s.peer, comm, stream());
+      if (first != ncclSuccess) {
+        failed_call = "ncclSend (batch_send_recv)";
+        break;
+      }
+    }
+    for (size_t i = 0; i < recvs.size() && first == ncclSuccess; ++i) {
+      first = ncclRecv(recvs[i].data, recvs[i].count, nccl_type, recvs[i].peer, comm, stream());
+      if (first != ncclSuccess) failed_call = "ncclRecv (batch_send_recv)";
+    }
+    const ncclResult_t end = ncclGroupEnd();
+    check_nccl(first, failed_call, rank_, comm);
+    check_call(end, "ncclGroupEnd (batch_send_recv)");
   }
 
   void wait(std::chrono::milliseconds timeout) override {

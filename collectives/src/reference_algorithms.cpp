@@ -444,4 +444,39 @@ void pairwise_all_to_all(PointToPoint& p2p, const void* send, void* recv, size_t
   }
 }
 
+void pairwise_all_to_allv(PointToPoint& p2p, std::span<const void* const> send,
+                          std::span<const size_t> send_counts, std::span<void* const> recv,
+                          std::span<const size_t> recv_counts, DataType type) {
+  const int n = p2p.size();
+  const int r = p2p.rank();
+  const size_t un = static_cast<size_t>(n);
+  if (send.size() != un || send_counts.size() != un || recv.size() != un ||
+      recv_counts.size() != un) {
+    throw UsageError("pairwise_all_to_allv: " + std::to_string(send.size()) + " send blocks, " +
+                     std::to_string(send_counts.size()) + " send counts, " +
+                     std::to_string(recv.size()) + " receive blocks and " +
+                     std::to_string(recv_counts.size()) + " receive counts for " +
+                     std::to_string(n) + " ranks; each needs one per rank");
+  }
+  for (size_t p = 0; p < un; ++p) {
+    if (send_counts[p] > 0 && send[p] == nullptr)
+      throw UsageError("pairwise_all_to_allv: null send block for rank " + std::to_string(p));
+    if (recv_counts[p] > 0 && recv[p] == nullptr)
+      throw UsageError("pairwise_all_to_allv: null receive block for rank " + std::to_string(p));
+  }
+  const size_t ur = static_cast<size_t>(r);
+  if (send_counts[ur] != recv_counts[ur]) {
+    throw UsageError("pairwise_all_to_allv: rank " + std::to_string(r) + " sends " +
+                     std::to_string(send_counts[ur]) + " elements to itself but receives " +
+                     std::to_string(recv_counts[ur]));
+  }
+  copy_if_distinct(recv[ur], send[ur], bytes_of(send_counts[ur], type));
+  for (int k = 1; k < n; ++k) {
+    const size_t to = static_cast<size_t>(mod(r + k, n));
+    const size_t from = static_cast<size_t>(mod(r - k, n));
+    p2p.send_recv(static_cast<int>(to), send[to], bytes_of(send_counts[to], type),
+                  static_cast<int>(from), recv[from], bytes_of(recv_counts[from], type));
+  }
+}
+
 }  // namespace ccscope

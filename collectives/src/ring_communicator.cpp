@@ -4,6 +4,7 @@
 // backend, so MPI's own algorithm choice can be compared with a ring.
 #include <cstring>
 #include <memory>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -68,6 +69,79 @@ class RingCommunicator : public Communicator {
     p2p_->send_recv(send_peer, send, bytes, recv_peer, recv, bytes);
   }
 
+  // Two shapes, the ones the reference algorithms have a deadlock-free order
+  // for: at most one send and one receive (one PointToPoint call), and one
+  // send to and one receive from every rank (pairwise_all_to_allv).
+  void batch_send_recv(std::span<const PeerSend> sends, std::span<const PeerRecv> recvs,
+                       DataType type) override {
+    for (const PeerSend& s : sends) check_peer(s.peer, "send");
+    for (const PeerRecv& r : recvs) check_peer(r.peer, "receive");
+    const size_t es = element_size(type);
+    if (sends.size() <= 1 && recvs.size() <= 1) {
+      if (sends.empty() && recvs.empty()) return;
+      if (sends.empty() || recvs.empty()) {
+        const int peer = sends.empty() ? recvs[0].peer : sends[0].peer;
+        if (peer == rank_) {
+          throw UsageError("ring backend: batch_send_recv: a " +
+                           std::string(sends.empty() ? "receive from" : "send to") + " rank " +
+                           std::to_string(rank_) +
+                           " (this rank) needs its matching send and receive in the same batch");
+        }
+        if (sends.empty()) {
+          p2p_->recv(peer, recvs[0].data, recvs[0].count * es);
+        } else {
+          p2p_->send(peer, sends[0].data, sends[0].count * es);
+        }
+        return;
+      }
+      const PeerSend& s = sends[0];
+      const PeerRecv& r = recvs[0];
+      const size_t send_bytes = s.count * es, recv_bytes = r.count * es;
+      const auto* send_first = static_cast<const unsigned char*>(s.data);
+      const auto* recv_first = static_cast<const unsigned char*>(r.data);
+      if (send_bytes > 0 && recv_bytes > 0 && send_first < recv_first + recv_bytes &&
+          recv_first < send_first + send_bytes) {
+        // PointToPoint wants distinct buffers: send from a copy.
+        std::vector<unsigned char> copy(send_first, send_first + send_bytes);
+        p2p_->send_recv(s.peer, copy.data(), send_bytes, r.peer, r.data, recv_bytes);
+        return;
+      }
+      p2p_->send_recv(s.peer, s.data, send_bytes, r.peer, r.data, recv_bytes);
+      return;
+    }
+    const size_t n = static_cast<size_t>(size_);
+    if (sends.size() == n && recvs.size() == n) {
+      std::vector<const void*> send_blocks(n, nullptr);
+      std::vector<void*> recv_blocks(n, nullptr);
+      std::vector<size_t> send_counts(n, 0), recv_counts(n, 0);
+      std::vector<bool> sent_to(n, false), received_from(n, false);
+      bool every_rank_once = true;
+      for (const PeerSend& s : sends) {
+        const size_t p = static_cast<size_t>(s.peer);
+        if (sent_to[p]) every_rank_once = false;
+        sent_to[p] = true;
+        send_blocks[p] = s.data;
+        send_counts[p] = s.count;
+      }
+      for (const PeerRecv& r : recvs) {
+        const size_t p = static_cast<size_t>(r.peer);
+        if (received_from[p]) every_rank_once = false;
+        received_from[p] = true;
+        recv_blocks[p] = r.data;
+        recv_counts[p] = r.count;
+      }
+      if (every_rank_once) {
+        pairwise_all_to_allv(*p2p_, send_blocks, send_counts, recv_blocks, recv_counts, type);
+        return;
+      }
+    }
+    throw UsageError(
+        "ring backend: batch_send_recv supports at most one send and one receive, "
+        "or one send to and one receive from every rank (all-to-all-v); got " +
+        std::to_string(sends.size()) + " sends and " + std::to_string(recvs.size()) +
+        " receives over " + std::to_string(size_) + " ranks");
+  }
+
   void wait(std::chrono::milliseconds) override {}  // every operation above is blocking
 
   std::unique_ptr<StampClock> make_clock(size_t stamps) override {
@@ -75,6 +149,14 @@ class RingCommunicator : public Communicator {
   }
 
  private:
+  void check_peer(int peer, const char* what) const {
+    if (peer < 0 || peer >= size_) {
+      throw UsageError("ring backend: batch_send_recv " + std::string(what) + " peer " +
+                       std::to_string(peer) + " is not a rank of this communicator (0.." +
+                       std::to_string(size_ - 1) + ")");
+    }
+  }
+
   std::unique_ptr<PointToPoint> owned_;
   PointToPoint* p2p_;
   int rank_;

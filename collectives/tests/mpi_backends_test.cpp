@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -15,10 +16,12 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "ccscope/collectives/backends.h"
+#include "ccscope/collectives/error.h"
 #include "ccscope/collectives/types.h"
 #include "ccscope/collectives/world.h"
 #include "expected_values.h"
@@ -231,6 +234,217 @@ TEST(RingBackend, EveryTypeAndOpMatchesTheSerialReduction) {
 TEST(RingBackend, EveryTypeMovesBitForBit) {
   auto comm = make_ring_communicator(*g_world);
   expect_all_ranks_right(check_data_movement(*comm), "ring data movement");
+}
+
+// --- batch_send_recv and colour-split communicators ---
+
+// Elements rank `from` sends to rank `to` in the all-to-all-v: 0, 3, 6 or 9.
+size_t v_count(int from, int to) { return static_cast<size_t>((from * 5 + to * 3 + 1) % 4) * 3; }
+int64_t v_value(DataType type, int from, int to, size_t i) {
+  return test::input_value(type, ReduceOp::kMin, from, static_cast<size_t>(to) * 1000 + i);
+}
+
+// All-to-all-v as one batch (blocks packed back to back, the sends listed
+// downwards, the receives rotated); returns the wrong elements of this rank.
+size_t check_all_to_allv(Communicator& comm, DataType type) {
+  const int n = comm.size(), r = comm.rank();
+  const size_t es = element_size(type), un = static_cast<size_t>(n);
+  std::vector<size_t> send_offset(un + 1, 0), recv_offset(un + 1, 0);
+  for (int p = 0; p < n; ++p) {
+    send_offset[p + 1] = send_offset[p] + v_count(r, p);
+    recv_offset[p + 1] = recv_offset[p] + v_count(p, r);
+  }
+  std::vector<unsigned char> input(send_offset[un] * es + 1), expected(recv_offset[un] * es),
+      output(recv_offset[un] * es + 1);
+  for (int p = 0; p < n; ++p) {
+    for (size_t i = 0; i < v_count(r, p); ++i)
+      test::put(input, type, send_offset[p] + i, v_value(type, r, p, i));
+    for (size_t i = 0; i < v_count(p, r); ++i)
+      test::put(expected, type, recv_offset[p] + i, v_value(type, p, r, i));
+  }
+  std::vector<PeerSend> sends;
+  std::vector<PeerRecv> recvs;
+  for (int p = n - 1; p >= 0; --p)
+    sends.push_back({p, input.data() + send_offset[p] * es, v_count(r, p)});
+  for (int k = 0; k < n; ++k) {
+    const int p = (r + k) % n;
+    recvs.push_back({p, output.data() + recv_offset[p] * es, v_count(p, r)});
+  }
+  comm.batch_send_recv(sends, recvs, type);
+  comm.wait(std::chrono::seconds(60));
+  return count_wrong(
+      output.data(), expected, type,
+      describe(comm, "batch_send_recv all-to-all-v", type, ReduceOp::kSum, recv_offset[un], false));
+}
+
+// A pipeline stage's exchange: send to rank+1 while receiving from rank-1 in
+// one batch (rank q sends q+2 elements).
+size_t check_ring_pass(Communicator& comm, DataType type) {
+  const int n = comm.size(), r = comm.rank();
+  const int right = (r + 1) % n, left = (r + n - 1) % n;
+  const size_t es = element_size(type);
+  const size_t out_count = static_cast<size_t>(r) + 2, in_count = static_cast<size_t>(left) + 2;
+  std::vector<unsigned char> out(out_count * es), in(in_count * es), expected(in_count * es);
+  for (size_t i = 0; i < out_count; ++i) test::put(out, type, i, v_value(type, r, right, i));
+  for (size_t i = 0; i < in_count; ++i) test::put(expected, type, i, v_value(type, left, r, i));
+  const PeerSend send{right, out.data(), out_count};
+  const PeerRecv recv{left, in.data(), in_count};
+  comm.batch_send_recv({&send, 1}, {&recv, 1}, type);
+  comm.wait(std::chrono::seconds(60));
+  return count_wrong(
+      in.data(), expected, type,
+      describe(comm, "batch_send_recv ring pass", type, ReduceOp::kSum, in_count, false));
+}
+
+// Two sends and two receives with different peers in one batch: 3 elements to
+// rank+1 and 5 to rank-1, received from rank-1 and rank+1, listed in opposite
+// orders. With 1 or 2 ranks both go to the same peer: then they are matched in
+// the order listed (sends: first the 3, then the 5; receives likewise).
+size_t check_two_and_two(Communicator& comm, DataType type) {
+  const int n = comm.size(), r = comm.rank();
+  const int right = (r + 1) % n, left = (r + n - 1) % n;
+  const size_t es = element_size(type);
+  std::vector<unsigned char> to_right(3 * es), to_left(5 * es), from_left(3 * es),
+      from_right(5 * es), expect_left(3 * es), expect_right(5 * es);
+  for (size_t i = 0; i < 3; ++i) {
+    test::put(to_right, type, i, v_value(type, r, right, i));
+    test::put(expect_left, type, i, v_value(type, left, r, i));
+  }
+  for (size_t i = 0; i < 5; ++i) {
+    test::put(to_left, type, i, v_value(type, r, left, i + 100));
+    test::put(expect_right, type, i, v_value(type, right, r, i + 100));
+  }
+  const PeerSend sends[] = {{right, to_right.data(), 3}, {left, to_left.data(), 5}};
+  // In a 2-rank or 1-rank job left == right: listed in the senders' order.
+  const bool same_peer = left == right;
+  std::vector<PeerRecv> recvs;
+  if (same_peer) {
+    recvs = {{left, from_left.data(), 3}, {right, from_right.data(), 5}};
+  } else {
+    recvs = {{right, from_right.data(), 5}, {left, from_left.data(), 3}};
+  }
+  comm.batch_send_recv(sends, recvs, type);
+  comm.wait(std::chrono::seconds(60));
+  const std::string what =
+      describe(comm, "batch_send_recv two and two", type, ReduceOp::kSum, 8, false);
+  return count_wrong(from_left.data(), expect_left, type, what + " from-left") +
+         count_wrong(from_right.data(), expect_right, type, what + " from-right");
+}
+
+// Runs one check; an exception counts as a wrong element, so that this rank
+// still reaches the verdict the other ranks wait in.
+template <typename Check>
+size_t without_throwing(Check check) {
+  try {
+    return check();
+  } catch (const std::exception& error) {
+    ADD_FAILURE() << "rank " << g_world->rank() << ": " << error.what();
+    return 1;
+  }
+}
+
+const DataType kBatchTypes[] = {DataType::kInt32, DataType::kFloat64, DataType::kFloat16,
+                                DataType::kFloat8E4M3, DataType::kUInt8};
+
+TEST(MpiBackend, BatchSendRecvWithAndWithoutYieldingWaits) {
+  for (bool yielding : {false, true}) {
+    MpiOptions options;
+    options.yielding_waits = yielding;
+    auto comm = make_mpi_communicator(*g_world, options);
+    size_t wrong = 0;
+    for (DataType type : kBatchTypes) {
+      wrong += without_throwing([&] { return check_all_to_allv(*comm, type); });
+      wrong += without_throwing([&] { return check_ring_pass(*comm, type); });
+      wrong += without_throwing([&] { return check_two_and_two(*comm, type); });
+    }
+    expect_all_ranks_right(wrong, yielding ? "mpi batch_send_recv, yielding waits"
+                                           : "mpi batch_send_recv, blocking waits");
+  }
+}
+
+TEST(RingBackend, BatchSendRecvAllToAllvAndRingPass) {
+  auto comm = make_ring_communicator(*g_world);
+  size_t wrong = 0;
+  for (DataType type : kBatchTypes) {
+    wrong += without_throwing([&] { return check_all_to_allv(*comm, type); });
+    wrong += without_throwing([&] { return check_ring_pass(*comm, type); });
+  }
+  expect_all_ranks_right(wrong, "ring batch_send_recv");
+}
+
+TEST(MpiBackend, BatchSendRecvRejectsABadPeerBeforePostingAnything) {
+  auto comm = make_mpi_communicator(*g_world);
+  int32_t value = 0;
+  const PeerRecv recv{comm->size(), &value, 1};
+  EXPECT_THROW(comm->batch_send_recv({}, {&recv, 1}, DataType::kInt32), UsageError);
+  // Nothing was left posted: the communicator still works.
+  expect_all_ranks_right(without_throwing([&] { return check_ring_pass(*comm, DataType::kInt32); }),
+                         "mpi after a rejected batch");
+}
+
+// Colour c = world rank / 2: 4 ranks make two groups of 2 (3 ranks: {0,1}, {2}).
+TEST(MpiBackend, ColorSplitsTheWorldIntoGroupsOrderedByWorldRank) {
+  const int world_rank = g_world->rank(), world_size = g_world->size();
+  MpiOptions options;
+  options.color = world_rank / 2;
+  auto comm = make_mpi_communicator(*g_world, options);
+  size_t wrong = 0;
+  const int first = world_rank / 2 * 2;
+  const int group_size = std::min(2, world_size - first);
+  if (comm == nullptr) {
+    ADD_FAILURE() << "rank " << world_rank << ": no communicator for color " << *options.color;
+    ++wrong;
+  } else {
+    if (comm->rank() != world_rank - first || comm->size() != group_size) {
+      ADD_FAILURE() << "world rank " << world_rank << " is rank " << comm->rank() << " of "
+                    << comm->size() << ", expected " << world_rank - first << " of " << group_size;
+      ++wrong;
+    }
+    // The all-reduce stays inside the group: the sum of its world ranks (+1).
+    int64_t mine = world_rank + 1, sum = 0;
+    comm->all_reduce(&mine, &sum, 1, DataType::kInt64, ReduceOp::kSum);
+    comm->wait(std::chrono::seconds(60));
+    int64_t expected = 0;
+    for (int q = first; q < first + group_size; ++q) expected += q + 1;
+    if (sum != expected) {
+      ADD_FAILURE() << "world rank " << world_rank << ": all_reduce in its group gave " << sum
+                    << ", expected " << expected;
+      ++wrong;
+    }
+    wrong += without_throwing([&] { return check_all_to_allv(*comm, DataType::kInt32); });
+  }
+  expect_all_ranks_right(wrong, "color split");
+}
+
+TEST(MpiBackend, NegativeColorJoinsNoneAndFirstRanksWithColorIsAUsageError) {
+  const int world_rank = g_world->rank(), world_size = g_world->size();
+  MpiOptions options;
+  options.color = world_rank == world_size - 1 ? -1 : 7;  // the last rank sits out
+  auto comm = make_mpi_communicator(*g_world, options);
+  size_t wrong = 0;
+  if (world_rank == world_size - 1) {
+    if (comm != nullptr) {
+      ADD_FAILURE() << "rank " << world_rank << " passed a negative color but got a communicator";
+      ++wrong;
+    }
+  } else if (comm == nullptr || comm->size() != world_size - 1 || comm->rank() != world_rank) {
+    ADD_FAILURE() << "rank " << world_rank << ": expected rank " << world_rank << " of "
+                  << world_size - 1;
+    ++wrong;
+  } else {
+    int64_t one = 1, ranks = 0;
+    comm->all_reduce(&one, &ranks, 1, DataType::kInt64, ReduceOp::kSum);
+    if (ranks != world_size - 1) {
+      ADD_FAILURE() << "all_reduce over color 7 counted " << ranks << " ranks";
+      ++wrong;
+    }
+  }
+  expect_all_ranks_right(wrong, "negative color");
+
+  MpiOptions both;
+  both.first_ranks = 1;
+  both.color = 0;
+  EXPECT_THROW(make_mpi_communicator(*g_world, both), UsageError);
 }
 
 }  // namespace

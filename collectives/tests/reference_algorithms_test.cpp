@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "ccscope/collectives/backends.h"
+#include "ccscope/collectives/communicator.h"
 #include "ccscope/collectives/error.h"
 #include "ccscope/collectives/in_process_transport.h"
 #include "ccscope/collectives/types.h"
@@ -799,6 +801,277 @@ TEST(ReferenceAlgorithms, ChainBroadcastLargeVectorWithBufferedSends) {
         }
       },
       eager);
+}
+
+}  // namespace
+}  // namespace ccscope
+
+// --- all-to-all-v and batch_send_recv (the ring communicator's shapes) ---
+namespace ccscope {
+namespace {
+
+// Elements rank `from` sends to rank `to` in the all-to-all-v tests: 0, 3, 6 or
+// 9, so every rank count from 2 has zero-length and uneven blocks.
+size_t v_count(int from, int to) { return static_cast<size_t>((from * 5 + to * 3 + 1) % 4) * 3; }
+// Element i of that block: names sender, receiver and position.
+int64_t v_value(DataType type, int from, int to, size_t i) {
+  return data_value(type, from, static_cast<size_t>(to) * 1000 + i);
+}
+
+enum class VPath { kAlgorithm, kCommunicator };
+
+// One all-to-all-v on this rank: the blocks packed back to back (as
+// MPI_Alltoallv's displacements) between guard bytes; every received element
+// compared. `corrupt_from`/`corrupt_to`: that sender flips one element of its
+// block to that receiver after the expected values were fixed (-1: none).
+void run_all_to_allv(PointToPoint& p2p, DataType type, VPath path, Findings& findings,
+                     int corrupt_from = -1, int corrupt_to = -1) {
+  const int n = p2p.size(), r = p2p.rank();
+  const size_t es = element_size(type);
+  std::vector<size_t> send_offset(n + 1, 0), recv_offset(n + 1, 0);
+  for (int p = 0; p < n; ++p) {
+    send_offset[p + 1] = send_offset[p] + v_count(r, p);
+    recv_offset[p + 1] = recv_offset[p] + v_count(p, r);
+  }
+  std::vector<unsigned char> input(send_offset[n] * es + 1);
+  std::vector<unsigned char> expected(recv_offset[n] * es);
+  for (int p = 0; p < n; ++p) {
+    for (size_t i = 0; i < v_count(r, p); ++i)
+      put(input, type, send_offset[p] + i, v_value(type, r, p, i));
+    for (size_t i = 0; i < v_count(p, r); ++i)
+      put(expected, type, recv_offset[p] + i, v_value(type, p, r, i));
+  }
+  if (r == corrupt_from && v_count(r, corrupt_to) > 0) {
+    const size_t i = send_offset[corrupt_to] + v_count(r, corrupt_to) - 1;
+    put(input, type, i, get(input.data() + i * es, type) == 1 ? 2 : 1);
+  }
+  std::vector<unsigned char> guarded(kGuard + recv_offset[n] * es + kGuard, kCanary);
+  unsigned char* out = guarded.data() + kGuard;
+  const std::string what =
+      std::string(path == VPath::kAlgorithm ? "pairwise_all_to_allv" : "ring batch_send_recv") +
+      " type=" + std::string(name(type)) + " ranks=" + std::to_string(n) +
+      " rank=" + std::to_string(r);
+  if (path == VPath::kAlgorithm) {
+    std::vector<const void*> send(n);
+    std::vector<void*> recv(n);
+    std::vector<size_t> send_counts(n), recv_counts(n);
+    for (int p = 0; p < n; ++p) {
+      send[p] = input.data() + send_offset[p] * es;
+      recv[p] = out + recv_offset[p] * es;
+      send_counts[p] = v_count(r, p);
+      recv_counts[p] = v_count(p, r);
+    }
+    pairwise_all_to_allv(p2p, send, send_counts, recv, recv_counts, type);
+  } else {
+    // Listed in no particular order: sends downwards, receives rotated.
+    std::vector<PeerSend> sends;
+    std::vector<PeerRecv> recvs;
+    for (int p = n - 1; p >= 0; --p)
+      sends.push_back({p, input.data() + send_offset[p] * es, v_count(r, p)});
+    for (int k = 0; k < n; ++k) {
+      const int p = (r + k) % n;
+      recvs.push_back({p, out + recv_offset[p] * es, v_count(p, r)});
+    }
+    auto comm = make_ring_communicator(p2p);
+    comm->batch_send_recv(sends, recvs, type);
+    comm->wait(std::chrono::milliseconds(0));
+  }
+  if (!guards_intact(guarded, recv_offset[n] * es)) {
+    findings.add(what + ": wrote outside its output buffer");
+  }
+  compare_output(out, expected, type, what, findings);
+}
+
+class AllToAllvTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(AllToAllvTest, UnevenAndZeroCountsArriveExactlyForEveryType) {
+  const int ranks = GetParam();
+  Findings findings;
+  InProcessTransport::run(ranks, [&](PointToPoint& p2p) {
+    for (DataType type : kTypes) {
+      run_all_to_allv(p2p, type, VPath::kAlgorithm, findings);
+      run_all_to_allv(p2p, type, VPath::kCommunicator, findings);
+    }
+  });
+  for (const std::string& text : findings.texts()) ADD_FAILURE() << text;
+  EXPECT_EQ(findings.total(), 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(OneToFourRanks, AllToAllvTest, ::testing::Range(1, 5),
+                         [](const ::testing::TestParamInfo<int>& info) {
+                           return std::to_string(info.param) + "ranks";
+                         });
+
+TEST(AllToAllv, TheCountsHaveZeroAndUnevenBlocks) {
+  // The pattern the tests above rely on, for 2 to 4 ranks.
+  std::set<size_t> counts;
+  for (int from = 0; from < 2; ++from)
+    for (int to = 0; to < 2; ++to) counts.insert(v_count(from, to));
+  EXPECT_TRUE(counts.count(0) == 1 && counts.size() >= 3);
+}
+
+TEST(AllToAllv, OneCorruptedElementIsCaughtOnItsReceiverOnly) {
+  // Of 4 ranks, rank 3 sends 6 elements to rank 2 and corrupts its last one:
+  // rank 2's element (blocks of ranks 0..2, then 5) must be the one finding.
+  ASSERT_EQ(v_count(3, 2), 6u);
+  const size_t element = v_count(0, 2) + v_count(1, 2) + v_count(2, 2) + 5;
+  for (VPath path : {VPath::kAlgorithm, VPath::kCommunicator}) {
+    Findings findings;
+    InProcessTransport::run(4, [&](PointToPoint& p2p) {
+      run_all_to_allv(p2p, DataType::kInt32, path, findings, 3, 2);
+    });
+    ASSERT_EQ(findings.total(), 1u);
+    const std::string& text = findings.texts()[0];
+    EXPECT_NE(text.find("rank=2: element " + std::to_string(element) + " is "), std::string::npos)
+        << text;
+  }
+}
+
+TEST(AllToAllv, MismatchedCountIsAnErrorNotAHang) {
+  EXPECT_THROW(InProcessTransport::run(
+                   2,
+                   [](PointToPoint& p2p) {
+                     const int r = p2p.rank();
+                     std::vector<int32_t> send(4, r), recv(4, -1);
+                     // Rank 0 expects 3 elements from rank 1, which sends 2.
+                     std::vector<const void*> s = {send.data(), send.data() + 2};
+                     std::vector<void*> d = {recv.data(), recv.data() + (r == 0 ? 1 : 2)};
+                     std::vector<size_t> sc = {1, 2}, rc = {1, 3};  // rank 0
+                     if (r == 1) {
+                       sc = {2, 1};
+                       rc = {2, 1};
+                     }
+                     pairwise_all_to_allv(p2p, s, sc, d, rc, DataType::kInt32);
+                   },
+                   short_timeout()),
+               BackendError);
+}
+
+// The ring communicator's one-send-one-receive shapes.
+TEST(RingBatchSendRecv, RingPassWithDifferentCountsPerRank) {
+  for (int ranks = 1; ranks <= 4; ++ranks) {
+    InProcessTransport::run(
+        ranks,
+        [](PointToPoint& p2p) {
+          const int n = p2p.size(), r = p2p.rank();
+          const int right = (r + 1) % n, left = (r + n - 1) % n;
+          // Rank q sends q + 2 elements q*100 + i.
+          std::vector<int64_t> out(r + 2), in(left + 2, -1);
+          for (size_t i = 0; i < out.size(); ++i) out[i] = r * 100 + static_cast<int64_t>(i);
+          const PeerSend send{right, out.data(), out.size()};
+          const PeerRecv recv{left, in.data(), in.size()};
+          auto comm = make_ring_communicator(p2p);
+          comm->batch_send_recv({&send, 1}, {&recv, 1}, DataType::kInt64);
+          for (size_t i = 0; i < in.size(); ++i) {
+            if (in[i] != left * 100 + static_cast<int64_t>(i))
+              throw std::runtime_error("rank " + std::to_string(r) + " element " +
+                                       std::to_string(i) + " wrong");
+          }
+        },
+        short_timeout());
+  }
+}
+
+TEST(RingBatchSendRecv, SelfExchangeAlsoInOneBuffer) {
+  InProcessTransport::run(
+      3,
+      [](PointToPoint& p2p) {
+        const int r = p2p.rank();
+        auto comm = make_ring_communicator(p2p);
+        std::vector<int32_t> out = {r, r + 10, r + 20}, in(3, -1);
+        const PeerSend send{r, out.data(), 3};
+        const PeerRecv recv{r, in.data(), 3};
+        comm->batch_send_recv({&send, 1}, {&recv, 1}, DataType::kInt32);
+        if (in != out) throw std::runtime_error("self exchange failed");
+        // The same memory sent and received (a ring pass in place, here to self).
+        std::vector<int32_t> both = {r * 7, r * 7 + 1};
+        const PeerSend send_both{r, both.data(), 2};
+        const PeerRecv recv_both{r, both.data(), 2};
+        comm->batch_send_recv({&send_both, 1}, {&recv_both, 1}, DataType::kInt32);
+        if (both != std::vector<int32_t>{r * 7, r * 7 + 1})
+          throw std::runtime_error("in-place self exchange failed");
+        // A zero-count self exchange and an empty batch complete.
+        const PeerSend none{r, nullptr, 0};
+        const PeerRecv nothing{r, nullptr, 0};
+        comm->batch_send_recv({&none, 1}, {&nothing, 1}, DataType::kInt32);
+        comm->batch_send_recv({}, {}, DataType::kInt32);
+      },
+      short_timeout());
+}
+
+TEST(RingBatchSendRecv, OneSendOnlyAndOneReceiveOnly) {
+  InProcessTransport::run(
+      3,
+      [](PointToPoint& p2p) {
+        const int r = p2p.rank();
+        auto comm = make_ring_communicator(p2p);
+        std::vector<uint8_t> data = {1, 2, 3, 4, 5};
+        if (r == 0) {
+          const PeerSend send{2, data.data(), data.size()};
+          comm->batch_send_recv({&send, 1}, {}, DataType::kUInt8);
+        } else if (r == 2) {
+          std::vector<uint8_t> in(5, 0);
+          const PeerRecv recv{0, in.data(), in.size()};
+          comm->batch_send_recv({}, {&recv, 1}, DataType::kUInt8);
+          if (in != data) throw std::runtime_error("receive-only batch got wrong data");
+        } else {
+          comm->batch_send_recv({}, {}, DataType::kUInt8);
+        }
+      },
+      short_timeout());
+}
+
+// Throws what `body` throws on any rank, as one line.
+template <typename Body>
+std::string usage_error_of(int ranks, Body body) {
+  try {
+    InProcessTransport::run(
+        ranks,
+        [&](PointToPoint& p2p) {
+          auto comm = make_ring_communicator(p2p);
+          body(*comm, p2p.rank(), p2p.size());
+        },
+        short_timeout());
+  } catch (const UsageError& error) {
+    return error.what();
+  }
+  return "(no UsageError)";
+}
+
+TEST(RingBatchSendRecv, OtherShapesAreUsageErrorsOfOneLine) {
+  int32_t a = 0, b = 0, c = 0, d = 0;
+  // Two sends and two receives over 3 ranks: neither shape.
+  std::string text = usage_error_of(3, [&](Communicator& comm, int r, int n) {
+    const PeerSend sends[] = {{(r + 1) % n, &a, 1}, {(r + 2) % n, &b, 1}};
+    const PeerRecv recvs[] = {{(r + 2) % n, &c, 1}, {(r + 1) % n, &d, 1}};
+    comm.batch_send_recv(sends, recvs, DataType::kInt32);
+  });
+  EXPECT_NE(text.find("ring backend: batch_send_recv supports at most one send and one receive"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find('\n'), std::string::npos) << text;
+  // One per rank in number, but rank 0 twice and rank 2 never: not all-to-all-v.
+  text = usage_error_of(3, [&](Communicator& comm, int, int) {
+    const PeerSend sends[] = {{0, &a, 1}, {0, &b, 1}, {1, &c, 1}};
+    const PeerRecv recvs[] = {{0, &a, 1}, {1, &b, 1}, {2, &c, 1}};
+    comm.batch_send_recv(sends, recvs, DataType::kInt32);
+  });
+  EXPECT_NE(text.find("supports at most one send"), std::string::npos) << text;
+  // A send to itself with no receive from itself would never complete.
+  text = usage_error_of(2, [&](Communicator& comm, int r, int) {
+    const PeerSend send{r, &a, 1};
+    comm.batch_send_recv({&send, 1}, {}, DataType::kInt32);
+  });
+  EXPECT_NE(text.find("(this rank) needs its matching send and receive"), std::string::npos)
+      << text;
+  // A peer outside the ranks.
+  text = usage_error_of(2, [&](Communicator& comm, int, int) {
+    const PeerRecv recv{2, &a, 1};
+    comm.batch_send_recv({}, {&recv, 1}, DataType::kInt32);
+  });
+  EXPECT_NE(text.find("receive peer 2 is not a rank of this communicator (0..1)"),
+            std::string::npos)
+      << text;
 }
 
 }  // namespace

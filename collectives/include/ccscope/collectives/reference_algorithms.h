@@ -17,6 +17,7 @@
 // the input: an out-of-place input is not modified, and in place the input is
 // read with its original values, each element scaled exactly once.
 #include <cstddef>
+#include <span>
 
 #include "ccscope/collectives/point_to_point.h"
 #include "ccscope/collectives/types.h"
@@ -56,6 +57,17 @@ void chain_broadcast(PointToPoint& p2p, const void* send, void* recv, size_t cou
 // the input; other overlaps are not allowed.
 void pairwise_all_to_all(PointToPoint& p2p, const void* send, void* recv, size_t count_per_peer,
                          DataType type);
+// The same exchange with per-peer blocks and counts (MPI_Alltoallv): send[p]
+// holds send_counts[p] elements for rank p, recv[p] receives recv_counts[p]
+// from rank p; every span has size() entries. In step k this rank sends to
+// (rank+k)%size and receives from (rank-k)%size, each message with its own
+// size; zero counts are still exchanged (as zero-byte messages), so a count
+// that does not match the peer's is a BackendError, never a hang. The own block
+// is copied locally (recv_counts[rank] must equal send_counts[rank]; the two
+// may be the same memory). Blocks must not overlap otherwise.
+void pairwise_all_to_allv(PointToPoint& p2p, std::span<const void* const> send,
+                          std::span<const size_t> send_counts, std::span<void* const> recv,
+                          std::span<const size_t> recv_counts, DataType type);
 
 // Local kernels the algorithms use (also for backends that reduce on the host):
 // out[i] = a[i] op b[i] for count elements; out may be the same pointer as a or b.
