@@ -32,7 +32,9 @@
 #include "ccscope/reports/user_files.h"
 #include "ccscope/training_probe/data.h"
 #include "ccscope/training_probe/deepspeed_config.h"
+#include "ccscope/common/statistics.h"
 #include "ccscope/training_probe/equivalence.h"
+#include "ccscope/training_probe/parallel_trainer.h"
 #include "ccscope/training_probe/summary.h"
 #include "ccscope/training_probe/trainer.h"
 #include "verb_support.h"
@@ -81,7 +83,17 @@ struct TrainFlags {
   std::string csv, runs_csv, export_dir;
   size_t print_every = 10;
   double timeout_seconds = 300;
-  std::string fault;  // tests: sum, sampler, bucket, clip
+  std::string fault;  // tests: sum, sampler, bucket, clip, microbatch, tp-allreduce, expert
+  // Model-parallel strategies (tp, pp, ep, 3d); 0: from the rank count.
+  size_t tp = 0, pp = 0, dp = 0, ep = 0;
+  std::string schedule = "1f1b";
+  size_t chunks = 1;
+  std::vector<size_t> stage_layers;
+  int zero_stage = 0;
+  size_t experts = 0;
+  size_t top_k = 1;
+  double capacity_factor = 1.25;
+  std::string ranks_csv;
 };
 
 template <typename T>
@@ -98,8 +110,27 @@ std::string options_from_flags(const TrainFlags& f, TrainOptions& o) {
                                                       {"ddp", Strategy::kDdp},
                                                       {"zero1", Strategy::kZero1},
                                                       {"zero2", Strategy::kZero2},
-                                                      {"zero3", Strategy::kZero3}});
-  if (!strategy) return "--strategy '" + f.strategy + "': use single, ddp, zero1, zero2 or zero3";
+                                                      {"zero3", Strategy::kZero3},
+                                                      {"tp", Strategy::kTensor},
+                                                      {"pp", Strategy::kPipeline},
+                                                      {"ep", Strategy::kExpert},
+                                                      {"3d", Strategy::kHybrid}});
+  if (!strategy)
+    return "--strategy '" + f.strategy +
+           "': use single, ddp, zero1, zero2, zero3, tp, pp, ep or 3d";
+  const auto schedule = parse_pipeline_schedule(f.schedule);
+  if (!schedule) return "--schedule '" + f.schedule + "': use gpipe, 1f1b or interleaved";
+  if (f.chunks == 0) return "--chunks must be at least 1";
+  if (f.zero_stage != 0 && f.zero_stage != 1)
+    return "--zero-stage " + std::to_string(f.zero_stage) +
+           ": model-parallel runs take 0 or 1 (ZeRO-1 over the data-parallel group)";
+  if (!(f.capacity_factor >= 0) || f.capacity_factor > 1e6)
+    return "--capacity-factor must be 0 (no limit) or a positive factor";
+  if (!is_model_parallel(*strategy) &&
+      (f.tp || f.pp || f.dp || f.experts || f.zero_stage || !f.stage_layers.empty() ||
+       f.chunks != 1))
+    return "--tp, --pp, --dp, --chunks, --stage-layers, --zero-stage and --experts need "
+           "--strategy tp, pp, ep or 3d";
   const auto precision = choose<Precision>(f.precision, {{"fp32", Precision::kFloat32},
                                                          {"float32", Precision::kFloat32},
                                                          {"bf16", Precision::kBFloat16},
@@ -169,7 +200,23 @@ std::string options_from_flags(const TrainFlags& f, TrainOptions& o) {
   if (f.grad_clip > 0) o.grad_clip = f.grad_clip;
   o.timeout = std::chrono::milliseconds(static_cast<long long>(f.timeout_seconds * 1000));
   o.check_consistency = f.check_consistency;
-  if (f.fault == "sum")
+  o.parallel.tp = f.tp;
+  o.parallel.pp = f.pp;
+  o.parallel.dp = f.dp;
+  o.parallel.schedule = *schedule;
+  o.parallel.chunks = f.chunks;
+  o.parallel.stage_blocks = f.stage_layers;
+  o.parallel.zero1 = f.zero_stage == 1;
+  o.parallel.experts = f.experts;
+  o.parallel.top_k = f.top_k;
+  o.parallel.capacity_factor = f.capacity_factor;
+  if (f.fault == "microbatch")
+    o.faults.dropped_micro_batch = f.micro_batches > 1 ? 1 : 0;
+  else if (f.fault == "tp-allreduce")
+    o.faults.skipped_tp_all_reduce = true;
+  else if (f.fault == "expert")
+    o.faults.wrong_expert = true;
+  else if (f.fault == "sum")
     o.faults.sum_not_average = true;
   else if (f.fault == "sampler")
     o.faults.sampler_not_reseeded = true;
@@ -178,12 +225,51 @@ std::string options_from_flags(const TrainFlags& f, TrainOptions& o) {
   else if (f.fault == "clip")
     o.faults.clip_per_shard = true;
   else if (!f.fault.empty())
-    return "--fault '" + f.fault + "': use sum, sampler, bucket or clip";
+    return "--fault '" + f.fault +
+           "': use sum, sampler, bucket, clip, microbatch, tp-allreduce or expert";
   return "";
 }
 
+std::string layout_text(const TrainOptions& o) {
+  const ParallelOptions& p = o.parallel;
+  if (o.strategy == Strategy::kExpert) return fmt::format("ep{}", p.experts);
+  return fmt::format("t{}p{}d{}", p.tp, p.pp, p.dp);
+}
+
 std::string run_id(const TrainOptions& o, size_t ranks, bool weak) {
+  if (is_model_parallel(o.strategy))
+    return fmt::format("{}-{}-n{}", name(o.strategy), layout_text(o), ranks);
   return fmt::format("{}-n{}{}", name(o.strategy), ranks, weak ? "-weak" : "");
+}
+
+// Fills the degrees the flags left at 0 from the rank count (the named
+// strategy's degree takes what the others leave); "" or the problem.
+std::string complete_layout(TrainOptions& o, size_t ranks, size_t ep_flag) {
+  ParallelOptions& p = o.parallel;
+  if (o.strategy == Strategy::kExpert) {
+    if (ep_flag && ep_flag != ranks)
+      return fmt::format("--ep {}: expert parallelism spans every rank; launch with mpiexec -n {}",
+                         ep_flag, ep_flag);
+    p.tp = p.pp = p.dp = 1;
+    return validate_parallel(o, ranks);
+  }
+  if (ep_flag) return "--ep needs --strategy ep";
+  auto rest = [&](size_t a, size_t b) -> size_t {
+    const size_t used = std::max<size_t>(a, 1) * std::max<size_t>(b, 1);
+    return ranks % used == 0 ? ranks / used : 0;
+  };
+  if (o.strategy == Strategy::kTensor && !p.tp) p.tp = rest(p.pp, p.dp);
+  if (o.strategy == Strategy::kPipeline && !p.pp) p.pp = rest(p.tp, p.dp);
+  if (!p.dp) p.dp = rest(p.tp, p.pp);
+  if (!p.tp) p.tp = 1;
+  if (!p.pp) p.pp = 1;
+  if (!p.dp)
+    return fmt::format("--tp {} x --pp {} does not divide the {} ranks", p.tp, p.pp, ranks);
+  if (o.strategy == Strategy::kTensor && (p.pp > 1 || p.tp == 1))
+    return "--strategy tp needs --tp 2 or more and no --pp (use --strategy 3d to combine)";
+  if (o.strategy == Strategy::kPipeline && (p.tp > 1 || p.pp == 1))
+    return "--strategy pp needs --pp 2 or more and no --tp (use --strategy 3d to combine)";
+  return validate_parallel(o, ranks);
 }
 
 std::string mb(double bytes) { return fmt::format("{:.3f} MB", bytes / 1e6); }
@@ -252,7 +338,161 @@ class RowFile {
 struct Outputs {
   std::unique_ptr<RowFile> steps;
   std::unique_ptr<RowFile> runs;
+  std::unique_ptr<RowFile> ranks;
 };
+
+// One rank's figures of a model-parallel run: medians over the steps after
+// warm-up of its own times and bytes (ranks differ by stage and group).
+struct RankFigures {
+  size_t rank = 0;
+  GridPosition at;
+  double step_s = 0, tp_bytes = 0, pp_bytes = 0, dp_bytes = 0, ep_bytes = 0;
+  double pipeline_s = 0, busy_s = 0, idle_s = 0;
+  double peak_in_flight = 0, peak_activation_bytes = 0, memory_bytes = 0;
+  double all_to_all_s = 0, routed = 0, dropped = 0, load_imbalance = 0;
+};
+
+// Collective over the run's ranks; rank 0 gets every rank's figures.
+std::vector<RankFigures> gather_rank_figures(Communicator& comm, const TrainOptions& o,
+                                             const std::vector<StepFigures>& steps, size_t warmup,
+                                             const TrainResult& result) {
+  auto median_of = [&](auto member) {
+    std::vector<double> values;
+    for (size_t i = std::min(warmup, steps.size() - 1); i < steps.size(); ++i)
+      values.push_back(static_cast<double>(member(steps[i])));
+    return median(values);
+  };
+  double peak_in_flight = 0, peak_activation = 0, routed = 0, dropped = 0;
+  for (const StepFigures& f : steps) {
+    peak_in_flight = std::max(peak_in_flight, static_cast<double>(f.peak_in_flight));
+    peak_activation = std::max(peak_activation, f.peak_activation_bytes);
+    routed += static_cast<double>(f.routed_tokens);
+    dropped += static_cast<double>(f.dropped_tokens);
+  }
+  std::vector<double> mine = {
+      median_of([](const StepFigures& f) { return f.step_seconds; }),
+      median_of([](const StepFigures& f) { return f.tp_bytes; }),
+      median_of([](const StepFigures& f) { return f.pp_bytes; }),
+      median_of([](const StepFigures& f) { return f.dp_bytes; }),
+      median_of([](const StepFigures& f) { return f.ep_bytes; }),
+      median_of([](const StepFigures& f) { return f.pipeline_seconds; }),
+      median_of([](const StepFigures& f) { return f.pipeline_busy_seconds; }),
+      median_of([](const StepFigures& f) { return f.pipeline_wait_seconds; }),
+      peak_in_flight,
+      peak_activation,
+      result.memory.total(),
+      median_of([](const StepFigures& f) { return f.all_to_all_seconds; }),
+      routed,
+      dropped,
+      median_of([](const StepFigures& f) { return f.load_imbalance; })};
+  const size_t k = mine.size();
+  const size_t ranks = static_cast<size_t>(comm.size());
+  std::vector<double> all(k * ranks);
+  comm.all_gather(mine.data(), all.data(), k, DataType::kFloat64);
+  std::vector<RankFigures> figures;
+  for (size_t r = 0; r < ranks; ++r) {
+    const double* v = all.data() + r * k;
+    RankFigures f;
+    f.rank = r;
+    f.at = grid_position(r, o.parallel);
+    f.step_s = v[0];
+    f.tp_bytes = v[1];
+    f.pp_bytes = v[2];
+    f.dp_bytes = v[3];
+    f.ep_bytes = v[4];
+    f.pipeline_s = v[5];
+    f.busy_s = v[6];
+    f.idle_s = v[7];
+    f.peak_in_flight = v[8];
+    f.peak_activation_bytes = v[9];
+    f.memory_bytes = v[10];
+    f.all_to_all_s = v[11];
+    f.routed = v[12];
+    f.dropped = v[13];
+    f.load_imbalance = v[14];
+    figures.push_back(f);
+  }
+  return figures;
+}
+
+double bubble_of(const RankFigures& f) { return f.pipeline_s > 0 ? f.idle_s / f.pipeline_s : 0; }
+
+void print_parallel(const TrainOptions& o, const RunSummary& s,
+                    const std::vector<RankFigures>& ranks, const std::vector<StepFigures>& slowest,
+                    size_t warmup) {
+  double tp = 0, pp = 0, dp = 0, ep = 0;
+  for (const RankFigures& f : ranks) {
+    tp = std::max(tp, f.tp_bytes);
+    pp = std::max(pp, f.pp_bytes);
+    dp = std::max(dp, f.dp_bytes);
+    ep = std::max(ep, f.ep_bytes);
+  }
+  std::printf(
+      "# bytes per step per rank, the largest per group: tensor %s, pipeline %s, data %s, "
+      "expert %s\n",
+      mb(tp).c_str(), mb(pp).c_str(), mb(dp).c_str(), mb(ep).c_str());
+  if (o.strategy == Strategy::kExpert) {
+    std::vector<double> a2a;
+    for (size_t i = std::min(warmup, slowest.size() - 1); i < slowest.size(); ++i)
+      a2a.push_back(slowest[i].all_to_all_seconds);
+    const double a2a_s = median(a2a);
+    const RankFigures& first = ranks.front();  // routing figures are all ranks' sums
+    std::printf(
+        "# expert all-to-all (counts, dispatch, combine; forward and backward): %.3f ms per step, "
+        "%.1f%% of the step; token assignments routed %.0f, dropped %.0f (%.2f%%); load "
+        "imbalance %.3f (max / mean per expert, median)\n",
+        a2a_s * 1e3, s.step_median_s > 0 ? 100 * a2a_s / s.step_median_s : 0, first.routed,
+        first.dropped, first.routed > 0 ? 100 * first.dropped / first.routed : 0,
+        first.load_imbalance);
+    return;
+  }
+  if (o.parallel.pp == 1) return;
+  const double textbook = textbook_bubble(o.parallel.pp, o.micro_batches, o.parallel.chunks);
+  std::printf("# pipeline per rank (medians): %s, textbook bubble (N-1)/(vM+N-1) = %.3f\n",
+              std::string(name(o.parallel.schedule)).c_str(), textbook);
+  std::printf("%5s %6s %4s %4s %12s %10s %10s %8s %10s %14s\n", "rank", "stage", "tp", "dp",
+              "pipeline ms", "busy ms", "idle ms", "bubble", "in flight", "activations MB");
+  for (const RankFigures& f : ranks)
+    std::printf("%5zu %6zu %4zu %4zu %12.3f %10.3f %10.3f %8.3f %10.0f %14.3f\n", f.rank, f.at.pp,
+                f.at.tp, f.at.dp, f.pipeline_s * 1e3, f.busy_s * 1e3, f.idle_s * 1e3, bubble_of(f),
+                f.peak_in_flight, f.peak_activation_bytes / 1e6);
+}
+
+records::TrainRankRecord rank_record(const std::string& id, const TrainOptions& o,
+                                     const RankFigures& f) {
+  records::TrainRankRecord r;
+  r.run_id = id;
+  r.strategy = std::string(name(o.strategy));
+  r.rank = static_cast<int64_t>(f.rank);
+  r.tp_rank = static_cast<int64_t>(f.at.tp);
+  r.dp_rank = static_cast<int64_t>(f.at.dp);
+  r.stage = static_cast<int64_t>(f.at.pp);
+  r.tp = static_cast<int64_t>(o.parallel.tp);
+  r.pp = static_cast<int64_t>(o.parallel.pp);
+  r.dp = static_cast<int64_t>(o.parallel.dp);
+  r.schedule = std::string(name(o.parallel.schedule));
+  r.chunks = static_cast<int64_t>(o.parallel.chunks);
+  r.micro_batches = static_cast<int64_t>(o.micro_batches);
+  r.step_median_s = f.step_s;
+  r.tp_bytes = f.tp_bytes;
+  r.pp_bytes = f.pp_bytes;
+  r.dp_bytes = f.dp_bytes;
+  r.ep_bytes = f.ep_bytes;
+  r.pipeline_s = f.pipeline_s;
+  r.pipeline_busy_s = f.busy_s;
+  r.pipeline_idle_s = f.idle_s;
+  r.bubble = bubble_of(f);
+  r.bubble_textbook =
+      o.parallel.pp > 1 ? textbook_bubble(o.parallel.pp, o.micro_batches, o.parallel.chunks) : 0;
+  r.peak_in_flight = static_cast<int64_t>(f.peak_in_flight);
+  r.peak_activation_B = f.peak_activation_bytes;
+  r.memory_B = f.memory_bytes;
+  r.all_to_all_s = f.all_to_all_s;
+  r.all_to_all_share = f.step_s > 0 ? f.all_to_all_s / f.step_s : 0;
+  r.dropped_share = f.routed > 0 ? f.dropped / f.routed : 0;
+  r.load_imbalance = f.load_imbalance;
+  return r;
+}
 
 // One run at `ranks` ranks on the world's first ranks; rank 0 prints and writes.
 struct RunOutcome {
@@ -272,6 +512,20 @@ RunOutcome run_one(const World& world, const TrainOptions& options, size_t ranks
   std::unique_ptr<Communicator> comm = make_mpi_communicator(world, mpi);
   if (!comm) return outcome;  // this rank sits the run out
   outcome.ran = true;
+  const bool model_parallel = is_model_parallel(options.strategy);
+  // Model-parallel runs span the whole job: one communicator per group.
+  std::unique_ptr<Communicator> tp_comm, pp_comm, dp_comm;
+  if (model_parallel && options.strategy != Strategy::kExpert) {
+    const GroupColors colors = group_colors(static_cast<size_t>(world.rank()), options.parallel);
+    MpiOptions group;
+    group.yielding_waits = yielding_waits;
+    group.color = colors.tp;
+    tp_comm = make_mpi_communicator(world, group);
+    group.color = colors.pp;
+    pp_comm = make_mpi_communicator(world, group);
+    group.color = colors.dp;
+    dp_comm = make_mpi_communicator(world, group);
+  }
   const bool leader = comm->rank() == 0;
   const std::string id = run_id(options, ranks, weak);
   if (leader) {
@@ -288,25 +542,57 @@ RunOutcome run_one(const World& world, const TrainOptions& options, size_t ranks
         std::string(name(options.optimizer.kind)).c_str(), options.optimizer.lr,
         options.grad_clip ? fmt::format(", clip {}", *options.grad_clip).c_str() : "",
         options.strategy == Strategy::kZero3 && !options.prefetch ? ", --no-prefetch" : "");
+    if (model_parallel && options.strategy != Strategy::kExpert)
+      std::printf("# layout: tensor parallel %zu x pipeline %zu (%s, %zu chunk(s) per stage, %zu "
+                  "micro-batches) x data parallel %zu%s\n",
+                  options.parallel.tp, options.parallel.pp,
+                  std::string(name(options.parallel.schedule)).c_str(), options.parallel.chunks,
+                  options.micro_batches, options.parallel.dp,
+                  options.parallel.zero1 ? " with ZeRO-1" : "");
+    if (options.strategy == Strategy::kExpert)
+      std::printf("# experts: %zu over %zu ranks, top-%zu gate, capacity factor %g%s\n",
+                  options.parallel.experts, ranks, options.parallel.top_k,
+                  options.parallel.capacity_factor,
+                  options.parallel.capacity_factor == 0 ? " (no limit)" : "");
     std::printf("# times are the slowest rank's, per step\n");
     std::printf("%6s %12s %10s %11s %9s %11s %11s\n", "step", "loss", "step ms", "compute ms",
                 "comm ms", "exposed ms", "MB sent");
     std::fflush(stdout);
   }
   std::vector<StepFigures> slowest;
+  std::vector<StepFigures> per_rank;  // this rank's own figures
   watchdog.begin_phase("train " + id);
   auto on_step = [&](const StepFigures& f) {
     watchdog.operation_started();
     // The slowest rank's figures (the communication thread is idle between steps).
-    double figures[5] = {f.step_seconds, f.compute_seconds, f.comm_seconds, f.exposed_comm_seconds,
-                         f.bytes_sent};
-    comm->all_reduce(figures, figures, 5, DataType::kFloat64, ReduceOp::kMax);
+    double figures[] = {f.step_seconds,
+                        f.compute_seconds,
+                        f.comm_seconds,
+                        f.exposed_comm_seconds,
+                        f.bytes_sent,
+                        f.tp_bytes,
+                        f.pp_bytes,
+                        f.dp_bytes,
+                        f.ep_bytes,
+                        f.all_to_all_seconds,
+                        static_cast<double>(f.peak_in_flight),
+                        f.peak_activation_bytes};
+    constexpr size_t kFigures = sizeof(figures) / sizeof(figures[0]);
+    comm->all_reduce(figures, figures, kFigures, DataType::kFloat64, ReduceOp::kMax);
     StepFigures s = f;
     s.step_seconds = figures[0];
     s.compute_seconds = figures[1];
     s.comm_seconds = figures[2];
     s.exposed_comm_seconds = figures[3];
     s.bytes_sent = figures[4];
+    s.tp_bytes = figures[5];
+    s.pp_bytes = figures[6];
+    s.dp_bytes = figures[7];
+    s.ep_bytes = figures[8];
+    s.all_to_all_seconds = figures[9];
+    s.peak_in_flight = static_cast<size_t>(figures[10]);
+    s.peak_activation_bytes = figures[11];
+    per_rank.push_back(f);
     slowest.push_back(s);
     if (!leader) return;
     if (print_every && (f.step % print_every == 0 || f.step + 1 == options.steps))
@@ -332,13 +618,26 @@ RunOutcome run_one(const World& world, const TrainOptions& options, size_t ranks
       out.steps->append(records::csv_row(records::train_step_kind(), records::train_step_cells(r)));
     }
   };
-  const TrainResult result = train(*comm, options, on_step);
+  const TrainResult result =
+      model_parallel
+          ? train_parallel({comm.get(), tp_comm.get(), pp_comm.get(), dp_comm.get()}, options,
+                           on_step)
+          : train(*comm, options, on_step);
   watchdog.end_phase();
   double memory[3] = {result.memory.parameters, result.memory.gradients, result.memory.optimizer};
   comm->all_reduce(memory, memory, 3, DataType::kFloat64, ReduceOp::kMax);
   const size_t warmup = std::min<size_t>(options.steps > 1 ? options.steps - 1 : 0, 5);
   outcome.summary = summarize(slowest, warmup, options.global_batch);
+  std::vector<RankFigures> ranks_figures;
+  if (model_parallel) ranks_figures = gather_rank_figures(*comm, options, per_rank, warmup, result);
   if (!leader) return outcome;
+  if (model_parallel) {
+    print_parallel(options, outcome.summary, ranks_figures, slowest, warmup);
+    if (out.ranks)
+      for (const RankFigures& rf : ranks_figures)
+        out.ranks->append(records::csv_row(records::train_rank_kind(),
+                                           records::train_rank_cells(rank_record(id, options, rf))));
+  }
 
   const RunSummary& s = outcome.summary;
   const size_t psi = result.parameters;
@@ -353,28 +652,37 @@ RunOutcome run_one(const World& world, const TrainOptions& options, size_t ranks
   const double m = static_cast<double>(options.micro_batches);
   const double bytes_slack = padding * 4 * 3 * m + 64 * (2 + m);
   const double memory_slack = padding * 16 + 64;
-  const bool bytes_ok = agrees(s.bytes_per_step, bytes_expected, bytes_slack);
-  const bool memory_ok = agrees(memory[0], mem_expected.parameters, memory_slack) &&
-                         agrees(memory[1], mem_expected.gradients, memory_slack) &&
-                         agrees(memory[2], mem_expected.optimizer, memory_slack);
+  // Model-parallel runs: per group above; the ZeRO formulas are for data parallelism.
+  const bool bytes_ok =
+      model_parallel || agrees(s.bytes_per_step, bytes_expected, bytes_slack);
+  const bool memory_ok = model_parallel ||
+                         (agrees(memory[0], mem_expected.parameters, memory_slack) &&
+                          agrees(memory[1], mem_expected.gradients, memory_slack) &&
+                          agrees(memory[2], mem_expected.optimizer, memory_slack));
   std::printf(
       "# step median %.3f ms (p90 %.3f) over %zu steps after %zu warm-up; compute %.3f ms, "
       "communication %.3f ms (%.1f%% of the step), exposed %.3f ms (%.1f%%); %.1f samples/s\n",
       s.step_median_s * 1e3, s.step_p90_s * 1e3, s.measured_steps, warmup, s.compute_median_s * 1e3,
       s.comm_median_s * 1e3, 100 * s.comm_share, s.exposed_comm_median_s * 1e3,
       100 * s.exposed_comm_share, s.samples_per_s);
-  const double factor =
-      bytes_expected /
-      std::max(1.0, all_gather_bytes(psi, ranks, element_bytes(options.precision)));
-  std::printf("# bytes sent per step per rank: %s; formula %g Psi (n-1)/n = %s: %s\n",
-              mb(s.bytes_per_step).c_str(), ranks > 1 ? factor : 0.0, mb(bytes_expected).c_str(),
-              bytes_ok ? "ok" : "DIFFERS");
-  std::printf(
-      "# memory per rank (parameters, gradients, optimizer state): %s, %s, %s; ZeRO paper's "
-      "accounting %s, %s, %s: %s\n",
-      mb(memory[0]).c_str(), mb(memory[1]).c_str(), mb(memory[2]).c_str(),
-      mb(mem_expected.parameters).c_str(), mb(mem_expected.gradients).c_str(),
-      mb(mem_expected.optimizer).c_str(), memory_ok ? "ok" : "DIFFERS");
+  if (model_parallel) {
+    std::printf(
+        "# memory per rank, the largest (parameters, gradients, optimizer state): %s, %s, %s\n",
+        mb(memory[0]).c_str(), mb(memory[1]).c_str(), mb(memory[2]).c_str());
+  } else {
+    const double factor =
+        bytes_expected /
+        std::max(1.0, all_gather_bytes(psi, ranks, element_bytes(options.precision)));
+    std::printf("# bytes sent per step per rank: %s; formula %g Psi (n-1)/n = %s: %s\n",
+                mb(s.bytes_per_step).c_str(), ranks > 1 ? factor : 0.0,
+                mb(bytes_expected).c_str(), bytes_ok ? "ok" : "DIFFERS");
+    std::printf(
+        "# memory per rank (parameters, gradients, optimizer state): %s, %s, %s; ZeRO paper's "
+        "accounting %s, %s, %s: %s\n",
+        mb(memory[0]).c_str(), mb(memory[1]).c_str(), mb(memory[2]).c_str(),
+        mb(mem_expected.parameters).c_str(), mb(mem_expected.gradients).c_str(),
+        mb(mem_expected.optimizer).c_str(), memory_ok ? "ok" : "DIFFERS");
+  }
   outcome.checks_pass = bytes_ok && memory_ok;
   if (options.check_consistency) {
     const auto differs = std::find_if(result.steps.begin(), result.steps.end(),
@@ -418,13 +726,13 @@ RunOutcome run_one(const World& world, const TrainOptions& options, size_t ranks
   r.exposed_comm_share = s.exposed_comm_share;
   r.samples_per_s = s.samples_per_s;
   r.bytes_per_step = s.bytes_per_step;
-  r.bytes_per_step_expected = bytes_expected;
+  r.bytes_per_step_expected = model_parallel ? 0 : bytes_expected;
   r.memory_parameters_B = memory[0];
   r.memory_gradients_B = memory[1];
   r.memory_optimizer_B = memory[2];
-  r.memory_parameters_expected_B = mem_expected.parameters;
-  r.memory_gradients_expected_B = mem_expected.gradients;
-  r.memory_optimizer_expected_B = mem_expected.optimizer;
+  r.memory_parameters_expected_B = model_parallel ? 0 : mem_expected.parameters;
+  r.memory_gradients_expected_B = model_parallel ? 0 : mem_expected.gradients;
+  r.memory_optimizer_expected_B = model_parallel ? 0 : mem_expected.optimizer;
   r.final_loss = result.steps.back().loss;
   if (reference) {
     std::vector<double> curve;
@@ -502,11 +810,25 @@ int run_training(const TrainFlags& flags, TrainOptions base, const std::vector<s
         "traffic to measure (0 B per step)\n",
         flags.offload.c_str());
   }
-  for (size_t k : rank_counts) {
-    TrainOptions o = base;
-    if (flags.weak) o.global_batch = base.global_batch * k;
-    const std::string problem = validate(o, k);
+  if (is_model_parallel(base.strategy)) {
+    if (!counts.empty() || flags.weak)
+      return fail_usage("--scaling and --weak run data-parallel strategies; a model-parallel run "
+                        "spans the whole job");
+    if (!flags.deepspeed_config.empty() || !flags.export_dir.empty() || !flags.offload.empty())
+      return fail_usage("--deepspeed-config, --export and --offload apply to single, ddp and zero");
+    const std::string problem = complete_layout(base, world_size, flags.ep);
     if (!problem.empty()) return fail_usage(problem);
+    const size_t replicas = base.strategy == Strategy::kExpert ? world_size : base.parallel.dp;
+    const std::string batch = validate(base, replicas);
+    if (!batch.empty()) return fail_usage(batch);
+  } else {
+    if (!flags.ranks_csv.empty()) return fail_usage("--ranks-csv needs --strategy tp, pp, ep or 3d");
+    for (size_t k : rank_counts) {
+      TrainOptions o = base;
+      if (flags.weak) o.global_batch = base.global_batch * k;
+      const std::string problem = validate(o, k);
+      if (!problem.empty()) return fail_usage(problem);
+    }
   }
   if (base.overlap && !MpiSession::serialized_threads()) {
     if (leader)
@@ -527,6 +849,9 @@ int run_training(const TrainFlags& flags, TrainOptions base, const std::vector<s
       if (!flags.runs_csv.empty())
         out.runs = std::make_unique<RowFile>(reports::resolve_output(flags.runs_csv),
                                              records::train_run_kind());
+      if (!flags.ranks_csv.empty())
+        out.ranks = std::make_unique<RowFile>(reports::resolve_output(flags.ranks_csv),
+                                              records::train_rank_kind());
       if (!flags.export_dir.empty()) {
         if (std::filesystem::exists(flags.export_dir) &&
             !std::filesystem::is_directory(flags.export_dir))
@@ -565,7 +890,9 @@ int run_training(const TrainFlags& flags, TrainOptions base, const std::vector<s
         if (flags.weak) o.global_batch = base.global_batch * k;
         if (references.count(o.global_batch)) continue;
         std::vector<double> curve;
-        for (const StepFigures& f : train_single(o).steps) curve.push_back(f.loss);
+        const TrainResult single =
+            is_model_parallel(o.strategy) ? train_parallel_single(o) : train_single(o);
+        for (const StepFigures& f : single.steps) curve.push_back(f.loss);
         references[o.global_batch] = curve;
       }
     }
@@ -619,7 +946,7 @@ int train_verb(const std::vector<std::string>& args, const std::vector<std::stri
       "over MPI: step time, compute/communication/exposed split, bytes and memory against the\n"
       "formulas, the loss against one rank's. Launch with mpiexec -n N.",
       "ccscope train"};
-  app.add_option("--strategy", f.strategy, "single, ddp, zero1, zero2, zero3")
+  app.add_option("--strategy", f.strategy, "single, ddp, zero1, zero2, zero3, tp, pp, ep, 3d")
       ->capture_default_str();
   app.add_option("--steps", f.steps, "optimizer steps")->capture_default_str();
   app.add_option("--width", f.width, "features of every layer")->capture_default_str();
@@ -678,7 +1005,30 @@ int train_verb(const std::vector<std::string>& args, const std::vector<std::stri
       ->capture_default_str();
   app.add_option("--timeout", f.timeout_seconds, "seconds any one wait may last")
       ->capture_default_str();
-  app.add_option("--fault", f.fault, "tests only: sum, sampler, bucket or clip")->group("");
+  app.add_option("--tp", f.tp, "tensor-parallel degree (tp, 3d)");
+  app.add_option("--pp", f.pp, "pipeline stages (pp, 3d)");
+  app.add_option("--dp", f.dp, "data-parallel degree (3d; default: the ranks tp x pp leave)");
+  app.add_option("--ep", f.ep, "expert-parallel degree (ep: every rank)");
+  app.add_option("--schedule", f.schedule, "pipeline schedule: gpipe, 1f1b, interleaved")
+      ->capture_default_str();
+  app.add_option("--chunks", f.chunks, "interleaved: model chunks (virtual stages) per stage")
+      ->capture_default_str();
+  app.add_option("--stage-layers", f.stage_layers,
+                 "blocks per (virtual) stage, e.g. 3,1 (default: balanced by parameters; a "
+                 "block is a layer, or a layer pair under tensor parallelism)")
+      ->delimiter(',');
+  app.add_option("--zero-stage", f.zero_stage, "3d: 1 for ZeRO-1 over the data-parallel group")
+      ->capture_default_str();
+  app.add_option("--experts", f.experts, "ep: experts per mixture layer");
+  app.add_option("--top-k", f.top_k, "ep: experts per token")->capture_default_str();
+  app.add_option("--capacity-factor", f.capacity_factor,
+                 "ep: expert capacity factor (0: no limit, nothing dropped)")
+      ->capture_default_str();
+  app.add_option("--ranks-csv", f.ranks_csv,
+                 "model-parallel runs: per-rank records (ccscope.train_rank)");
+  app.add_option("--fault", f.fault,
+                 "tests only: sum, sampler, bucket, clip, microbatch, tp-allreduce, expert")
+      ->group("");
   if (const std::optional<int> done = parse_flags(app, kTrainVerb, args)) return *done;
   TrainOptions options;
   const std::string problem = options_from_flags(f, options);

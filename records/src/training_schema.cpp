@@ -144,6 +144,72 @@ const TrainRunKind& train_run_kind() {
   return kind;
 }
 
+const TrainRankKind& train_rank_kind() {
+  using R = TrainRankRecord;
+  static const TrainRankKind kind{
+      "ccscope.train_rank",
+      1,
+      {
+          TrainRankField{"schema", "", FieldType::kText, FieldScope::kRecord, 1, "", true,
+                         "record kind and version (ccscope.train_rank/1)",
+                         [](const R&) { return schema_cell(train_rank_kind().schema_id()); },
+                         [](const R&) { return schema_cell(train_rank_kind().schema_id()); },
+                         [](R&, const Cell& c) { check_schema(train_rank_kind(), c); }},
+          member_field<R, &R::run_id>("run_id", "", "the run (joins ccscope.train_run)"),
+          member_field<R, &R::strategy>("strategy", "", "tp, pp, ep or 3d"),
+          member_field<R, &R::rank>("rank", "", "world rank"),
+          member_field<R, &R::tp_rank>("tp_rank", "", "rank in its tensor-parallel group"),
+          member_field<R, &R::dp_rank>("dp_rank", "", "rank in its data-parallel group"),
+          member_field<R, &R::stage>("stage", "", "pipeline stage, from 0"),
+          member_field<R, &R::tp, 1>("tp", "", "tensor-parallel degree"),
+          member_field<R, &R::pp, 1>("pp", "", "pipeline stages"),
+          member_field<R, &R::dp, 1>("dp", "", "data-parallel degree"),
+          member_field<R, &R::schedule>("schedule", "", "gpipe, 1f1b or interleaved"),
+          member_field<R, &R::chunks, 1>("chunks", "", "model chunks per stage (interleaved)"),
+          member_field<R, &R::micro_batches, 1>("micro_batches", "", "micro-batches per step"),
+          member_field<R, &R::step_median_s>("step_median_s", "s",
+                                             "this rank's median step time after warm-up"),
+          member_field<R, &R::tp_bytes>("tp_bytes", "B",
+                                        "tensor-parallel bytes per step (median, nccl-tests')"),
+          member_field<R, &R::pp_bytes>("pp_bytes", "B", "pipeline bytes sent per step (median)"),
+          member_field<R, &R::dp_bytes>("dp_bytes", "B",
+                                        "data-parallel gradient bytes per step (median)"),
+          member_field<R, &R::ep_bytes>("ep_bytes", "B",
+                                        "expert all-to-all bytes sent to other ranks per step"),
+          member_field<R, &R::pipeline_s>("pipeline_s", "s",
+                                          "median time from the first pass to the flush"),
+          member_field<R, &R::pipeline_busy_s>("pipeline_busy_s", "s",
+                                               "median time of it running passes"),
+          member_field<R, &R::pipeline_idle_s>(
+              "pipeline_idle_s", "s", "median time of it waiting for pipeline transfers"),
+          member_field<R, &R::bubble>("bubble", "", "pipeline_idle_s / pipeline_s, 0..1"),
+          member_field<R, &R::bubble_textbook>("bubble_textbook", "",
+                                               "(N - 1) / (v M + N - 1), 0..1"),
+          member_field<R, &R::peak_in_flight>("peak_in_flight", "",
+                                              "most micro-batches' activations held at once"),
+          member_field<R, &R::peak_activation_B>("peak_activation_B", "B", "their bytes"),
+          member_field<R, &R::memory_B>("memory_B", "B",
+                                        "parameters, gradients and optimizer state held"),
+          member_field<R, &R::all_to_all_s>("all_to_all_s", "s",
+                                            "median expert dispatch and combine time per step"),
+          member_field<R, &R::all_to_all_share>("all_to_all_share", "",
+                                                "all_to_all_s / step_median_s, 0..1"),
+          member_field<R, &R::dropped_share>(
+              "dropped_share", "", "token assignments dropped for capacity, of those routed"),
+          member_field<R, &R::load_imbalance>("load_imbalance", "",
+                                              "max / mean tokens per expert (1 balanced)"),
+      }};
+  return kind;
+}
+
+std::vector<Cell> train_rank_cells(const TrainRankRecord& record) {
+  return cells_of(train_rank_kind(), record);
+}
+
+std::vector<TrainRankRecord> read_train_rank_csv(std::string_view text) {
+  return read_csv(train_rank_kind(), text);
+}
+
 std::vector<Cell> train_step_cells(const TrainStepRecord& record) {
   return cells_of(train_step_kind(), record);
 }

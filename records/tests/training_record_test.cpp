@@ -92,6 +92,42 @@ TEST(TrainingRecords, EveryFieldNamedOnceAndDescribed) {
   EXPECT_EQ(train_run_kind().fields.size(), 41u);
 }
 
+TEST(TrainingRecords, RankKindRoundTripsEveryField) {
+  expect_every_field_once(train_rank_kind(), "ccscope.train_rank/1");
+  EXPECT_EQ(train_rank_kind().fields.size(), 30u);  // 29 members + schema
+  TrainRankRecord r;
+  r.run_id = "3d-t2p2d1-n4";
+  r.strategy = "3d";
+  r.rank = 3;
+  r.tp_rank = 1;
+  r.stage = 1;
+  r.tp = 2;
+  r.pp = 2;
+  r.schedule = "interleaved";
+  r.chunks = 2;
+  r.micro_batches = 8;
+  r.pp_bytes = 65536;
+  r.bubble = 0.0625;
+  r.bubble_textbook = 1.0 / 17;
+  r.peak_in_flight = 5;
+  r.load_imbalance = 1.5;
+  const TrainRankKind& kind = train_rank_kind();
+  const std::string text = csv_line(csv_columns(kind)) + csv_row(kind, train_rank_cells(r));
+  const std::vector<TrainRankRecord> back = read_train_rank_csv(text);
+  ASSERT_EQ(back.size(), 1u);
+  const std::vector<Cell> written = train_rank_cells(r), read = train_rank_cells(back[0]);
+  for (size_t i = 0; i < kind.fields.size(); ++i)
+    EXPECT_EQ(csv_text(read[i], kind.fields[i].type), csv_text(written[i], kind.fields[i].type))
+        << kind.fields[i].name;
+  EXPECT_EQ(back[0].schedule, "interleaved");
+  EXPECT_EQ(back[0].bubble_textbook, 1.0 / 17);
+  EXPECT_EQ(back[0].peak_in_flight, 5);
+  // A run row is not a rank row.
+  const TrainRunKind& runs = train_run_kind();
+  EXPECT_ANY_THROW(read_train_rank_csv(csv_line(csv_columns(runs)) +
+                                       csv_row(runs, train_run_cells(TrainRunRecord{}))));
+}
+
 TEST(TrainingRecords, RunCsvRoundTripThroughTheTable) {
   const TrainRunRecord measured = sample_run();
   TrainRunRecord bare;  // a run without a loss reference or a one-rank baseline

@@ -14,8 +14,21 @@ std::string_view name(Strategy strategy) {
       return "zero2";
     case Strategy::kZero3:
       return "zero3";
+    case Strategy::kTensor:
+      return "tp";
+    case Strategy::kPipeline:
+      return "pp";
+    case Strategy::kExpert:
+      return "ep";
+    case Strategy::kHybrid:
+      return "3d";
   }
   return "?";
+}
+
+bool is_model_parallel(Strategy strategy) {
+  return strategy == Strategy::kTensor || strategy == Strategy::kPipeline ||
+         strategy == Strategy::kExpert || strategy == Strategy::kHybrid;
 }
 
 double all_reduce_bytes(size_t count, size_t ranks, size_t element_bytes) {

@@ -5,7 +5,12 @@
 //   ccscope.train_run/1   one row per run (strategy x rank count): medians and
 //                         p90 over the steps after warm-up, bytes moved and
 //                         memory against the formulas, loss equivalence
-//                         against single, and scaling against one rank.
+//                         against single, and scaling against one rank;
+//   ccscope.train_rank/1  one row per rank of a model-parallel run (tp, pp,
+//                         ep, 3d): its place in the grid, bytes per group,
+//                         the pipeline's busy and idle time against the
+//                         textbook bubble, activations held, memory, and the
+//                         expert all-to-all's share and routing.
 // Times are seconds; each per-step time is the maximum over ranks of that
 // rank's time (the slowest rank sets the step); bytes are per rank.
 #include <cstdint>
@@ -76,6 +81,37 @@ struct TrainRunRecord {
   std::optional<double> efficiency;  // T(1) / (N T(N)) strong, T(1) / T(N) weak
 };
 
+struct TrainRankRecord {
+  std::string run_id;
+  std::string strategy;  // tp, pp, ep, 3d
+  int64_t rank = 0;
+  int64_t tp_rank = 0;
+  int64_t dp_rank = 0;
+  int64_t stage = 0;  // pipeline stage
+  int64_t tp = 1, pp = 1, dp = 1;
+  std::string schedule;  // gpipe, 1f1b, interleaved
+  int64_t chunks = 1;
+  int64_t micro_batches = 1;
+  // Medians over the steps after warm-up, this rank's own:
+  double step_median_s = 0;
+  double tp_bytes = 0;  // per step, per group (nccl-tests' bytes)
+  double pp_bytes = 0;
+  double dp_bytes = 0;
+  double ep_bytes = 0;
+  double pipeline_s = 0;       // first pass to flush
+  double pipeline_busy_s = 0;  // running passes
+  double pipeline_idle_s = 0;  // waiting for pipeline transfers
+  double bubble = 0;           // idle / pipeline
+  double bubble_textbook = 0;  // (N - 1) / (v M + N - 1)
+  int64_t peak_in_flight = 0;
+  double peak_activation_B = 0;
+  double memory_B = 0;  // parameters, gradients, optimizer state held
+  double all_to_all_s = 0;
+  double all_to_all_share = 0;  // of the step
+  double dropped_share = 0;     // dropped / routed token assignments, all ranks
+  double load_imbalance = 0;    // max / mean tokens per expert, all ranks
+};
+
 using TrainStepField = Field<TrainStepRecord, TrainStepRecord>;
 using TrainStepKind = RecordKind<TrainStepRecord, TrainStepRecord>;
 const TrainStepKind& train_step_kind();
@@ -83,7 +119,13 @@ using TrainRunField = Field<TrainRunRecord, TrainRunRecord>;
 using TrainRunKind = RecordKind<TrainRunRecord, TrainRunRecord>;
 const TrainRunKind& train_run_kind();
 
+using TrainRankField = Field<TrainRankRecord, TrainRankRecord>;
+using TrainRankKind = RecordKind<TrainRankRecord, TrainRankRecord>;
+const TrainRankKind& train_rank_kind();
+
 std::vector<Cell> train_step_cells(const TrainStepRecord& record);
+std::vector<Cell> train_rank_cells(const TrainRankRecord& record);
+std::vector<TrainRankRecord> read_train_rank_csv(std::string_view text);
 std::vector<Cell> train_run_cells(const TrainRunRecord& record);
 // Reads CSVs written with the kinds' columns (FieldError / CsvError on bad input).
 std::vector<TrainStepRecord> read_train_step_csv(std::string_view text);

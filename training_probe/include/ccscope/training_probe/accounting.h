@@ -9,8 +9,11 @@
 
 namespace ccscope::training_probe {
 
-enum class Strategy { kSingle, kDdp, kZero1, kZero2, kZero3 };
+// kTensor, kPipeline, kExpert and kHybrid (3D: tensor x pipeline x data) are
+// the model-parallel strategies of parallel_trainer.h.
+enum class Strategy { kSingle, kDdp, kZero1, kZero2, kZero3, kTensor, kPipeline, kExpert, kHybrid };
 std::string_view name(Strategy strategy);
+bool is_model_parallel(Strategy strategy);  // tp, pp, ep, 3d
 
 // Bytes one rank sends per optimizer step with ring algorithms (nccl-tests'
 // bus factors), in units of Psi (n-1)/n bytes of the communicated type: DDP

@@ -29,6 +29,7 @@
 #include "ccscope/training_probe/loss_scaler.h"
 #include "ccscope/training_probe/model.h"
 #include "ccscope/training_probe/optimizer.h"
+#include "ccscope/training_probe/pipeline.h"
 
 namespace ccscope::training_probe {
 
@@ -38,6 +39,29 @@ struct Faults {
   bool sampler_not_reseeded = false;       // set_epoch never called
   std::optional<size_t> unreduced_bucket;  // this bucket is never reduced
   bool clip_per_shard = false;             // ZeRO: clip each shard by its own norm
+  std::optional<size_t> dropped_micro_batch;  // pipeline: this micro-batch's gradient is dropped
+  bool skipped_tp_all_reduce = false;         // tensor parallel: the backward all-reduce skipped
+  bool wrong_expert = false;                  // expert parallel: tokens sent to expert e + 1
+};
+
+// The model-parallel strategies' layout (parallel_trainer.h). Ranks form a
+// tp x dp x pp grid, tensor-parallel fastest (rank = (pp_index * dp +
+// dp_index) * tp + tp_index, Megatron-LM's order), so that with ranks placed
+// node by node a tensor-parallel group stays inside a node and the pipeline
+// runs across nodes.
+struct ParallelOptions {
+  size_t tp = 1;  // tensor-parallel degree (Megatron column/row pairs)
+  size_t pp = 1;  // pipeline stages
+  size_t dp = 1;  // data-parallel replicas of the tp x pp model
+  PipelineSchedule schedule = PipelineSchedule::kOneFOneB;
+  size_t chunks = 1;                 // interleaved: model chunks per stage (virtual stages)
+  std::vector<size_t> stage_blocks;  // blocks per virtual stage; empty: balanced by parameters
+  bool zero1 = false;                // ZeRO-1 over the data-parallel group
+  // Expert parallel (every odd layer but the last is a mixture of experts;
+  // experts spread over every rank, the rest data-parallel).
+  size_t experts = 0;
+  size_t top_k = 1;
+  double capacity_factor = 1.25;  // 0: no limit
 };
 
 struct TrainOptions {
@@ -63,6 +87,7 @@ struct TrainOptions {
   // the communication thread is still inside the backend. Unset: TimeoutError.
   std::function<void(const std::string&)> on_timeout;
   Faults faults;
+  ParallelOptions parallel;  // kTensor, kPipeline, kExpert, kHybrid
 };
 
 // Why options cannot run ("global batch 100 does not divide over 3 ranks");
@@ -83,6 +108,17 @@ struct StepFigures {
   double loss_scale = 1;            // fp16's scale this step used
   bool skipped = false;             // fp16 overflow: the step was not applied
   bool consistent = true;           // check_consistency: parameters agreed across ranks
+  // Model-parallel strategies, this rank's:
+  double tp_bytes = 0, pp_bytes = 0, dp_bytes = 0, ep_bytes = 0;  // per group
+  double pipeline_seconds = 0;       // from the first pass to the pipeline's flush
+  double pipeline_wait_seconds = 0;  // of it, waiting for pipeline transfers (the bubble)
+  double pipeline_busy_seconds = 0;  // of it, running passes
+  size_t peak_in_flight = 0;         // most micro-batches' activations held at once
+  double peak_activation_bytes = 0;  // their bytes
+  double all_to_all_seconds = 0;     // expert parallel: dispatch and combine
+  size_t routed_tokens = 0;          // expert parallel: (token, expert) assignments wanted, all ranks
+  size_t dropped_tokens = 0;         //   of them dropped for capacity, all ranks
+  double load_imbalance = 0;         //   max / mean tokens per expert, all ranks
 };
 
 struct TrainResult {

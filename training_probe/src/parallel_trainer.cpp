@@ -1,0 +1,1197 @@
+// The model-parallel strategies: a dense engine for tensor, pipeline and data
+// parallelism in any combination (tp and pp alone are the combinations with
+// the other degrees 1), and an expert-parallel engine for the
+// mixture-of-experts model. Both keep the probe's arithmetic (model.h's
+// GEMMs and rounding, data.h's sampler, optimizer.h's element-wise steps) so
+// that a loss difference from `single` can come only from how the model was
+// cut and what was communicated.
+#include "ccscope/training_probe/parallel_trainer.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <numeric>
+
+#include "ccscope/collectives/error.h"
+#include "ccscope/training_probe/comm_worker.h"
+#include "ccscope/training_probe/data.h"
+#include "ccscope/training_probe/layout.h"
+#include "ccscope/training_probe/moe.h"
+#include "ccscope/training_probe/pipeline.h"
+#include "wire.h"
+
+namespace ccscope::training_probe {
+
+GridPosition grid_position(size_t rank, const ParallelOptions& l) {
+  return {rank % l.tp, (rank / l.tp) % l.dp, rank / (l.tp * l.dp)};
+}
+
+size_t grid_rank(const GridPosition& p, const ParallelOptions& l) {
+  return (p.pp * l.dp + p.dp) * l.tp + p.tp;
+}
+
+GroupColors group_colors(size_t rank, const ParallelOptions& l) {
+  const GridPosition p = grid_position(rank, l);
+  // A group is the ranks that agree on the other two coordinates.
+  return {static_cast<int>(p.pp * l.dp + p.dp), static_cast<int>(p.dp * l.tp + p.tp),
+          static_cast<int>(p.pp * l.tp + p.tp)};
+}
+
+namespace {
+
+bool mixture_layer(size_t layer, size_t depth) { return layer % 2 == 1 && layer + 1 < depth; }
+
+// Blocks a pipeline cuts between: Megatron pairs under tensor parallelism
+// (a cut inside a pair would send a partial sum), layers otherwise.
+std::vector<Range> model_blocks(size_t depth, size_t tp) {
+  std::vector<Range> blocks;
+  if (tp == 1) {
+    for (size_t l = 0; l < depth; ++l) blocks.push_back({l, l + 1});
+    return blocks;
+  }
+  for (size_t l = 0; l + 1 < depth; l += 2) blocks.push_back({l, l + 2});
+  if (depth % 2 == 1) blocks.push_back({depth - 1, depth});
+  return blocks;
+}
+
+// Which blocks each virtual stage holds.
+std::vector<Range> virtual_stage_blocks(const TrainOptions& o) {
+  const ParallelOptions& p = o.parallel;
+  const std::vector<Range> blocks = model_blocks(o.shape.depth, p.tp);
+  const size_t pieces = p.pp * p.chunks;
+  if (!p.stage_blocks.empty()) {
+    std::vector<Range> given;
+    size_t begin = 0;
+    for (size_t n : p.stage_blocks) {
+      given.push_back({begin, begin + n});
+      begin += n;
+    }
+    return given;
+  }
+  std::vector<size_t> weights;
+  for (const Range& b : blocks) weights.push_back(b.size() * (o.shape.width * o.shape.width + o.shape.width));
+  return balance_stages(weights, pieces);
+}
+
+}  // namespace
+
+std::string validate_parallel(const TrainOptions& o, size_t ranks) {
+  const ParallelOptions& p = o.parallel;
+  if (o.strategy == Strategy::kExpert) {
+    if (p.experts == 0) return "--strategy ep needs --experts (at least 1)";
+    if (p.top_k == 0 || p.top_k > p.experts)
+      return fmt::format("--top-k {} must be 1 to the expert count {}", p.top_k, p.experts);
+    if (p.experts < ranks)
+      return fmt::format("{} experts cannot spread over {} ranks; use at least {} experts",
+                         p.experts, ranks, ranks);
+    if (o.shape.depth < 3)
+      return "--strategy ep needs --depth 3 or more (every odd layer but the last is a mixture "
+             "of experts)";
+    if (!(p.capacity_factor >= 0)) return "--capacity-factor must be 0 (no limit) or positive";
+    if (o.global_batch % ranks != 0)
+      return fmt::format("global batch {} does not divide over {} ranks", o.global_batch, ranks);
+    return "";
+  }
+  if (p.tp == 0 || p.pp == 0 || p.dp == 0) return "--tp, --pp and --dp must be at least 1";
+  if (p.tp * p.pp * p.dp != ranks)
+    return fmt::format(
+        "--tp {} x --pp {} x --dp {} = {} ranks, but the job has {}; launch with mpiexec -n {} "
+        "or change the degrees",
+        p.tp, p.pp, p.dp, p.tp * p.pp * p.dp, ranks, p.tp * p.pp * p.dp);
+  if (p.tp > o.shape.width)
+    return fmt::format("--tp {} is more than the width {}: a shard would be empty", p.tp,
+                       o.shape.width);
+  if (p.tp > 1 && o.shape.depth < 2)
+    return "tensor parallel needs --depth 2 or more (a column-parallel and a row-parallel layer)";
+  const std::string pipeline = validate_pipeline(p.schedule, p.pp, o.micro_batches, p.chunks);
+  if (!pipeline.empty()) return pipeline;
+  const size_t blocks = model_blocks(o.shape.depth, p.tp).size();
+  const size_t pieces = p.pp * p.chunks;
+  if (!p.stage_blocks.empty()) {
+    if (p.stage_blocks.size() != pieces)
+      return fmt::format("--stage-layers gives {} stages, the pipeline has {}",
+                         p.stage_blocks.size(), pieces);
+    size_t sum = 0;
+    for (size_t n : p.stage_blocks) {
+      if (n == 0) return "--stage-layers: every stage needs at least one block";
+      sum += n;
+    }
+    if (sum != blocks)
+      return fmt::format("--stage-layers adds up to {} blocks; the model has {} ({})", sum, blocks,
+                         p.tp > 1 ? "layer pairs under tensor parallelism" : "layers");
+  } else if (blocks < pieces) {
+    return fmt::format("{} {} cannot fill {} pipeline stages; use a deeper model or fewer stages",
+                       blocks, p.tp > 1 ? "layer pairs" : "layers", pieces);
+  }
+  if (o.global_batch % p.dp != 0)
+    return fmt::format("global batch {} does not divide over {} data-parallel replicas",
+                       o.global_batch, p.dp);
+  if ((o.global_batch / p.dp) % o.micro_batches != 0)
+    return fmt::format("per-replica batch {} does not divide into {} micro-batches",
+                       o.global_batch / p.dp, o.micro_batches);
+  return "";
+}
+
+namespace {
+
+// Communication through the worker thread (so that every wait has the
+// run's timeout), one operation at a time, each on its group's communicator.
+class GroupRunner {
+ public:
+  GroupRunner(Communicator* world, const TrainOptions& o) {
+    if (!world) return;
+    worker_ = std::make_unique<CommWorker>(*world, o.timeout, true);
+    worker_->on_timeout(o.on_timeout);
+  }
+  bool active() const { return worker_ != nullptr; }
+  // Runs `operation` over `group`, counting `bytes` into `counter`; returns
+  // the seconds the caller waited.
+  double run(Communicator* group, double bytes, double* counter,
+             std::function<void(Communicator&)> operation) {
+    if (!group || !worker_) return 0;
+    const auto start = Clock::now();
+    const size_t ticket =
+        worker_->submit([group, op = std::move(operation)](Communicator&) { op(*group); }, bytes);
+    worker_->wait(ticket);
+    if (counter) *counter += bytes;
+    return seconds_between(start, Clock::now());
+  }
+  CommCounters take() { return worker_ ? worker_->take_counters() : CommCounters{}; }
+
+ private:
+  std::unique_ptr<CommWorker> worker_;
+};
+
+double sendrecv_bytes(size_t count, size_t element) {
+  return static_cast<double>(count * element);
+}
+
+void apply_activation(Activation a, Precision p, const std::vector<float>& pre,
+                      std::vector<float>& out) {
+  out.resize(pre.size());
+  if (a == Activation::kRelu) {
+    for (size_t i = 0; i < pre.size(); ++i) out[i] = pre[i] > 0 ? pre[i] : 0.0f;
+  } else {
+    for (size_t i = 0; i < pre.size(); ++i) out[i] = std::tanh(pre[i]);
+    round_to(p, out);
+  }
+}
+
+// d pre from d out, as Model::backward_layer does.
+void activation_backward(Activation a, Precision p, const std::vector<float>& pre,
+                         const std::vector<float>& out, std::vector<float>& grad) {
+  if (a == Activation::kRelu) {
+    for (size_t i = 0; i < grad.size(); ++i)
+      if (pre[i] <= 0) grad[i] = 0.0f;
+  } else {
+    for (size_t i = 0; i < grad.size(); ++i) grad[i] *= 1.0f - out[i] * out[i];
+    round_to(p, grad);
+  }
+}
+
+// All-reduce (sum) of float values in the compute format, in place.
+void all_reduce_values(Communicator& c, ScratchPool& pool, Precision p, std::span<float> values,
+                       float scale) {
+  if (p == Precision::kFloat32) {
+    if (scale != 1.0f)
+      for (float& v : values) v *= scale;
+    c.all_reduce(values.data(), values.data(), values.size(), DataType::kFloat32, ReduceOp::kSum);
+    return;
+  }
+  WireBuffer wire(pool, p, values.size());
+  wire.pack(values, scale);
+  c.all_reduce(wire.data(), wire.data(), values.size(), wire_type(p), ReduceOp::kSum);
+  wire.unpack(values, false);
+}
+
+// The end of a step common to both engines: fp16's overflow check and
+// unscaling, clipping by the global norm, the element-wise optimizer step.
+// `unique` weighs each gradient element's square in the global norm (0 for a
+// copy another rank counts); `reduce_sum` / `reduce_max` span every rank.
+struct StepEnd {
+  Precision precision;
+  const TrainOptions& options;
+  LossScaler& scaler;
+  std::function<double(double)> reduce_sum;
+  std::function<double(double)> reduce_max;
+
+  // Returns false when fp16 overflowed and the step is skipped.
+  bool prepare(std::span<float> grads, std::span<const float> unique, StepFigures& f) {
+    if (precision == Precision::kFloat16) {
+      double overflow = 0;
+      for (float g : grads)
+        if (!std::isfinite(g)) overflow = 1;
+      overflow = reduce_max(overflow);
+      const float unscale = static_cast<float>(1.0 / f.loss_scale);
+      for (float& g : grads) g *= unscale;
+      f.skipped = scaler.update(overflow > 0);
+      if (f.skipped) return false;
+    }
+    if (options.grad_clip) {
+      double squares = 0;
+      for (size_t i = 0; i < grads.size(); ++i)
+        squares += static_cast<double>(unique[i]) * grads[i] * grads[i];
+      f.grad_norm = std::sqrt(reduce_sum(squares));
+      const double coefficient = *options.grad_clip / (f.grad_norm + 1e-6);
+      if (coefficient < 1.0)
+        for (float& g : grads) g *= static_cast<float>(coefficient);
+    }
+    return true;
+  }
+};
+
+// ===================================================================== dense
+enum class Role { kFull, kColumn, kRow };
+
+struct LocalLayer {
+  size_t layer = 0;  // in the model
+  Role role = Role::kFull;
+  Range shard;       // column: output features held; row: input features held
+  size_t offset = 0;  // weight, then bias, in the local vector
+  size_t weight_count = 0;
+  size_t bias_count = 0;
+  size_t in = 0, out = 0;  // this rank's GEMM
+  bool last = false;       // the model's last layer: no nonlinearity
+};
+
+// One micro-batch through one chunk: what backward needs.
+struct ChunkCache {
+  std::vector<std::vector<float>> inputs, pre, outs;
+  double bytes(size_t element) const {
+    size_t n = 0;
+    for (const auto* v : {&inputs, &pre, &outs})
+      for (const auto& x : *v) n += x.size();
+    return static_cast<double>(n * element);
+  }
+};
+
+class DenseEngine {
+ public:
+  DenseEngine(const TrainOptions& o, const ParallelGroups& g, size_t world_rank)
+      : o_(o),
+        p_(o.parallel),
+        g_(g),
+        at_(grid_position(world_rank, o.parallel)),
+        w_(o.shape.width),
+        precision_(o.precision),
+        element_(element_bytes(o.precision)),
+        samples_(o.dataset_samples ? o.dataset_samples : 8 * o.global_batch),
+        data_(make_teacher_dataset(samples_, w_, o.seed)),
+        scaler_(o.loss_scaler),
+        runner_(g.world, o) {
+    const std::vector<Range> pieces = virtual_stage_blocks(o);
+    const std::vector<Range> blocks = model_blocks(o.shape.depth, p_.tp);
+    const std::vector<LayerSlice> slices = layer_slices(o.shape);
+    const std::vector<float> full = initial_parameters(o.shape, o.seed);
+    const Range tp_shard = split_evenly(w_, p_.tp, at_.tp);
+    chunks_.resize(p_.chunks);
+    for (size_t c = 0; c < p_.chunks; ++c) {
+      const Range piece = pieces[c * p_.pp + at_.pp];
+      for (size_t b = piece.begin; b < piece.end; ++b) {
+        const Range layers = blocks[b];
+        for (size_t l = layers.begin; l < layers.end; ++l) {
+          LocalLayer x;
+          x.layer = l;
+          x.last = l + 1 == o.shape.depth;
+          if (p_.tp > 1 && layers.size() == 2) x.role = l == layers.begin ? Role::kColumn : Role::kRow;
+          x.shard = x.role == Role::kFull ? Range{0, w_} : tp_shard;
+          const size_t q = x.shard.size();
+          x.in = x.role == Role::kRow ? q : w_;
+          x.out = x.role == Role::kColumn ? q : w_;
+          x.weight_count = x.in * x.out;
+          x.bias_count = x.role == Role::kColumn ? q : w_;
+          x.offset = params_.size();
+          const float* weight = full.data() + slices[l].weight_offset;
+          const float* bias = full.data() + slices[l].bias_offset;
+          for (size_t r = 0; r < x.out; ++r) {
+            const size_t row = x.role == Role::kColumn ? x.shard.begin + r : r;
+            const size_t col = x.role == Role::kRow ? x.shard.begin : 0;
+            params_.insert(params_.end(), weight + row * w_ + col, weight + row * w_ + col + x.in);
+          }
+          const size_t bias_begin = x.role == Role::kColumn ? x.shard.begin : 0;
+          params_.insert(params_.end(), bias + bias_begin, bias + bias_begin + x.bias_count);
+          // A replicated copy's gradient counts once in the global norm.
+          const float weight_unique = x.role == Role::kFull && at_.tp != 0 ? 0.0f : 1.0f;
+          const float bias_unique = x.role != Role::kColumn && at_.tp != 0 ? 0.0f : 1.0f;
+          unique_.insert(unique_.end(), x.weight_count, weight_unique);
+          unique_.insert(unique_.end(), x.bias_count, bias_unique);
+          chunks_[c].push_back(x);
+        }
+      }
+    }
+    local_ = params_.size();
+    zero_bias_.assign(w_, 0.0f);
+    grads_.assign(local_, 0.0f);
+    if (p_.zero1 && p_.dp > 1) {
+      shard_ = shard_range({0, local_}, p_.dp);
+      const Range mine = shard_.owned(at_.dp);
+      master_.assign(shard_.chunk, 0.0f);
+      std::copy(params_.begin() + static_cast<std::ptrdiff_t>(mine.begin),
+                params_.begin() + static_cast<std::ptrdiff_t>(mine.end), master_.begin());
+      grad_shard_.assign(shard_.chunk, 0.0f);
+      optimizer_ = std::make_unique<Optimizer>(o_.optimizer, shard_.chunk);
+    } else {
+      if (mixed()) master_ = params_;
+      optimizer_ = std::make_unique<Optimizer>(o_.optimizer, local_);
+    }
+    round_to(precision_, params_);
+    plan_ = pipeline_plan(p_.schedule, p_.pp, at_.pp, o_.micro_batches, p_.chunks);
+  }
+
+  TrainResult run(const std::function<void(const StepFigures&)>& on_step) {
+    TrainResult result;
+    result.parameters = parameter_count(o_.shape);
+    result.communicated_elements = result.parameters;
+    for (size_t step = 0; step < o_.steps; ++step) {
+      StepFigures f = one_step(step);
+      if (on_step) on_step(f);
+      result.steps.push_back(f);
+    }
+    const double e = static_cast<double>(element_);
+    result.memory.parameters = e * static_cast<double>(params_.size());
+    result.memory.gradients = e * static_cast<double>(grads_.size());
+    result.memory.optimizer = static_cast<double>(optimizer_->state_bytes());
+    if (mixed()) result.memory.optimizer += 4.0 * static_cast<double>(master_.size());
+    return result;
+  }
+
+ private:
+  bool mixed() const { return precision_ != Precision::kFloat32; }
+  bool zero1() const { return p_.zero1 && p_.dp > 1; }
+  size_t last_chunk() const { return p_.chunks - 1; }
+  bool first_virtual(size_t chunk) const { return chunk == 0 && at_.pp == 0; }
+  bool last_virtual(size_t chunk) const { return chunk == last_chunk() && at_.pp + 1 == p_.pp; }
+
+  StepFigures one_step(size_t step) {
+    StepFigures f;
+    f.step = step;
+    f.loss_scale = precision_ == Precision::kFloat16 ? scaler_.scale() : 1.0;
+    const auto start = Clock::now();
+    per_replica_ = o_.global_batch / p_.dp;
+    micro_ = per_replica_ / o_.micro_batches;
+    samples_now_ = batch_samples(samples_, p_.dp, at_.dp, per_replica_, o_.seed, step,
+                                 !o_.faults.sampler_not_reseeded);
+    std::fill(grads_.begin(), grads_.end(), 0.0f);
+    local_loss_ = 0;
+    run_pipeline(f);
+    finish_step(f);
+    f.step_seconds = seconds_between(start, Clock::now());
+    const CommCounters c = runner_.take();
+    f.comm_seconds = c.busy_seconds;
+    f.exposed_comm_seconds = c.exposed_seconds;
+    f.bytes_sent = f.tp_bytes + f.pp_bytes + f.dp_bytes;
+    f.compute_seconds = f.step_seconds - f.exposed_comm_seconds;
+    // The loss: the last stage's, tensor rank 0's, averaged over replicas.
+    const bool reporter = at_.pp + 1 == p_.pp && at_.tp == 0;
+    f.loss = reduce(reporter ? local_loss_ / static_cast<double>(p_.dp) : 0.0, ReduceOp::kSum);
+    if (o_.check_consistency) f.consistent = replicas_agree();
+    runner_.take();  // the loss and the check are not the step's
+    return f;
+  }
+
+  // ------------------------------------------------------------ pipeline
+  using Key = std::pair<size_t, size_t>;  // micro-batch, chunk
+
+  void run_pipeline(StepFigures& f) {
+    const auto start = Clock::now();
+    size_t in_flight = 0;
+    double held_bytes = 0;
+    for (const PipelineStep& step : plan_) {
+      if (!step.sends.empty() || !step.recvs.empty()) f.pipeline_wait_seconds += exchange(step, f);
+      if (!step.pass) continue;
+      const auto pass_start = Clock::now();
+      const Key key{step.pass->micro_batch, step.pass->chunk};
+      if (step.pass->kind == PipelinePass::Kind::kForward) {
+        forward(key, f);
+        ++in_flight;
+        held_bytes += caches_[key].bytes(element_);
+        f.peak_in_flight = std::max(f.peak_in_flight, in_flight);
+        f.peak_activation_bytes = std::max(f.peak_activation_bytes, held_bytes);
+      } else {
+        held_bytes -= caches_[key].bytes(element_);
+        backward(key, f);
+        --in_flight;
+      }
+      f.pipeline_busy_seconds += seconds_between(pass_start, Clock::now());
+    }
+    f.pipeline_seconds = seconds_between(start, Clock::now());
+  }
+
+  // One batch of pipeline transfers, in the compute format.
+  double exchange(const PipelineStep& step, StepFigures& f) {
+    const size_t count = micro_ * w_;
+    std::vector<std::unique_ptr<WireBuffer>> buffers;
+    std::vector<PeerSend> sends;
+    std::vector<PeerRecv> recvs;
+    double bytes = 0;
+    for (const PipelineTransfer& t : step.sends) {
+      const Key key{t.micro_batch, t.chunk};
+      std::vector<float>& values = t.kind == PipelineTransfer::Kind::kActivation
+                                       ? activation_out_.at(key)
+                                       : gradient_out_.at(key);
+      buffers.push_back(std::make_unique<WireBuffer>(pool_, precision_, count));
+      buffers.back()->pack(values);
+      sends.push_back({static_cast<int>(t.peer), buffers.back()->data(), count});
+      bytes += sendrecv_bytes(count, element_);
+      if (t.kind == PipelineTransfer::Kind::kActivation)
+        activation_out_.erase(key);
+      else
+        gradient_out_.erase(key);
+    }
+    const size_t first_recv = buffers.size();
+    for (const PipelineTransfer& t : step.recvs) {
+      buffers.push_back(std::make_unique<WireBuffer>(pool_, precision_, count));
+      recvs.push_back({static_cast<int>(t.peer), buffers.back()->data(), count});
+    }
+    const DataType type = wire_type(precision_);
+    const double waited = runner_.run(g_.pp, bytes, &f.pp_bytes, [&](Communicator& c) {
+      c.batch_send_recv(sends, recvs, type);
+    });
+    for (size_t i = 0; i < step.recvs.size(); ++i) {
+      const PipelineTransfer& t = step.recvs[i];
+      const Key key{t.micro_batch, t.chunk};
+      std::vector<float>& into = t.kind == PipelineTransfer::Kind::kActivation
+                                     ? activation_in_[key]
+                                     : gradient_in_[key];
+      into.resize(count);
+      buffers[first_recv + i]->unpack(into, false);
+    }
+    return waited;
+  }
+
+  void forward(const Key& key, StepFigures& f) {
+    const auto [m, c] = key;
+    ChunkCache& cache = caches_[key];
+    std::vector<float> x;
+    if (first_virtual(c)) {
+      gather_batch(data_, std::span(samples_now_).subspan(m * micro_, micro_), inputs_, targets_);
+      x = inputs_;
+      round_to(precision_, x);
+    } else {
+      x = std::move(activation_in_.at(key));
+      activation_in_.erase(key);
+    }
+    for (const LocalLayer& layer : chunks_[c]) {
+      cache.inputs.push_back(std::move(x));
+      const std::vector<float>& in = cache.inputs.back();
+      const float* weight = params_.data() + layer.offset;
+      const float* bias = weight + layer.weight_count;
+      std::vector<float> pre(micro_ * layer.out);
+      if (layer.role == Role::kRow) {
+        linear_forward(in, micro_, layer.in, layer.out, weight, zero_bias_.data(), pre.data());
+        runner_.run(g_.tp, all_reduce_bytes(pre.size(), p_.tp, element_), &f.tp_bytes,
+                    [&](Communicator& comm) { all_reduce_values(comm, pool_, precision_, pre, 1.0f); });
+        for (size_t r = 0; r < micro_; ++r)
+          for (size_t i = 0; i < layer.out; ++i) pre[r * layer.out + i] += bias[i];
+      } else {
+        linear_forward(in, micro_, layer.in, layer.out, weight, bias, pre.data());
+      }
+      round_to(precision_, pre);
+      std::vector<float> out;
+      if (layer.last)
+        out = pre;
+      else
+        apply_activation(o_.shape.activation, precision_, pre, out);
+      cache.pre.push_back(std::move(pre));
+      cache.outs.push_back(out);
+      x = std::move(out);
+    }
+    if (last_virtual(c)) {
+      gather_batch(data_, std::span(samples_now_).subspan(m * micro_, micro_), inputs_, targets_);
+      std::vector<float> grad;
+      local_loss_ += mse_loss(x, targets_, micro_, w_, per_replica_,
+                              static_cast<float>(f.loss_scale), grad);
+      if (o_.faults.dropped_micro_batch == m) std::fill(grad.begin(), grad.end(), 0.0f);
+      gradient_in_[key] = std::move(grad);
+    } else {
+      activation_out_[key] = std::move(x);
+    }
+  }
+
+  void backward(const Key& key, StepFigures& f) {
+    const auto [m, c] = key;
+    ChunkCache& cache = caches_.at(key);
+    std::vector<float> grad = std::move(gradient_in_.at(key));
+    gradient_in_.erase(key);
+    const std::vector<LocalLayer>& layers = chunks_[c];
+    for (size_t i = layers.size(); i-- > 0;) {
+      const LocalLayer& layer = layers[i];
+      if (!layer.last)
+        activation_backward(o_.shape.activation, precision_, cache.pre[i], cache.outs[i], grad);
+      const float* weight = params_.data() + layer.offset;
+      float* weight_grad = grads_.data() + layer.offset;
+      float* bias_grad = weight_grad + layer.weight_count;
+      const bool needs_input_grad = layer.layer > 0;
+      std::vector<float> grad_input;
+      if (needs_input_grad) grad_input.resize(micro_ * layer.in);
+      linear_backward(cache.inputs[i], grad, micro_, layer.in, layer.out, weight, weight_grad,
+                      bias_grad, needs_input_grad ? grad_input.data() : nullptr);
+      round_to(precision_, {weight_grad, layer.weight_count + layer.bias_count});
+      if (layer.role == Role::kColumn && needs_input_grad && !o_.faults.skipped_tp_all_reduce)
+        runner_.run(g_.tp, all_reduce_bytes(grad_input.size(), p_.tp, element_), &f.tp_bytes,
+                    [&](Communicator& comm) {
+                      all_reduce_values(comm, pool_, precision_, grad_input, 1.0f);
+                    });
+      round_to(precision_, grad_input);
+      grad = std::move(grad_input);
+    }
+    caches_.erase(key);
+    if (!first_virtual(c)) gradient_out_[key] = std::move(grad);
+  }
+
+  // --------------------------------------------------------- after the flush
+  void finish_step(StepFigures& f) {
+    const float average = 1.0f / static_cast<float>(p_.dp);
+    std::span<float> grads = grads_;
+    std::span<const float> unique = unique_;
+    std::vector<float> unique_shard;
+    if (zero1()) {
+      const Shard shard = shard_;
+      float* out = grad_shard_.data();
+      runner_.run(g_.dp, reduce_scatter_bytes(shard.padded_size(p_.dp), p_.dp, element_),
+                  &f.dp_bytes, [&](Communicator& c) {
+                    WireBuffer send(pool_, precision_, shard.padded_size(p_.dp));
+                    send.pack(grads_, average);
+                    WireBuffer recv(pool_, precision_, shard.chunk);
+                    c.reduce_scatter(send.data(), recv.data(), shard.chunk, wire_type(precision_),
+                                     ReduceOp::kSum);
+                    recv.unpack({out, shard.chunk}, false);
+                  });
+      const Range mine = shard.owned(at_.dp);
+      std::fill(grad_shard_.begin() + static_cast<std::ptrdiff_t>(mine.size()), grad_shard_.end(),
+                0.0f);
+      unique_shard.assign(shard.chunk, 0.0f);
+      std::copy(unique_.begin() + static_cast<std::ptrdiff_t>(mine.begin),
+                unique_.begin() + static_cast<std::ptrdiff_t>(mine.end), unique_shard.begin());
+      grads = grad_shard_;
+      unique = unique_shard;
+    } else if (p_.dp > 1) {
+      runner_.run(g_.dp, all_reduce_bytes(local_, p_.dp, element_), &f.dp_bytes,
+                  [&](Communicator& c) { all_reduce_values(c, pool_, precision_, grads_, average); });
+      // Replicas hold equal gradients: the first counts them in the norm.
+      if (at_.dp != 0) {
+        unique_shard.assign(local_, 0.0f);
+        unique = unique_shard;
+      }
+    }
+    StepEnd end{precision_, o_, scaler_, [this](double v) { return reduce(v, ReduceOp::kSum); },
+                [this](double v) { return reduce(v, ReduceOp::kMax); }};
+    if (!end.prepare(grads, unique, f)) return;
+    ++applied_steps_;
+    if (!zero1()) {
+      std::vector<float>& target = mixed() ? master_ : params_;
+      optimizer_->step(target, grads, applied_steps_);
+      if (mixed())
+        for (size_t i = 0; i < local_; ++i) params_[i] = round_to(precision_, master_[i]);
+      return;
+    }
+    optimizer_->step(master_, grads, applied_steps_);
+    const Shard shard = shard_;
+    runner_.run(g_.dp, all_gather_bytes(shard.padded_size(p_.dp), p_.dp, element_), &f.dp_bytes,
+                [&](Communicator& c) {
+                  WireBuffer send(pool_, precision_, shard.chunk);
+                  send.pack(master_);
+                  WireBuffer recv(pool_, precision_, shard.padded_size(p_.dp));
+                  c.all_gather(send.data(), recv.data(), shard.chunk, wire_type(precision_));
+                  recv.unpack(params_, false);
+                });
+  }
+
+  double reduce(double value, ReduceOp op) {
+    if (!g_.world) return value;
+    double cell = value;
+    runner_.run(g_.world, all_reduce_bytes(1, static_cast<size_t>(g_.world->size()), 8), nullptr,
+                [&](Communicator& c) { c.all_reduce(&cell, &cell, 1, DataType::kFloat64, op); });
+    return cell;
+  }
+
+  bool replicas_agree() {
+    double low = static_cast<double>(fnv1a(params_)), high = low;
+    if (g_.dp) {
+      runner_.run(g_.dp, 0, nullptr, [&](Communicator& c) {
+        c.all_reduce(&low, &low, 1, DataType::kFloat64, ReduceOp::kMin);
+        c.all_reduce(&high, &high, 1, DataType::kFloat64, ReduceOp::kMax);
+      });
+    }
+    return reduce(low == high ? 1.0 : 0.0, ReduceOp::kMin) > 0;
+  }
+
+  const TrainOptions& o_;
+  const ParallelOptions& p_;
+  ParallelGroups g_;
+  GridPosition at_;
+  size_t w_;
+  Precision precision_;
+  size_t element_;
+  size_t samples_;
+  SyntheticDataset data_;
+  LossScaler scaler_;
+  ScratchPool pool_;
+  std::vector<std::vector<LocalLayer>> chunks_;
+  std::vector<float> params_, grads_, master_, grad_shard_, unique_, zero_bias_;
+  size_t local_ = 0;
+  Shard shard_;
+  std::unique_ptr<Optimizer> optimizer_;
+  size_t applied_steps_ = 0;
+  std::vector<PipelineStep> plan_;
+
+  size_t per_replica_ = 0, micro_ = 0;
+  std::vector<size_t> samples_now_;
+  std::vector<float> inputs_, targets_;
+  double local_loss_ = 0;
+  std::map<Key, ChunkCache> caches_;
+  std::map<Key, std::vector<float>> activation_in_, activation_out_, gradient_in_, gradient_out_;
+  // Last: destroyed first, so no queued operation outlives the buffers.
+  GroupRunner runner_;
+};
+
+// ====================================================================== MoE
+// The mixture-of-experts model's flat parameters (for the initial values and
+// the single-rank layout): per layer, a dense layer's W, b, or a mixture's
+// gate Wg [E x w] then each expert's W, b.
+struct MoeLayout {
+  struct Layer {
+    bool mixture = false;
+    size_t offset = 0;  // dense: W then b; mixture: Wg
+    std::vector<size_t> expert_offsets;
+  };
+  std::vector<Layer> layers;
+  size_t total = 0;
+};
+
+MoeLayout moe_layout(const ModelShape& shape, size_t experts) {
+  MoeLayout layout;
+  const size_t w = shape.width;
+  for (size_t l = 0; l < shape.depth; ++l) {
+    MoeLayout::Layer layer;
+    layer.mixture = mixture_layer(l, shape.depth);
+    layer.offset = layout.total;
+    if (!layer.mixture) {
+      layout.total += w * w + w;
+    } else {
+      layout.total += experts * w;
+      for (size_t e = 0; e < experts; ++e) {
+        layer.expert_offsets.push_back(layout.total);
+        layout.total += w * w + w;
+      }
+    }
+    layout.layers.push_back(layer);
+  }
+  return layout;
+}
+
+// nn.Linear-like bounds, U(-1/sqrt(w), 1/sqrt(w)), from counter-based random
+// numbers of a stream of its own.
+std::vector<float> moe_initial_parameters(size_t total, size_t width, uint64_t seed) {
+  std::vector<float> values(total);
+  const float bound = 1.0f / std::sqrt(static_cast<float>(width));
+  const uint64_t stream = splitmix64(seed ^ 0x6d6f652d696e6974ULL);
+  for (size_t i = 0; i < total; ++i) values[i] = bound * uniform_pm1(stream, i);
+  return values;
+}
+
+class MoeEngine {
+ public:
+  MoeEngine(const TrainOptions& o, Communicator* world)
+      : o_(o),
+        world_(world),
+        ranks_(world ? static_cast<size_t>(world->size()) : 1),
+        rank_(world ? static_cast<size_t>(world->rank()) : 0),
+        w_(o.shape.width),
+        precision_(o.precision),
+        element_(element_bytes(o.precision)),
+        samples_(o.dataset_samples ? o.dataset_samples : 8 * o.global_batch),
+        data_(make_teacher_dataset(samples_, w_, o.seed)),
+        scaler_(o.loss_scaler),
+        moe_{w_, o.parallel.experts, o.parallel.top_k, o.parallel.capacity_factor},
+        mine_(experts_of_rank(rank_, ranks_, o.parallel.experts)),
+        runner_(world, o) {
+    const MoeLayout layout = moe_layout(o.shape, moe_.experts);
+    parameters_ = layout.total;
+    const std::vector<float> full = moe_initial_parameters(layout.total, w_, o.seed);
+    // Replicated parameters first (data-parallel), then this rank's experts.
+    for (const MoeLayout::Layer& l : layout.layers) {
+      Local x;
+      x.mixture = l.mixture;
+      x.offset = params_.size();
+      const size_t n = l.mixture ? moe_.experts * w_ : w_ * w_ + w_;
+      params_.insert(params_.end(), full.begin() + static_cast<std::ptrdiff_t>(l.offset),
+                     full.begin() + static_cast<std::ptrdiff_t>(l.offset + n));
+      layers_.push_back(x);
+    }
+    replicated_ = params_.size();
+    for (size_t i = 0; i < layers_.size(); ++i) {
+      if (!layers_[i].mixture) continue;
+      for (size_t e = mine_.begin; e < mine_.end; ++e) {
+        layers_[i].expert_offsets.push_back(params_.size());
+        const size_t at = layout.layers[i].expert_offsets[e];
+        params_.insert(params_.end(), full.begin() + static_cast<std::ptrdiff_t>(at),
+                       full.begin() + static_cast<std::ptrdiff_t>(at + w_ * w_ + w_));
+      }
+    }
+    round_to(precision_, params_);
+    if (mixed()) master_ = params_;
+    grads_.assign(params_.size(), 0.0f);
+    // Replicated parameters count once (rank 0) in the global norm; experts
+    // are each held once.
+    unique_.assign(params_.size(), 1.0f);
+    if (rank_ != 0) std::fill(unique_.begin(), unique_.begin() + replicated_, 0.0f);
+    optimizer_ = std::make_unique<Optimizer>(o_.optimizer, params_.size());
+  }
+
+  TrainResult run(const std::function<void(const StepFigures&)>& on_step) {
+    TrainResult result;
+    result.parameters = parameters_;
+    result.communicated_elements = parameters_;
+    for (size_t step = 0; step < o_.steps; ++step) {
+      StepFigures f = one_step(step);
+      if (on_step) on_step(f);
+      result.steps.push_back(f);
+    }
+    const double e = static_cast<double>(element_);
+    result.memory.parameters = e * static_cast<double>(params_.size());
+    result.memory.gradients = e * static_cast<double>(grads_.size());
+    result.memory.optimizer = static_cast<double>(optimizer_->state_bytes());
+    if (mixed()) result.memory.optimizer += 4.0 * static_cast<double>(master_.size());
+    return result;
+  }
+
+ private:
+  struct Local {
+    bool mixture = false;
+    size_t offset = 0;
+    std::vector<size_t> expert_offsets;  // this rank's experts
+  };
+  // What a mixture layer's backward needs from its forward.
+  struct MixtureCache {
+    std::vector<float> x;
+    GateOutput gate;
+    std::vector<Assignment> order;    // kept assignments in send order
+    std::vector<uint32_t> routed;     // the expert each was sent to
+    std::vector<size_t> send_counts;  // rows per peer
+    std::vector<size_t> recv_counts;  // rows from each peer
+    std::vector<std::vector<size_t>> from_peer_per_expert;  // [peer][local expert] rows
+    std::vector<float> returned;      // expert outputs, in send order
+    // Per local expert: its rows' inputs, pre-activations, outputs.
+    std::vector<std::vector<float>> inputs, pre, outs;
+  };
+  struct Cache {
+    std::vector<std::vector<float>> inputs, pre, outs;  // dense layers, by layer
+    std::map<size_t, MixtureCache> mixtures;
+  };
+
+  bool mixed() const { return precision_ != Precision::kFloat32; }
+
+  StepFigures one_step(size_t step) {
+    StepFigures f;
+    f.step = step;
+    f.loss_scale = precision_ == Precision::kFloat16 ? scaler_.scale() : 1.0;
+    const auto start = Clock::now();
+    const size_t per_rank = o_.global_batch / ranks_;
+    micro_ = per_rank / o_.micro_batches;
+    const std::vector<size_t> samples = batch_samples(samples_, ranks_, rank_, per_rank, o_.seed,
+                                                      step, !o_.faults.sampler_not_reseeded);
+    std::fill(grads_.begin(), grads_.end(), 0.0f);
+    wanted_.assign(moe_.experts, 0.0);
+    dropped_ = 0;
+    double local_loss = 0;
+    for (size_t m = 0; m < o_.micro_batches; ++m) {
+      gather_batch(data_, std::span(samples).subspan(m * micro_, micro_), inputs_, targets_);
+      Cache cache;
+      std::vector<float> y = forward(cache, f);
+      std::vector<float> grad;
+      local_loss += mse_loss(y, targets_, micro_, w_, per_rank, static_cast<float>(f.loss_scale),
+                             grad);
+      backward(cache, grad, f);
+    }
+    finish_step(f);
+    f.step_seconds = seconds_between(start, Clock::now());
+    const CommCounters c = runner_.take();
+    f.comm_seconds = c.busy_seconds;
+    f.exposed_comm_seconds = c.exposed_seconds;
+    f.bytes_sent = f.ep_bytes + f.dp_bytes;
+    f.compute_seconds = f.step_seconds - f.exposed_comm_seconds;
+    f.loss = reduce(local_loss, ReduceOp::kSum) / static_cast<double>(ranks_);
+    // Routing figures over every rank.
+    std::vector<double> counts = wanted_;
+    counts.push_back(static_cast<double>(dropped_));
+    if (world_)
+      runner_.run(world_, 0, nullptr, [&](Communicator& comm) {
+        comm.all_reduce(counts.data(), counts.data(), counts.size(), DataType::kFloat64,
+                        ReduceOp::kSum);
+      });
+    std::vector<size_t> per_expert;
+    for (size_t e = 0; e < moe_.experts; ++e) {
+      per_expert.push_back(static_cast<size_t>(counts[e]));
+      f.routed_tokens += per_expert.back();
+    }
+    f.dropped_tokens = static_cast<size_t>(counts.back());
+    f.load_imbalance = load_imbalance(per_expert);
+    if (o_.check_consistency) f.consistent = replicas_agree();
+    runner_.take();
+    return f;
+  }
+
+  std::vector<float> forward(Cache& cache, StepFigures& f) {
+    std::vector<float> x = inputs_;
+    round_to(precision_, x);
+    const size_t depth = o_.shape.depth;
+    cache.inputs.resize(depth);
+    cache.pre.resize(depth);
+    cache.outs.resize(depth);
+    for (size_t l = 0; l < depth; ++l) {
+      if (layers_[l].mixture) {
+        x = mixture_forward(l, std::move(x), cache.mixtures[l], f);
+        continue;
+      }
+      const float* weight = params_.data() + layers_[l].offset;
+      std::vector<float> pre(micro_ * w_);
+      linear_forward(x, micro_, w_, w_, weight, weight + w_ * w_, pre.data());
+      round_to(precision_, pre);
+      std::vector<float> out;
+      if (l + 1 == depth)
+        out = pre;
+      else
+        apply_activation(o_.shape.activation, precision_, pre, out);
+      cache.inputs[l] = std::move(x);
+      cache.pre[l] = std::move(pre);
+      cache.outs[l] = out;
+      x = std::move(out);
+    }
+    return x;
+  }
+
+  // Rows of `values` [n x w] exchanged with every rank: `send_counts[p]` rows
+  // to p (consecutive, in peer order), `recv_counts[q]` from q.
+  std::vector<float> all_to_all_rows(const std::vector<float>& values,
+                                     const std::vector<size_t>& send_counts,
+                                     const std::vector<size_t>& recv_counts, StepFigures& f) {
+    const size_t received = std::accumulate(recv_counts.begin(), recv_counts.end(), size_t{0});
+    std::vector<float> out(received * w_);
+    if (!world_) {
+      out = values;
+      return out;
+    }
+    const size_t sent = values.size() / w_;
+    WireBuffer send(pool_, precision_, sent * w_);
+    send.pack(values);
+    WireBuffer recv(pool_, precision_, received * w_);
+    const size_t e = element_;
+    std::vector<PeerSend> sends;
+    std::vector<PeerRecv> recvs;
+    size_t at = 0;
+    double bytes = 0;
+    for (size_t p = 0; p < ranks_; ++p) {
+      sends.push_back({static_cast<int>(p), static_cast<unsigned char*>(send.data()) + at * w_ * e,
+                       send_counts[p] * w_});
+      if (p != rank_) bytes += static_cast<double>(send_counts[p] * w_ * e);
+      at += send_counts[p];
+    }
+    at = 0;
+    for (size_t q = 0; q < ranks_; ++q) {
+      recvs.push_back({static_cast<int>(q), static_cast<unsigned char*>(recv.data()) + at * w_ * e,
+                       recv_counts[q] * w_});
+      at += recv_counts[q];
+    }
+    const DataType type = wire_type(precision_);
+    f.all_to_all_seconds += runner_.run(world_, bytes, &f.ep_bytes, [&](Communicator& c) {
+      c.batch_send_recv(sends, recvs, type);
+    });
+    recv.unpack(out, false);
+    return out;
+  }
+
+  std::vector<float> mixture_forward(size_t l, std::vector<float> x, MixtureCache& mc,
+                                     StepFigures& f) {
+    const size_t E = moe_.experts, K = moe_.top_k;
+    const float* gate_weight = params_.data() + layers_[l].offset;
+    mc.gate = gate_forward(x, micro_, moe_, gate_weight);
+    const DispatchPlan plan = plan_dispatch(mc.gate, moe_);
+    for (size_t e = 0; e < E; ++e) wanted_[e] += static_cast<double>(plan.wanted[e]);
+    dropped_ += plan.dropped;
+    // Send order: by the expert each assignment goes to (so by its owner).
+    mc.order = plan.kept;
+    mc.routed.clear();
+    for (const Assignment& a : mc.order)
+      mc.routed.push_back(o_.faults.wrong_expert && world_ ? (a.expert + 1) % E : a.expert);
+    std::vector<size_t> index(mc.order.size());
+    std::iota(index.begin(), index.end(), size_t{0});
+    std::stable_sort(index.begin(), index.end(),
+                     [&](size_t a, size_t b) { return mc.routed[a] < mc.routed[b]; });
+    std::vector<Assignment> order;
+    std::vector<uint32_t> routed;
+    for (size_t i : index) {
+      order.push_back(mc.order[i]);
+      routed.push_back(mc.routed[i]);
+    }
+    mc.order = std::move(order);
+    mc.routed = std::move(routed);
+    // Counts first: rows per (peer, expert of that peer).
+    std::vector<std::vector<uint64_t>> per_peer_expert(ranks_);
+    for (size_t p = 0; p < ranks_; ++p)
+      per_peer_expert[p].assign(experts_of_rank(p, ranks_, E).size(), 0);
+    for (uint32_t e : mc.routed) {
+      const size_t p = owner_of_expert(e, ranks_, E);
+      ++per_peer_expert[p][e - experts_of_rank(p, ranks_, E).begin];
+    }
+    mc.from_peer_per_expert.assign(ranks_, std::vector<size_t>(mine_.size(), 0));
+    if (world_) {
+      std::vector<std::vector<uint64_t>> incoming(ranks_, std::vector<uint64_t>(mine_.size()));
+      std::vector<PeerSend> sends;
+      std::vector<PeerRecv> recvs;
+      for (size_t p = 0; p < ranks_; ++p) {
+        sends.push_back({static_cast<int>(p), per_peer_expert[p].data(), per_peer_expert[p].size()});
+        recvs.push_back({static_cast<int>(p), incoming[p].data(), incoming[p].size()});
+      }
+      f.all_to_all_seconds += runner_.run(world_, 0, nullptr, [&](Communicator& c) {
+        c.batch_send_recv(sends, recvs, DataType::kUInt64);
+      });
+      for (size_t q = 0; q < ranks_; ++q)
+        for (size_t j = 0; j < mine_.size(); ++j) mc.from_peer_per_expert[q][j] = incoming[q][j];
+    } else {
+      for (size_t j = 0; j < mine_.size(); ++j) mc.from_peer_per_expert[0][j] = per_peer_expert[0][j];
+    }
+    mc.send_counts.assign(ranks_, 0);
+    mc.recv_counts.assign(ranks_, 0);
+    for (size_t p = 0; p < ranks_; ++p)
+      for (uint64_t n : per_peer_expert[p]) mc.send_counts[p] += n;
+    for (size_t q = 0; q < ranks_; ++q)
+      for (size_t n : mc.from_peer_per_expert[q]) mc.recv_counts[q] += n;
+    // Dispatch the tokens.
+    std::vector<float> rows(mc.order.size() * w_);
+    for (size_t i = 0; i < mc.order.size(); ++i)
+      std::copy_n(x.begin() + static_cast<std::ptrdiff_t>(mc.order[i].token * w_), w_,
+                  rows.begin() + static_cast<std::ptrdiff_t>(i * w_));
+    const std::vector<float> received = all_to_all_rows(rows, mc.send_counts, mc.recv_counts, f);
+    // Each local expert on its rows (from every peer, in peer order).
+    const std::vector<std::vector<size_t>> row_of = expert_rows(mc);
+    mc.inputs.assign(mine_.size(), {});
+    mc.pre.assign(mine_.size(), {});
+    mc.outs.assign(mine_.size(), {});
+    std::vector<float> results(received.size());
+    for (size_t j = 0; j < mine_.size(); ++j) {
+      const size_t n = row_of[j].size();
+      std::vector<float>& in = mc.inputs[j];
+      in.resize(n * w_);
+      for (size_t r = 0; r < n; ++r)
+        std::copy_n(received.begin() + static_cast<std::ptrdiff_t>(row_of[j][r] * w_), w_,
+                    in.begin() + static_cast<std::ptrdiff_t>(r * w_));
+      const float* weight = params_.data() + layers_[l].expert_offsets[j];
+      std::vector<float>& pre = mc.pre[j];
+      pre.resize(n * w_);
+      if (n) linear_forward(in, n, w_, w_, weight, weight + w_ * w_, pre.data());
+      round_to(precision_, pre);
+      apply_activation(o_.shape.activation, precision_, pre, mc.outs[j]);
+      for (size_t r = 0; r < n; ++r)
+        std::copy_n(mc.outs[j].begin() + static_cast<std::ptrdiff_t>(r * w_), w_,
+                    results.begin() + static_cast<std::ptrdiff_t>(row_of[j][r] * w_));
+    }
+    // Combine: back to the tokens' ranks, weighted by the gate, plus the residual.
+    mc.returned = all_to_all_rows(results, mc.recv_counts, mc.send_counts, f);
+    std::vector<float> y = x;
+    for (size_t i = 0; i < mc.order.size(); ++i) {
+      const Assignment& a = mc.order[i];
+      const float g = mc.gate.weight(a.token, a.slot, E, K);
+      for (size_t k = 0; k < w_; ++k) y[a.token * w_ + k] += g * mc.returned[i * w_ + k];
+    }
+    round_to(precision_, y);
+    mc.x = std::move(x);
+    return y;
+  }
+
+  // For each local expert, the indices of its rows in a received buffer
+  // (segments per peer, each ordered by expert).
+  std::vector<std::vector<size_t>> expert_rows(const MixtureCache& mc) const {
+    std::vector<std::vector<size_t>> row_of(mine_.size());
+    size_t at = 0;
+    for (size_t q = 0; q < ranks_; ++q)
+      for (size_t j = 0; j < mine_.size(); ++j)
+        for (size_t r = 0; r < mc.from_peer_per_expert[q][j]; ++r) row_of[j].push_back(at++);
+    return row_of;
+  }
+
+  void backward(Cache& cache, std::vector<float> grad, StepFigures& f) {
+    const size_t depth = o_.shape.depth;
+    for (size_t l = depth; l-- > 0;) {
+      if (layers_[l].mixture) {
+        grad = mixture_backward(l, grad, cache.mixtures.at(l), f);
+        continue;
+      }
+      if (l + 1 < depth)
+        activation_backward(o_.shape.activation, precision_, cache.pre[l], cache.outs[l], grad);
+      const float* weight = params_.data() + layers_[l].offset;
+      float* weight_grad = grads_.data() + layers_[l].offset;
+      std::vector<float> grad_input;
+      if (l > 0) grad_input.resize(micro_ * w_);
+      linear_backward(cache.inputs[l], grad, micro_, w_, w_, weight, weight_grad,
+                      weight_grad + w_ * w_, l > 0 ? grad_input.data() : nullptr);
+      round_to(precision_, {weight_grad, w_ * w_ + w_});
+      round_to(precision_, grad_input);
+      grad = std::move(grad_input);
+    }
+  }
+
+  std::vector<float> mixture_backward(size_t l, const std::vector<float>& dy, MixtureCache& mc,
+                                      StepFigures& f) {
+    const size_t E = moe_.experts, K = moe_.top_k;
+    std::vector<float> dx = dy;  // the residual
+    std::vector<float> d_weight(micro_ * K, 0.0f);
+    std::vector<float> d_rows(mc.order.size() * w_);
+    for (size_t i = 0; i < mc.order.size(); ++i) {
+      const Assignment& a = mc.order[i];
+      const float g = mc.gate.weight(a.token, a.slot, E, K);
+      double dot = 0;
+      for (size_t k = 0; k < w_; ++k) {
+        const float d = dy[a.token * w_ + k];
+        d_rows[i * w_ + k] = g * d;
+        dot += static_cast<double>(d) * mc.returned[i * w_ + k];
+      }
+      d_weight[a.token * K + a.slot] = static_cast<float>(dot);
+    }
+    round_to(precision_, d_rows);
+    const std::vector<float> received = all_to_all_rows(d_rows, mc.send_counts, mc.recv_counts, f);
+    const std::vector<std::vector<size_t>> row_of = expert_rows(mc);
+    std::vector<float> results(received.size());
+    for (size_t j = 0; j < mine_.size(); ++j) {
+      const size_t n = row_of[j].size();
+      if (n == 0) continue;
+      std::vector<float> d(n * w_);
+      for (size_t r = 0; r < n; ++r)
+        std::copy_n(received.begin() + static_cast<std::ptrdiff_t>(row_of[j][r] * w_), w_,
+                    d.begin() + static_cast<std::ptrdiff_t>(r * w_));
+      activation_backward(o_.shape.activation, precision_, mc.pre[j], mc.outs[j], d);
+      const size_t offset = layers_[l].expert_offsets[j];
+      std::vector<float> d_in(n * w_);
+      linear_backward(mc.inputs[j], d, n, w_, w_, params_.data() + offset, grads_.data() + offset,
+                      grads_.data() + offset + w_ * w_, d_in.data());
+      round_to(precision_, {grads_.data() + offset, w_ * w_ + w_});
+      round_to(precision_, d_in);
+      for (size_t r = 0; r < n; ++r)
+        std::copy_n(d_in.begin() + static_cast<std::ptrdiff_t>(r * w_), w_,
+                    results.begin() + static_cast<std::ptrdiff_t>(row_of[j][r] * w_));
+    }
+    const std::vector<float> back = all_to_all_rows(results, mc.recv_counts, mc.send_counts, f);
+    for (size_t i = 0; i < mc.order.size(); ++i)
+      for (size_t k = 0; k < w_; ++k) dx[mc.order[i].token * w_ + k] += back[i * w_ + k];
+    float* gate_grad = grads_.data() + layers_[l].offset;
+    gate_backward(mc.x, mc.gate, moe_, params_.data() + layers_[l].offset, d_weight, gate_grad,
+                  dx.data());
+    round_to(precision_, {gate_grad, E * w_});
+    round_to(precision_, dx);
+    return dx;
+  }
+
+  void finish_step(StepFigures& f) {
+    const float average = 1.0f / static_cast<float>(ranks_);
+    if (world_ && ranks_ > 1)
+      runner_.run(world_, all_reduce_bytes(replicated_, ranks_, element_), &f.dp_bytes,
+                  [&](Communicator& c) {
+                    all_reduce_values(c, pool_, precision_, {grads_.data(), replicated_}, average);
+                  });
+    // An expert's gradient sums every rank's tokens, each rank's loss the
+    // mean of its own batch: the global mean divides by the rank count.
+    for (size_t i = replicated_; i < grads_.size(); ++i) grads_[i] *= average;
+    StepEnd end{precision_, o_, scaler_, [this](double v) { return reduce(v, ReduceOp::kSum); },
+                [this](double v) { return reduce(v, ReduceOp::kMax); }};
+    if (!end.prepare(grads_, unique_, f)) return;
+    ++applied_steps_;
+    std::vector<float>& target = mixed() ? master_ : params_;
+    optimizer_->step(target, grads_, applied_steps_);
+    if (mixed())
+      for (size_t i = 0; i < params_.size(); ++i) params_[i] = round_to(precision_, master_[i]);
+  }
+
+  double reduce(double value, ReduceOp op) {
+    if (!world_) return value;
+    double cell = value;
+    runner_.run(world_, all_reduce_bytes(1, ranks_, 8), nullptr,
+                [&](Communicator& c) { c.all_reduce(&cell, &cell, 1, DataType::kFloat64, op); });
+    return cell;
+  }
+
+  bool replicas_agree() {
+    const double hash = static_cast<double>(fnv1a({params_.data(), replicated_}));
+    return reduce(hash, ReduceOp::kMin) == reduce(hash, ReduceOp::kMax);
+  }
+
+  const TrainOptions& o_;
+  Communicator* world_;
+  size_t ranks_, rank_;
+  size_t w_;
+  Precision precision_;
+  size_t element_;
+  size_t samples_;
+  SyntheticDataset data_;
+  LossScaler scaler_;
+  MoeShape moe_;
+  Range mine_;
+  ScratchPool pool_;
+  size_t parameters_ = 0;
+  std::vector<Local> layers_;
+  size_t replicated_ = 0;
+  std::vector<float> params_, grads_, master_, unique_;
+  std::unique_ptr<Optimizer> optimizer_;
+  size_t applied_steps_ = 0;
+  size_t micro_ = 0;
+  std::vector<float> inputs_, targets_;
+  std::vector<double> wanted_;
+  size_t dropped_ = 0;
+  GroupRunner runner_;
+};
+
+void check_size(Communicator* c, size_t expected, const char* group) {
+  if (expected > 1 && (!c || static_cast<size_t>(c->size()) != expected))
+    throw UsageError(fmt::format("the {} group has {} ranks, the layout needs {}", group,
+                                 c ? c->size() : 0, expected));
+}
+
+}  // namespace
+
+TrainResult train_parallel(const ParallelGroups& groups, const TrainOptions& options,
+                           const std::function<void(const StepFigures&)>& on_step) {
+  if (!groups.world) throw UsageError("a model-parallel run needs a world communicator");
+  if (groups.world->memory_kind() != MemoryKind::kHost)
+    throw UsageError(
+        "the training probe's GPU path (cuBLAS) is not built yet; run it over the mpi backend");
+  const size_t ranks = static_cast<size_t>(groups.world->size());
+  // The batch divides over the data-parallel replicas (every rank for ep).
+  const size_t replicas = options.strategy == Strategy::kExpert ? ranks : options.parallel.dp;
+  std::string problem = validate_parallel(options, ranks);
+  if (problem.empty()) problem = validate(options, replicas);
+  if (!problem.empty()) throw UsageError(problem);
+  if (options.strategy == Strategy::kExpert) {
+    MoeEngine engine(options, groups.world);
+    return engine.run(on_step);
+  }
+  check_size(groups.tp, options.parallel.tp, "tensor-parallel");
+  check_size(groups.pp, options.parallel.pp, "pipeline");
+  check_size(groups.dp, options.parallel.dp, "data-parallel");
+  DenseEngine engine(options, groups, static_cast<size_t>(groups.world->rank()));
+  return engine.run(on_step);
+}
+
+TrainResult train_parallel_single(const TrainOptions& options,
+                                  const std::function<void(const StepFigures&)>& on_step) {
+  TrainOptions single = options;
+  single.faults = Faults{};
+  single.micro_batches = 1;
+  single.parallel.tp = single.parallel.pp = single.parallel.dp = 1;
+  single.parallel.chunks = 1;
+  single.parallel.stage_blocks.clear();
+  single.parallel.zero1 = false;
+  single.parallel.schedule = PipelineSchedule::kGpipe;
+  std::string problem = validate(single, 1);
+  if (problem.empty()) problem = validate_parallel(single, 1);
+  if (!problem.empty()) throw UsageError(problem);
+  if (options.strategy == Strategy::kExpert) {
+    MoeEngine engine(single, nullptr);
+    return engine.run(on_step);
+  }
+  DenseEngine engine(single, ParallelGroups{}, 0);
+  return engine.run(on_step);
+}
+
+}  // namespace ccscope::training_probe
