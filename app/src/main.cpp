@@ -43,6 +43,9 @@ constexpr Verb kVerbs[] = {
     {"train", 1, ccscope::app::train_verb,
      "real training steps (single, DDP, ZeRO-1/2/3) over MPI: step time, communication\n"
      "share, bytes and memory against the formulas, loss vs one rank (ccscope train --help)"},
+    {"advise", 2, ccscope::app::advise_verb,
+     "the parallel layout to train a model with (DDP, ZeRO, TP, PP, EP): memory per\n"
+     "rank and step time from measured bandwidth records (ccscope advise --help)"},
     {"baseline", 2, ccscope::app::baseline_verb,
      "save NAME FILES... | list: keep fingerprinted baselines for compare"},
 };

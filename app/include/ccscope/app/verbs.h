@@ -28,4 +28,8 @@ int topo_verb(const std::vector<std::string>& args, const std::vector<std::strin
 // 3 timeout.
 int train_verb(const std::vector<std::string>& args, const std::vector<std::string>& command_line);
 
+// 0 a recommendation, 1 no layout fits, 2 bad arguments or input.
+int advise_verb(const std::vector<std::string>& args,
+                const std::vector<std::string>& command_line);
+
 }  // namespace ccscope::app

@@ -1,0 +1,480 @@
+// `ccscope advise`: which parallel layout to train a model with on this
+// cluster. The estimates and the decision are training_probe/advisor.h's;
+// this verb reads the flags and the bandwidth records, prints the table (or
+// the JSON document) and sets the exit code.
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ccscope/app/verbs.h"
+#include "ccscope/common/sizes.h"
+#include "ccscope/reports/loaded_results.h"
+#include "ccscope/reports/user_files.h"
+#include "ccscope/training_probe/advisor.h"
+#include "ccscope/training_probe/optimizer.h"
+#include "verb_support.h"
+
+namespace ccscope::app {
+// Named, not anonymous: the verbs are one unity translation unit.
+namespace advise_verb_detail {
+
+using namespace ccscope::training_probe;
+// training_probe's, not collectives' ccscope::Collective.
+using training_probe::Collective;
+using training_probe::Scope;
+
+constexpr const char* kAdviseVerb = "advise";
+constexpr int kExitNothingFits = 1;
+
+struct AdviseFlags {
+  std::string kind = "transformer";
+  std::string params, hidden, layers, heads, experts, top_k = "1", expert_params;
+  std::string width, depth;  // probe
+  std::string seq_len, global_batch, global_batch_tokens;
+  std::string precision, optimizer;
+  double momentum = 0.9;
+  std::string gpu_memory, ranks, ranks_per_node, host_memory;
+  double usable = 0.9;
+  double pcie_GBps = 25;
+  std::string host_optimizer_rate = "1e9";
+  std::string flops;
+  double compute_seconds = 0;
+  double intra_busbw = 0, inter_busbw = 0;
+  double bucket_mb = 25;
+  bool no_overlap = false;
+  bool tp_across_nodes = false;
+  bool json = false;
+  bool all = false;
+  std::vector<std::string> files;
+};
+
+// "7e9", "7B", "1.5T", "4096", "4M": a count, decimal multiples (K 1e3, M 1e6,
+// B or G 1e9, T 1e12). nullopt for anything else.
+std::optional<double> parse_count(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  if (end == text.c_str()) return std::nullopt;
+  double scale = 1;
+  const std::string rest(end);
+  if (rest == "K" || rest == "k")
+    scale = 1e3;
+  else if (rest == "M" || rest == "m")
+    scale = 1e6;
+  else if (rest == "B" || rest == "b" || rest == "G" || rest == "g")
+    scale = 1e9;
+  else if (rest == "T" || rest == "t")
+    scale = 1e12;
+  else if (!rest.empty())
+    return std::nullopt;
+  const double out = value * scale;
+  if (!std::isfinite(out) || out < 0) return std::nullopt;
+  return out;
+}
+
+// A count flag that must be a whole number in [low, high]; "" or the problem.
+std::string whole(const std::string& flag, const std::string& text, size_t low, size_t high,
+                  size_t& out) {
+  const auto v = parse_count(text);
+  if (!v || *v != std::floor(*v) || *v < static_cast<double>(low) || *v > static_cast<double>(high))
+    return fmt::format("{} '{}': give a whole number from {} to {}", flag, text, low, high);
+  out = static_cast<size_t>(*v);
+  return "";
+}
+
+std::string memory_flag(const std::string& flag, const std::string& text, double& out) {
+  const auto v = parse_size(text);
+  if (!v || *v == 0)
+    return fmt::format("{} '{}': give a size such as 80G (binary multiples: 80G = 80 GiB)", flag,
+                       text);
+  out = static_cast<double>(*v);
+  return "";
+}
+
+std::optional<Collective> collective_of(const std::string& name) {
+  if (name == "allreduce") return Collective::kAllReduce;
+  if (name == "allgather") return Collective::kAllGather;
+  if (name == "reducescatter") return Collective::kReduceScatter;
+  if (name == "alltoall") return Collective::kAllToAll;
+  if (name == "sendrecv") return Collective::kSendRecv;
+  return std::nullopt;
+}
+
+// The flags into the advisor's inputs; "" or the one-line problem.
+std::string inputs_from_flags(const AdviseFlags& f, AdvisorModel& m, AdvisorCluster& c,
+                              AdvisorOptions& o, std::vector<std::string>& notes) {
+  constexpr size_t kMax = size_t{1} << 40;
+  std::string problem;
+  auto check = [&](std::string p) {
+    if (problem.empty()) problem = std::move(p);
+  };
+  if (f.kind == "transformer") {
+    m.kind = ModelKind::kTransformer;
+  } else if (f.kind == "probe") {
+    m.kind = ModelKind::kProbe;
+  } else {
+    return "--kind '" + f.kind + "': use transformer or probe";
+  }
+  const bool probe = m.kind == ModelKind::kProbe;
+  if (probe) {
+    if (!f.params.empty() || !f.hidden.empty() || !f.layers.empty() || !f.heads.empty() ||
+        !f.seq_len.empty() || !f.global_batch_tokens.empty() || !f.expert_params.empty())
+      return "--kind probe takes --width, --depth, --global-batch (as ccscope train), not "
+             "--params, --hidden, --layers, --heads, --seq-len, --global-batch-tokens or "
+             "--expert-params";
+    check(whole("--width", f.width.empty() ? "512" : f.width, 1, 46340, m.hidden));
+    check(whole("--depth", f.depth.empty() ? "4" : f.depth, 1, 100000, m.layers));
+    m.sequence_length = 1;
+    m.global_batch = 128;
+  } else {
+    if (!f.width.empty() || !f.depth.empty())
+      return "--width and --depth are for --kind probe; a transformer takes --hidden and --layers";
+    if (f.params.empty()) return "--params is required (e.g. --params 7e9)";
+    if (f.layers.empty()) return "--layers is required (e.g. --layers 32)";
+    if (f.hidden.empty()) return "--hidden is required (e.g. --hidden 4096)";
+    const auto psi = parse_count(f.params);
+    if (!psi || *psi < 1) return "--params '" + f.params + "': give a count such as 7e9 or 7B";
+    m.parameters = *psi;
+    check(whole("--layers", f.layers, 1, 1000000, m.layers));
+    check(whole("--hidden", f.hidden, 1, kMax, m.hidden));
+    if (!f.heads.empty()) check(whole("--heads", f.heads, 1, kMax, m.heads));
+    if (!f.seq_len.empty()) check(whole("--seq-len", f.seq_len, 1, kMax, m.sequence_length));
+    if (!f.expert_params.empty()) {
+      const auto e = parse_count(f.expert_params);
+      if (!e || *e < 1) return "--expert-params '" + f.expert_params + "': give a count";
+      m.expert_parameters = *e;
+    }
+  }
+  if (!f.experts.empty()) check(whole("--experts", f.experts, 0, 1000000, m.experts));
+  check(whole("--top-k", f.top_k, 1, 1000000, m.top_k));
+  if (!f.global_batch.empty() && !f.global_batch_tokens.empty())
+    return "give --global-batch (samples) or --global-batch-tokens, not both";
+  if (!f.global_batch.empty())
+    check(whole("--global-batch", f.global_batch, 1, kMax, m.global_batch));
+  if (!f.global_batch_tokens.empty()) {
+    size_t tokens = 0;
+    check(whole("--global-batch-tokens", f.global_batch_tokens, 1, kMax, tokens));
+    if (problem.empty()) {
+      if (tokens % m.sequence_length)
+        return fmt::format("--global-batch-tokens {}: not a whole number of {}-token samples",
+                           tokens, m.sequence_length);
+      m.global_batch = tokens / m.sequence_length;
+    }
+  }
+  const std::string precision = f.precision.empty() ? (probe ? "fp32" : "bf16") : f.precision;
+  if (precision == "fp32" || precision == "float32")
+    m.precision = Precision::kFloat32;
+  else if (precision == "bf16" || precision == "bfloat16")
+    m.precision = Precision::kBFloat16;
+  else if (precision == "fp16" || precision == "float16")
+    m.precision = Precision::kFloat16;
+  else
+    return "--precision '" + precision + "': use fp32, bf16 or fp16";
+  OptimizerOptions opt;
+  const std::string optimizer = f.optimizer.empty() ? (probe ? "sgd" : "adam") : f.optimizer;
+  if (optimizer == "sgd")
+    opt.kind = OptimizerKind::kSgd;
+  else if (optimizer == "adam")
+    opt.kind = OptimizerKind::kAdam;
+  else if (optimizer == "adamw")
+    opt.kind = OptimizerKind::kAdamW;
+  else
+    return "--optimizer '" + optimizer + "': use sgd, adam or adamw";
+  opt.momentum = f.momentum;
+  m.optimizer_words = state_words_per_parameter(opt);
+
+  if (f.gpu_memory.empty()) return "--gpu-memory is required (e.g. --gpu-memory 80G)";
+  if (f.ranks.empty()) return "--ranks is required (e.g. --ranks 16)";
+  check(memory_flag("--gpu-memory", f.gpu_memory, c.gpu_memory_bytes));
+  check(whole("--ranks", f.ranks, 1, size_t{1} << 20, c.ranks));
+  if (!f.ranks_per_node.empty())
+    check(whole("--ranks-per-node", f.ranks_per_node, 1, 1u << 16, c.ranks_per_node));
+  if (!f.host_memory.empty())
+    check(memory_flag("--host-memory", f.host_memory, c.host_memory_bytes));
+  if (!problem.empty()) return problem;
+  c.usable_memory_fraction = f.usable;
+  c.pcie_GBps = f.pcie_GBps;
+  const auto rate = parse_count(f.host_optimizer_rate);
+  if (!rate || !(*rate > 0))
+    return "--host-optimizer-rate '" + f.host_optimizer_rate + "': give parameters per second";
+  c.host_optimizer_rate = *rate;
+  if (!f.flops.empty() && f.compute_seconds > 0)
+    return "give --flops or --compute-seconds, not both";
+  if (f.compute_seconds < 0 || !std::isfinite(f.compute_seconds))
+    return "--compute-seconds must be positive";
+  c.compute_seconds = f.compute_seconds;
+  if (!f.flops.empty()) {
+    const auto flops = parse_count(f.flops);
+    if (!flops || !(*flops > 0)) return "--flops '" + f.flops + "': give FLOP/s such as 400e12";
+    c.flops_per_rank = *flops;
+  } else if (!(f.compute_seconds > 0)) {
+    // An H100's bf16 dense peak is 989 TFLOP/s; 40% of it is a good run's
+    // model FLOP utilisation. One CPU core's OpenBLAS SGEMM: tens of GFLOP/s.
+    c.flops_per_rank = probe ? 20e9 : 400e12;
+    notes.push_back(fmt::format(
+        "compute: assumed {:.3g} FLOP/s per rank ({}); give --flops or --compute-seconds",
+        c.flops_per_rank, probe ? "one CPU core" : "an H100 at 40% of its bf16 peak"));
+  }
+  if (!(f.bucket_mb > 0)) return "--bucket-mb must be positive";
+  o.bucket_bytes = f.bucket_mb * 1024 * 1024;
+  o.overlap = !f.no_overlap;
+  o.tp_across_nodes = f.tp_across_nodes;
+  if (f.intra_busbw < 0 || f.inter_busbw < 0) return "--intra-busbw/--inter-busbw must be positive";
+  return "";
+}
+
+// The bandwidth records: each file's records of the collectives the advisor
+// knows, by scope (nodes == 1: intra-node, > 1: inter-node, or the file's
+// intra:/inter: prefix), the largest rank count of each (collective, scope).
+struct Samples {
+  std::map<size_t, std::vector<CurvePoint>> by_ranks;
+  std::vector<std::string> sources;
+};
+
+std::string read_bandwidth(const std::vector<std::string>& files, AdvisorCluster& c,
+                           std::vector<std::string>& notes, std::vector<std::string>& summary,
+                           size_t& inter_ranks_per_node) {
+  std::map<std::pair<int, int>, Samples> samples;
+  for (const std::string& word : files) {
+    std::string path = word;
+    std::optional<Scope> forced;
+    for (auto [prefix, scope] :
+         {std::pair{"intra:", Scope::kIntraNode}, std::pair{"inter:", Scope::kInterNode}}) {
+      const std::string p = prefix;
+      if (word.rfind(p, 0) == 0 && !std::filesystem::exists(word)) {
+        path = word.substr(p.size());
+        forced = scope;
+      }
+    }
+    reports::LoadedRun run;
+    try {
+      run = reports::read_results(path);
+    } catch (const reports::InputError& e) {
+      return e.what();
+    }
+    size_t unknown = 0, wrong = 0, used = 0;
+    for (const auto& r : run.records) {
+      const auto coll = collective_of(r.collective);
+      if (!coll || !r.busbw_GBps || !(*r.busbw_GBps > 0) || r.size_bytes == 0) continue;
+      if (r.wrong && *r.wrong > 0) {
+        ++wrong;
+        continue;
+      }
+      const int nodes = r.nodes ? *r.nodes : run.metadata.nodes;
+      std::optional<Scope> scope = forced;
+      if (!scope && nodes == 1) scope = Scope::kIntraNode;
+      if (!scope && nodes > 1) scope = Scope::kInterNode;
+      if (!scope) {
+        ++unknown;
+        continue;
+      }
+      const int ranks = r.ranks ? *r.ranks : run.metadata.ranks;
+      if (*scope == Scope::kInterNode) {
+        const int per_node = r.ranks_per_node ? *r.ranks_per_node : run.metadata.ranks_per_node;
+        if (per_node > 0)
+          inter_ranks_per_node = std::max(inter_ranks_per_node, static_cast<size_t>(per_node));
+      }
+      Samples& s = samples[{static_cast<int>(*coll), static_cast<int>(*scope)}];
+      s.by_ranks[static_cast<size_t>(std::max(ranks, 0))].push_back(
+          {static_cast<double>(r.size_bytes), *r.busbw_GBps, r.time_s ? *r.time_s : 0});
+      if (std::find(s.sources.begin(), s.sources.end(), path) == s.sources.end())
+        s.sources.push_back(path);
+      ++used;
+    }
+    if (unknown)
+      notes.push_back(fmt::format(
+          "{}: {} record(s) without a node count skipped; name the file intra:{} or inter:{}",
+          reports::printable(path), unknown, reports::printable(path), reports::printable(path)));
+    if (wrong)
+      notes.push_back(fmt::format("{}: {} record(s) with wrong results skipped",
+                                  reports::printable(path), wrong));
+    if (used == 0 && unknown == 0)
+      notes.push_back(
+          fmt::format("{}: no all_reduce/all_gather/reduce_scatter/all_to_all/sendrecv "
+                      "records with a busbw",
+                      reports::printable(path)));
+  }
+  for (auto& [key, s] : samples) {
+    const auto coll = static_cast<Collective>(key.first);
+    const auto scope = static_cast<Scope>(key.second);
+    const auto& [ranks, points] = *s.by_ranks.rbegin();
+    if (s.by_ranks.size() > 1)
+      notes.push_back(fmt::format("{} {}: records at {} rank counts; the {}-rank ones used",
+                                  name(scope), name(coll), s.by_ranks.size(), ranks));
+    c.bandwidth.at(coll, scope) = make_curve(points);
+    const auto& curve = c.bandwidth.at(coll, scope);
+    double peak = 0;
+    for (const auto& p : curve) peak = std::max(peak, p.busbw_GBps);
+    std::string from;
+    for (const auto& src : s.sources) from += (from.empty() ? "" : ", ") + reports::printable(src);
+    summary.push_back(
+        fmt::format("{} {}: {} sizes {}..{}, peak busbw {:.3g} GB/s, {} ranks ({})", name(scope),
+                    name(coll), curve.size(), format_size(static_cast<size_t>(curve.front().bytes)),
+                    format_size(static_cast<size_t>(curve.back().bytes)), peak, ranks, from));
+  }
+  return "";
+}
+
+// A flat curve (one point at 1 byte: no latency) for every collective of a scope.
+void flat_curves(AdvisorCluster& c, Scope scope, double busbw, std::vector<std::string>& summary) {
+  for (size_t i = 0; i < kCollectives; ++i)
+    c.bandwidth.at(static_cast<Collective>(i), scope) = {{1, busbw, 0}};
+  summary.push_back(fmt::format("{}: every collective at {:.3g} GB/s busbw (flag; no latency term)",
+                                name(scope), busbw));
+}
+
+std::string gib(double bytes) { return fmt::format("{:.1f}", bytes / (1024.0 * 1024 * 1024)); }
+
+void print_table(const Advice& a, const AdvisorModel& m, const AdvisorCluster& c,
+                 const std::vector<std::string>& bandwidth, bool all) {
+  const bool probe = m.kind == ModelKind::kProbe;
+  const size_t per_node = std::max<size_t>(1, std::min(c.ranks_per_node, c.ranks));
+  const std::string model =
+      probe ? fmt::format("probe MLP {} x {} (width x depth)", m.hidden, m.layers)
+            : fmt::format("transformer {:.3g} parameters, {} layers, hidden {}{}", m.parameters,
+                          m.layers, m.hidden,
+                          m.experts ? fmt::format(", {} experts top-{}", m.experts, m.top_k) : "");
+  std::printf(
+      "# ccscope advise: %s; global batch %zu samples%s; %s, %zu optimizer word(s) per "
+      "parameter\n",
+      model.c_str(), m.global_batch,
+      probe ? "" : fmt::format(" of {} tokens", m.sequence_length).c_str(),
+      std::string(name(m.precision)).c_str(), m.optimizer_words);
+  std::printf(
+      "# cluster: %zu rank(s), %zu per node (%zu node(s)), GPU %s GiB (%s usable), %s\n", c.ranks,
+      per_node, (c.ranks + per_node - 1) / per_node, gib(c.gpu_memory_bytes).c_str(),
+      gib(c.gpu_memory_bytes * c.usable_memory_fraction).c_str(),
+      c.compute_seconds > 0
+          ? fmt::format("compute {:.4g} s per global batch on one rank", c.compute_seconds).c_str()
+          : fmt::format("compute {:.3g} FLOP/s per rank", c.flops_per_rank).c_str());
+  for (const auto& line : bandwidth) std::printf("# bandwidth: %s\n", line.c_str());
+  std::printf("# memory in GiB per rank; times in seconds per step (the busiest rank's)\n");
+  std::printf("%-28s %5s %8s %7s %7s %4s %9s %9s %9s %9s %9s %9s\n", "layout", "micro", "memory",
+              "states", "activ", "fits", "compute", "comm", "exposed", "bubble", "offload", "step");
+  size_t shown = 0, hidden = 0;
+  for (size_t i = 0; i < a.candidates.size(); ++i) {
+    const Estimate& e = a.candidates[i];
+    if (!all && shown >= 15) {
+      ++hidden;
+      continue;
+    }
+    ++shown;
+    const char* mark = a.recommended && *a.recommended == i ? "  <- recommended"
+                       : a.runner_up && *a.runner_up == i   ? "  <- runner-up"
+                       : a.rule_pick && *a.rule_pick == i   ? "  <- rule of thumb"
+                                                            : "";
+    std::printf("%-28s %5zu %8s %7s %7s %4s %9.4g %9.4g %9.4g %9.4g %9.4g %9.4g%s\n",
+                label(e.layout).c_str(), e.layout.micro_batches, gib(e.memory.total()).c_str(),
+                gib(e.memory.model_states()).c_str(), gib(e.memory.activations).c_str(),
+                e.fits ? "yes" : "no", e.compute_s, e.comm_s, e.exposed_comm_s, e.bubble_s,
+                e.offload_s, e.step_s, mark);
+  }
+  if (hidden) std::printf("# %zu more layout(s) not shown (--all)\n", hidden);
+  if (a.rule_pick && *a.rule_pick >= shown) {
+    const Estimate& e = a.candidates[*a.rule_pick];
+    std::printf("# rule of thumb's: %s, %s GiB, %s, %.4g s per step\n", label(e.layout).c_str(),
+                gib(e.memory.total()).c_str(), e.fits ? "fits" : "does not fit", e.step_s);
+  }
+  std::printf("\n%s: %s\n", a.recommended ? "recommended" : "no recommendation", a.reason.c_str());
+  std::printf("rule of thumb: %s; %s\n", a.rule.c_str(), a.rule_verdict.c_str());
+  for (const auto& note : a.notes) std::printf("note: %s\n", note.c_str());
+}
+
+}  // namespace advise_verb_detail
+
+int advise_verb(const std::vector<std::string>& args, const std::vector<std::string>&) {
+  using namespace advise_verb_detail;
+  AdviseFlags f;
+  CLI::App app{
+      "ccscope advise: memory per rank and time per step of every parallel layout (DDP,\n"
+      "ZeRO-1/2/3 with and without CPU offload, TP, PP, EP and their combinations) from the\n"
+      "model's size, the GPUs' memory, the rank count and this cluster's measured bandwidth\n"
+      "(ccscope bench CSV/JSON or nccl-tests output: records of one node are intra-node, of\n"
+      "several inter-node; prefix a file intra: or inter: to say so). Recommends the fastest\n"
+      "that fits, the runner-up, and says where the rule of thumb would pick otherwise.\n"
+      "Exit 0 a recommendation, 1 nothing fits, 2 bad input.",
+      "ccscope advise"};
+  app.add_option("files", f.files, "bandwidth records (intra:FILE, inter:FILE to force a scope)");
+  app.add_option("--kind", f.kind,
+                 "transformer (Megatron-LM's accounting) or probe (ccscope train's MLP)")
+      ->capture_default_str();
+  app.add_option("--params", f.params, "parameters, every expert's included: 7e9, 7B, 175B");
+  app.add_option("--layers", f.layers, "transformer layers");
+  app.add_option("--hidden", f.hidden, "hidden size");
+  app.add_option("--heads", f.heads, "attention heads (default hidden / 128)");
+  app.add_option("--experts", f.experts, "experts per MoE layer (default 0: dense)");
+  app.add_option("--top-k", f.top_k, "experts per token")->capture_default_str();
+  app.add_option("--expert-params", f.expert_params,
+                 "of --params, those in experts (default: all but attention, params - 4 L h^2)");
+  app.add_option("--width", f.width, "probe: features of every layer (default 512)");
+  app.add_option("--depth", f.depth, "probe: linear layers (default 4)");
+  app.add_option("--seq-len", f.seq_len, "tokens per sample (default 2048)");
+  app.add_option("--global-batch", f.global_batch,
+                 "samples per step (default 1024; probe 128, as ccscope train)");
+  app.add_option("--global-batch-tokens", f.global_batch_tokens, "tokens per step, e.g. 4M");
+  app.add_option("--precision", f.precision, "bf16 (default), fp16, fp32 (probe's default)");
+  app.add_option("--optimizer", f.optimizer, "adam (default), adamw, sgd (probe's default)");
+  app.add_option("--momentum", f.momentum, "SGD momentum (0: no optimizer state)")
+      ->capture_default_str();
+  app.add_option("--gpu-memory", f.gpu_memory, "memory per GPU, e.g. 80G (binary: GiB)");
+  app.add_option("--ranks", f.ranks, "ranks (GPUs) to train on");
+  app.add_option("--ranks-per-node", f.ranks_per_node,
+                 "ranks per node (default: the inter-node records', else 8)");
+  app.add_option("--usable-memory", f.usable,
+                 "the fraction of GPU (and host) memory a framework can use")
+      ->capture_default_str();
+  app.add_option("--host-memory", f.host_memory, "host memory per node, for offload (e.g. 1T)");
+  app.add_option("--pcie-GBps", f.pcie_GBps, "host-device bandwidth per rank, GB/s (offload)")
+      ->capture_default_str();
+  app.add_option("--host-optimizer-rate", f.host_optimizer_rate,
+                 "parameters per second one rank's CPU optimizer steps (offload)")
+      ->capture_default_str();
+  app.add_option("--flops", f.flops, "achieved FLOP/s per rank, e.g. 400e12");
+  app.add_option("--compute-seconds", f.compute_seconds,
+                 "measured: one rank's compute for the whole global batch, seconds");
+  app.add_option("--intra-busbw", f.intra_busbw,
+                 "intra-node busbw, GB/s, for every collective (instead of records)");
+  app.add_option("--inter-busbw", f.inter_busbw,
+                 "inter-node busbw, GB/s, for every collective (instead of records)");
+  app.add_option("--bucket-mb", f.bucket_mb, "DDP/ZeRO bucket size, MiB")->capture_default_str();
+  app.add_flag("--no-overlap", f.no_overlap, "DDP/ZeRO communication not overlapped with compute");
+  app.add_flag("--tp-across-nodes", f.tp_across_nodes, "let tensor-parallel groups span nodes");
+  app.add_flag("--json", f.json, "the advice as JSON (ccscope.advice/1) on stdout");
+  app.add_flag("--all", f.all, "every layout in the table, not the first 15");
+  if (const auto code = parse_flags(app, kAdviseVerb, args)) return *code;
+
+  AdvisorModel model;
+  AdvisorCluster cluster;
+  AdvisorOptions options;
+  std::vector<std::string> notes, bandwidth;
+  if (std::string problem = inputs_from_flags(f, model, cluster, options, notes); !problem.empty())
+    return usage_error(kAdviseVerb, problem);
+  size_t inter_per_node = 0;
+  if (std::string problem = read_bandwidth(f.files, cluster, notes, bandwidth, inter_per_node);
+      !problem.empty())
+    return usage_error(kAdviseVerb, problem);
+  if (f.intra_busbw > 0) flat_curves(cluster, Scope::kIntraNode, f.intra_busbw, bandwidth);
+  if (f.inter_busbw > 0) flat_curves(cluster, Scope::kInterNode, f.inter_busbw, bandwidth);
+  if (f.ranks_per_node.empty()) cluster.ranks_per_node = inter_per_node ? inter_per_node : 8;
+  if (std::string problem = validate(model, cluster, options); !problem.empty())
+    return usage_error(kAdviseVerb, problem);
+
+  Advice advice = advise(model, cluster, options);
+  advice.notes.insert(advice.notes.begin(), notes.begin(), notes.end());
+  if (f.json)
+    std::fputs(advice_json(advice, model, cluster, options).c_str(), stdout);
+  else
+    print_table(advice, model, cluster, bandwidth, f.all);
+  return advice.recommended ? 0 : kExitNothingFits;
+}
+
+}  // namespace ccscope::app
