@@ -459,11 +459,12 @@ void print_parallel(const TrainOptions& o, const RunSummary& s,
 }
 
 records::TrainRankRecord rank_record(const std::string& id, const TrainOptions& o,
-                                     const RankFigures& f) {
+                                     const RankFigures& f, const std::string& host) {
   records::TrainRankRecord r;
   r.run_id = id;
   r.strategy = std::string(name(o.strategy));
   r.rank = static_cast<int64_t>(f.rank);
+  r.host = host;
   r.tp_rank = static_cast<int64_t>(f.at.tp);
   r.dp_rank = static_cast<int64_t>(f.at.dp);
   r.stage = static_cast<int64_t>(f.at.pp);
@@ -635,8 +636,10 @@ RunOutcome run_one(const World& world, const TrainOptions& options, size_t ranks
     print_parallel(options, outcome.summary, ranks_figures, slowest, warmup);
     if (out.ranks)
       for (const RankFigures& rf : ranks_figures)
-        out.ranks->append(records::csv_row(records::train_rank_kind(),
-                                           records::train_rank_cells(rank_record(id, options, rf))));
+        out.ranks->append(records::csv_row(
+            records::train_rank_kind(),
+            records::train_rank_cells(rank_record(
+                id, options, rf, world.hostnames().at(static_cast<size_t>(rf.rank))))));
   }
 
   const RunSummary& s = outcome.summary;

@@ -158,6 +158,7 @@ const TrainRankKind& train_rank_kind() {
           member_field<R, &R::run_id>("run_id", "", "the run (joins ccscope.train_run)"),
           member_field<R, &R::strategy>("strategy", "", "tp, pp, ep or 3d"),
           member_field<R, &R::rank>("rank", "", "world rank"),
+          member_field<R, &R::host>("host", "", "the node the rank ran on"),
           member_field<R, &R::tp_rank>("tp_rank", "", "rank in its tensor-parallel group"),
           member_field<R, &R::dp_rank>("dp_rank", "", "rank in its data-parallel group"),
           member_field<R, &R::stage>("stage", "", "pipeline stage, from 0"),

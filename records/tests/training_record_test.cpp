@@ -94,11 +94,12 @@ TEST(TrainingRecords, EveryFieldNamedOnceAndDescribed) {
 
 TEST(TrainingRecords, RankKindRoundTripsEveryField) {
   expect_every_field_once(train_rank_kind(), "ccscope.train_rank/1");
-  EXPECT_EQ(train_rank_kind().fields.size(), 30u);  // 29 members + schema
+  EXPECT_EQ(train_rank_kind().fields.size(), 31u);  // 30 members + schema
   TrainRankRecord r;
   r.run_id = "3d-t2p2d1-n4";
   r.strategy = "3d";
   r.rank = 3;
+  r.host = "node-b";
   r.tp_rank = 1;
   r.stage = 1;
   r.tp = 2;
@@ -120,6 +121,7 @@ TEST(TrainingRecords, RankKindRoundTripsEveryField) {
     EXPECT_EQ(csv_text(read[i], kind.fields[i].type), csv_text(written[i], kind.fields[i].type))
         << kind.fields[i].name;
   EXPECT_EQ(back[0].schedule, "interleaved");
+  EXPECT_EQ(back[0].host, "node-b");
   EXPECT_EQ(back[0].bubble_textbook, 1.0 / 17);
   EXPECT_EQ(back[0].peak_in_flight, 5);
   // A run row is not a rank row.

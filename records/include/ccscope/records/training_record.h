@@ -85,6 +85,7 @@ struct TrainRankRecord {
   std::string run_id;
   std::string strategy;  // tp, pp, ep, 3d
   int64_t rank = 0;
+  std::string host;  // the node it ran on
   int64_t tp_rank = 0;
   int64_t dp_rank = 0;
   int64_t stage = 0;  // pipeline stage
