@@ -415,7 +415,12 @@ std::vector<RankFigures> gather_rank_figures(Communicator& comm, const TrainOpti
   return figures;
 }
 
-double bubble_of(const RankFigures& f) { return f.pipeline_s > 0 ? f.idle_s / f.pipeline_s : 0; }
+// The share of the pipeline's makespan this stage did not run passes: waits
+// for transfers and for the flush, and the transfers' own cost (the textbook
+// figure assumes that cost is 0).
+double bubble_of(const RankFigures& f) {
+  return f.pipeline_s > 0 ? std::max(0.0, f.pipeline_s - f.busy_s) / f.pipeline_s : 0;
+}
 
 void print_parallel(const TrainOptions& o, const RunSummary& s,
                     const std::vector<RankFigures>& ranks, const std::vector<StepFigures>& slowest,

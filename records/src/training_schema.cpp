@@ -177,13 +177,18 @@ const TrainRankKind& train_rank_kind() {
                                         "data-parallel gradient bytes per step (median)"),
           member_field<R, &R::ep_bytes>("ep_bytes", "B",
                                         "expert all-to-all bytes sent to other ranks per step"),
-          member_field<R, &R::pipeline_s>("pipeline_s", "s",
-                                          "median time from the first pass to the flush"),
+          member_field<R, &R::pipeline_s>(
+              "pipeline_s", "s",
+              "median time from the first pass to the flush (the pipeline's makespan)"),
           member_field<R, &R::pipeline_busy_s>("pipeline_busy_s", "s",
                                                "median time of it running passes"),
           member_field<R, &R::pipeline_idle_s>(
-              "pipeline_idle_s", "s", "median time of it waiting for pipeline transfers"),
-          member_field<R, &R::bubble>("bubble", "", "pipeline_idle_s / pipeline_s, 0..1"),
+              "pipeline_idle_s", "s",
+              "median time of it waiting for pipeline transfers and the flush"),
+          member_field<R, &R::bubble>(
+              "bubble", "",
+              "1 - pipeline_busy_s / pipeline_s: the share of the pipeline's makespan not "
+              "running passes, 0..1"),
           member_field<R, &R::bubble_textbook>("bubble_textbook", "",
                                                "(N - 1) / (v M + N - 1), 0..1"),
           member_field<R, &R::peak_in_flight>("peak_in_flight", "",

@@ -417,6 +417,16 @@ class DenseEngine {
       }
       f.pipeline_busy_seconds += seconds_between(pass_start, Clock::now());
     }
+    // The flush: a stage that is done waits for the pipeline's last pass (the
+    // textbook bubble counts that idle time too), so every stage's window is
+    // the pipeline's makespan. A one-element all-reduce over the pipeline
+    // group marks it; it moves no tensor, so it counts no bytes.
+    if (g_.pp && p_.pp > 1) {
+      double flag = 0;
+      f.pipeline_wait_seconds += runner_.run(g_.pp, 0, nullptr, [&](Communicator& c) {
+        c.all_reduce(&flag, &flag, 1, DataType::kFloat64, ReduceOp::kSum);
+      });
+    }
     f.pipeline_seconds = seconds_between(start, Clock::now());
   }
 

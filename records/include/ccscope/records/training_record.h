@@ -99,10 +99,10 @@ struct TrainRankRecord {
   double pp_bytes = 0;
   double dp_bytes = 0;
   double ep_bytes = 0;
-  double pipeline_s = 0;       // first pass to flush
+  double pipeline_s = 0;       // first pass to flush (the pipeline's makespan)
   double pipeline_busy_s = 0;  // running passes
-  double pipeline_idle_s = 0;  // waiting for pipeline transfers
-  double bubble = 0;           // idle / pipeline
+  double pipeline_idle_s = 0;  // waiting for pipeline transfers and the flush
+  double bubble = 0;           // 1 - busy / pipeline
   double bubble_textbook = 0;  // (N - 1) / (v M + N - 1)
   int64_t peak_in_flight = 0;
   double peak_activation_B = 0;

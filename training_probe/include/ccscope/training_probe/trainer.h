@@ -111,7 +111,7 @@ struct StepFigures {
   // Model-parallel strategies, this rank's:
   double tp_bytes = 0, pp_bytes = 0, dp_bytes = 0, ep_bytes = 0;  // per group
   double pipeline_seconds = 0;       // from the first pass to the pipeline's flush
-  double pipeline_wait_seconds = 0;  // of it, waiting for pipeline transfers (the bubble)
+  double pipeline_wait_seconds = 0;  // of it, waiting for pipeline transfers and the flush
   double pipeline_busy_seconds = 0;  // of it, running passes
   size_t peak_in_flight = 0;         // most micro-batches' activations held at once
   double peak_activation_bytes = 0;  // their bytes
