@@ -6,7 +6,7 @@
 # bytes each group moved. At 2 ranks each deliberate mistake (a micro-batch's
 # gradient dropped, a tensor-parallel all-reduce skipped, tokens sent to the
 # wrong expert) exits 1 with NOT equivalent; bad layouts exit 2 with one line.
-# usage: train_parallel_mpi.sh CCSCOPE MPIEXEC RANKS
+# usage: train_parallel_mpi.sh CCSCOPE MPIEXEC RANKS (2, 3, 4 or 8)
 set -uo pipefail
 ccscope=$1 mpiexec=$2 ranks=$3
 work=$(mktemp -d)
@@ -115,6 +115,12 @@ case $ranks in
     check "pp2 x dp2 m4" --strategy 3d --pp 2 --dp 2 --micro-batches 4
     check "tp2 x dp2 zero1 adam" --strategy 3d --tp 2 --dp 2 --zero-stage 1 --optimizer adam
     check "tp2 x pp2 m4" --strategy 3d --tp 2 --pp 2 --micro-batches 4
+    ;;
+  8)
+    # The layout of deepspeed --tensor_model_parallel_size 2 --pipeline_model_parallel_size 2
+    # --zero_stage 1 on 8 GPUs (2 data-parallel replicas), oversubscribed here.
+    check "tp2 x pp2 x dp2 zero1 m4" --strategy 3d --tp 2 --pp 2 --dp 2 --zero-stage 1 \
+      --micro-batches 4
     ;;
   *) fail "no cases for $ranks ranks" ;;
 esac
