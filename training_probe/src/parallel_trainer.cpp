@@ -207,42 +207,6 @@ void all_reduce_values(Communicator& c, ScratchPool& pool, Precision p, std::spa
   wire.unpack(values, false);
 }
 
-// The end of a step common to both engines: fp16's overflow check and
-// unscaling, clipping by the global norm, the element-wise optimizer step.
-// `unique` weighs each gradient element's square in the global norm (0 for a
-// copy another rank counts); `reduce_sum` / `reduce_max` span every rank.
-struct StepEnd {
-  Precision precision;
-  const TrainOptions& options;
-  LossScaler& scaler;
-  std::function<double(double)> reduce_sum;
-  std::function<double(double)> reduce_max;
-
-  // Returns false when fp16 overflowed and the step is skipped.
-  bool prepare(std::span<float> grads, std::span<const float> unique, StepFigures& f) {
-    if (precision == Precision::kFloat16) {
-      double overflow = 0;
-      for (float g : grads)
-        if (!std::isfinite(g)) overflow = 1;
-      overflow = reduce_max(overflow);
-      const float unscale = static_cast<float>(1.0 / f.loss_scale);
-      for (float& g : grads) g *= unscale;
-      f.skipped = scaler.update(overflow > 0);
-      if (f.skipped) return false;
-    }
-    if (options.grad_clip) {
-      double squares = 0;
-      for (size_t i = 0; i < grads.size(); ++i)
-        squares += static_cast<double>(unique[i]) * grads[i] * grads[i];
-      f.grad_norm = std::sqrt(reduce_sum(squares));
-      const double coefficient = *options.grad_clip / (f.grad_norm + 1e-6);
-      if (coefficient < 1.0)
-        for (float& g : grads) g *= static_cast<float>(coefficient);
-    }
-    return true;
-  }
-};
-
 // ===================================================================== dense
 enum class Role { kFull, kColumn, kRow };
 
@@ -342,19 +306,11 @@ class DenseEngine {
   }
 
   TrainResult run(const std::function<void(const StepFigures&)>& on_step) {
-    TrainResult result;
-    result.parameters = parameter_count(o_.shape);
-    result.communicated_elements = result.parameters;
-    for (size_t step = 0; step < o_.steps; ++step) {
-      StepFigures f = one_step(step);
-      if (on_step) on_step(f);
-      result.steps.push_back(f);
-    }
-    const double e = static_cast<double>(element_);
-    result.memory.parameters = e * static_cast<double>(params_.size());
-    result.memory.gradients = e * static_cast<double>(grads_.size());
-    result.memory.optimizer = static_cast<double>(optimizer_->state_bytes());
-    if (mixed()) result.memory.optimizer += 4.0 * static_cast<double>(master_.size());
+    const size_t psi = parameter_count(o_.shape);
+    TrainResult result =
+        run_steps(o_.steps, psi, psi, [this](size_t step) { return one_step(step); }, on_step);
+    result.memory =
+        held_bytes(element_, params_.size(), grads_.size(), *optimizer_, master_.size(), mixed());
     return result;
   }
 
@@ -592,10 +548,7 @@ class DenseEngine {
     if (!end.prepare(grads, unique, f)) return;
     ++applied_steps_;
     if (!zero1()) {
-      std::vector<float>& target = mixed() ? master_ : params_;
-      optimizer_->step(target, grads, applied_steps_);
-      if (mixed())
-        for (size_t i = 0; i < local_; ++i) params_[i] = round_to(precision_, master_[i]);
+      step_parameters(*optimizer_, precision_, params_, master_, grads, applied_steps_);
       return;
     }
     optimizer_->step(master_, grads, applied_steps_);
@@ -753,19 +706,11 @@ class MoeEngine {
   }
 
   TrainResult run(const std::function<void(const StepFigures&)>& on_step) {
-    TrainResult result;
-    result.parameters = parameters_;
-    result.communicated_elements = parameters_;
-    for (size_t step = 0; step < o_.steps; ++step) {
-      StepFigures f = one_step(step);
-      if (on_step) on_step(f);
-      result.steps.push_back(f);
-    }
-    const double e = static_cast<double>(element_);
-    result.memory.parameters = e * static_cast<double>(params_.size());
-    result.memory.gradients = e * static_cast<double>(grads_.size());
-    result.memory.optimizer = static_cast<double>(optimizer_->state_bytes());
-    if (mixed()) result.memory.optimizer += 4.0 * static_cast<double>(master_.size());
+    const size_t psi = parameter_count(o_.shape);
+    TrainResult result =
+        run_steps(o_.steps, psi, psi, [this](size_t step) { return one_step(step); }, on_step);
+    result.memory =
+        held_bytes(element_, params_.size(), grads_.size(), *optimizer_, master_.size(), mixed());
     return result;
   }
 
@@ -1108,10 +1053,7 @@ class MoeEngine {
                 [this](double v) { return reduce(v, ReduceOp::kMax); }};
     if (!end.prepare(grads_, unique_, f)) return;
     ++applied_steps_;
-    std::vector<float>& target = mixed() ? master_ : params_;
-    optimizer_->step(target, grads_, applied_steps_);
-    if (mixed())
-      for (size_t i = 0; i < params_.size(); ++i) params_[i] = round_to(precision_, master_[i]);
+    step_parameters(*optimizer_, precision_, params_, master_, grads_, applied_steps_);
   }
 
   double reduce(double value, ReduceOp op) {

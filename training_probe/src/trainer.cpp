@@ -88,14 +88,8 @@ class Engine {
   }
 
   TrainResult run(const std::function<void(const StepFigures&)>& on_step) {
-    TrainResult result;
-    result.parameters = psi_;
-    result.communicated_elements = communicated_;
-    for (size_t step = 0; step < o_.steps; ++step) {
-      StepFigures f = one_step(step);
-      if (on_step) on_step(f);
-      result.steps.push_back(f);
-    }
+    TrainResult result = run_steps(
+        o_.steps, psi_, communicated_, [this](size_t step) { return one_step(step); }, on_step);
     result.memory = held_memory();
     result.final_parameters = full_parameters();
     return result;
@@ -316,32 +310,16 @@ class Engine {
   // ------------------------------------------------------- after backward
   void finish_step(StepFigures& f) {
     std::span<float> grads = zero() ? std::span<float>(grad_shard_) : std::span<float>(grads_);
-    if (precision_ == Precision::kFloat16) {
-      double overflow = 0;
-      for (float g : grads)
-        if (!std::isfinite(g)) overflow = 1;
-      overflow = reduce_max(overflow);  // every rank skips together
-      const float unscale = static_cast<float>(1.0 / f.loss_scale);
-      for (float& g : grads) g *= unscale;
-      f.skipped = scaler_.update(overflow > 0);
-      if (f.skipped) return;
-    }
-    if (o_.grad_clip) {
-      double squares = 0;
-      for (float g : grads) squares += static_cast<double>(g) * g;
-      if (zero() && !o_.faults.clip_per_shard) squares = reduce_sum(squares);
-      f.grad_norm = std::sqrt(squares);
-      // torch.nn.utils.clip_grad_norm_: scale by max_norm / (norm + 1e-6) when below 1.
-      const double coefficient = *o_.grad_clip / (f.grad_norm + 1e-6);
-      if (coefficient < 1.0)
-        for (float& g : grads) g *= static_cast<float>(coefficient);
-    }
+    // ZeRO's shards are disjoint: their squares sum over ranks (unless the
+    // fault clips each by its own); DDP's gradients are whole on every rank.
+    const bool shards = zero() && !o_.faults.clip_per_shard;
+    const StepEnd end{precision_, o_, scaler_,
+                      [this, shards](double v) { return shards ? reduce_sum(v) : v; },
+                      [this](double v) { return reduce_max(v); }};
+    if (!end.prepare(grads, {}, f)) return;
     ++applied_steps_;
     if (!zero()) {
-      std::vector<float>& target = mixed() ? master_ : params_;
-      optimizer_->step(target, grads, applied_steps_);
-      if (mixed())
-        for (size_t i = 0; i < psi_; ++i) params_[i] = round_to(precision_, master_[i]);
+      step_parameters(*optimizer_, precision_, params_, master_, grads, applied_steps_);
       return;
     }
     optimizer_->step(master_, grads, applied_steps_);
@@ -405,16 +383,10 @@ class Engine {
   // What this rank keeps between steps, in the bytes of the formats the
   // strategy holds them in (the CPU path stores 16-bit values in floats).
   MemoryFootprint held_memory() const {
-    MemoryFootprint m;
-    const double e = static_cast<double>(element_);
-    m.parameters = e * static_cast<double>(o_.strategy == Strategy::kZero3 ? param_shard_.size()
-                                                                           : params_.size());
-    m.gradients =
-        e * static_cast<double>(zero() && o_.strategy != Strategy::kZero1 ? grad_shard_.size()
-                                                                          : grads_.size());
-    m.optimizer = static_cast<double>(optimizer_->state_bytes());
-    if (mixed()) m.optimizer += 4.0 * static_cast<double>(master_.size());
-    return m;
+    return held_bytes(
+        element_, o_.strategy == Strategy::kZero3 ? param_shard_.size() : params_.size(),
+        zero() && o_.strategy != Strategy::kZero1 ? grad_shard_.size() : grads_.size(),
+        *optimizer_, master_.size(), mixed());
   }
 
   const TrainOptions& o_;

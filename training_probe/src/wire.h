@@ -1,7 +1,11 @@
 #pragma once
-// What the training engines share below their strategies: the clock, the
-// communicated number format, reusable scratch buffers and a parameter hash.
+// What the training engines (trainer.cpp, parallel_trainer.cpp) share below
+// their strategies: the clock, the communicated number format, reusable
+// scratch buffers, a parameter hash, the end of a step (fp16 overflow,
+// clipping, the optimizer) and the loop over steps.
 #include <chrono>
+#include <cmath>
+#include <functional>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -12,7 +16,10 @@
 #include <vector>
 
 #include "ccscope/collectives/types.h"
+#include "ccscope/training_probe/loss_scaler.h"
 #include "ccscope/training_probe/model.h"
+#include "ccscope/training_probe/optimizer.h"
+#include "ccscope/training_probe/trainer.h"
 
 namespace ccscope::training_probe {
 
@@ -124,6 +131,85 @@ inline uint64_t fnv1a(std::span<const float> values) {
     hash *= 1099511628211ULL;
   }
   return hash & ((1ULL << 52) - 1);  // exact in a double
+}
+
+// Before the optimizer: fp16's overflow check (every rank skips together)
+// and unscaling, then clipping by the global norm. `unique` weighs each
+// element's square in the norm (0 for a copy another rank counts; empty: all
+// 1); `reduce_sum` sums the norm's squares over the ranks that hold disjoint
+// parts (the identity when every rank holds all of them), `reduce_max` spans
+// every rank. Returns false when fp16 overflowed and the step is skipped.
+struct StepEnd {
+  Precision precision;
+  const TrainOptions& options;
+  LossScaler& scaler;
+  std::function<double(double)> reduce_sum;
+  std::function<double(double)> reduce_max;
+
+  bool prepare(std::span<float> grads, std::span<const float> unique, StepFigures& f) const {
+    if (precision == Precision::kFloat16) {
+      double overflow = 0;
+      for (float g : grads)
+        if (!std::isfinite(g)) overflow = 1;
+      overflow = reduce_max(overflow);
+      const float unscale = static_cast<float>(1.0 / f.loss_scale);
+      for (float& g : grads) g *= unscale;
+      f.skipped = scaler.update(overflow > 0);
+      if (f.skipped) return false;
+    }
+    if (options.grad_clip) {
+      double squares = 0;
+      for (size_t i = 0; i < grads.size(); ++i)
+        squares += (unique.empty() ? 1.0 : static_cast<double>(unique[i])) * grads[i] * grads[i];
+      f.grad_norm = std::sqrt(reduce_sum(squares));
+      // torch.nn.utils.clip_grad_norm_: scale by max_norm / (norm + 1e-6) when below 1.
+      const double coefficient = *options.grad_clip / (f.grad_norm + 1e-6);
+      if (coefficient < 1.0)
+        for (float& g : grads) g *= static_cast<float>(coefficient);
+    }
+    return true;
+  }
+};
+
+// The optimizer step on unsharded parameters: mixed precision steps the
+// float32 master copy and rounds it back into the compute format.
+inline void step_parameters(Optimizer& optimizer, Precision precision, std::vector<float>& params,
+                            std::vector<float>& master, std::span<const float> grads,
+                            size_t step) {
+  if (precision == Precision::kFloat32) {
+    optimizer.step(params, grads, step);
+    return;
+  }
+  optimizer.step(master, grads, step);
+  for (size_t i = 0; i < params.size(); ++i) params[i] = round_to(precision, master[i]);
+}
+
+// Bytes a rank holds between steps, in the formats the strategy holds them
+// in (the CPU path stores 16-bit values in floats).
+inline MemoryFootprint held_bytes(size_t element_bytes, size_t parameters, size_t gradients,
+                                  const Optimizer& optimizer, size_t master_words, bool mixed) {
+  const double e = static_cast<double>(element_bytes);
+  MemoryFootprint m;
+  m.parameters = e * static_cast<double>(parameters);
+  m.gradients = e * static_cast<double>(gradients);
+  m.optimizer = static_cast<double>(optimizer.state_bytes());
+  if (mixed) m.optimizer += 4.0 * static_cast<double>(master_words);
+  return m;
+}
+
+// The loop over steps, each seen by `on_step` as it completes.
+inline TrainResult run_steps(size_t steps, size_t parameters, size_t communicated,
+                             const std::function<StepFigures(size_t)>& one_step,
+                             const std::function<void(const StepFigures&)>& on_step) {
+  TrainResult result;
+  result.parameters = parameters;
+  result.communicated_elements = communicated;
+  for (size_t step = 0; step < steps; ++step) {
+    StepFigures f = one_step(step);
+    if (on_step) on_step(f);
+    result.steps.push_back(f);
+  }
+  return result;
 }
 
 }  // namespace ccscope::training_probe
