@@ -4,6 +4,7 @@
 // and memory against the formulas, the loss against one rank's, as records.
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -240,6 +241,24 @@ std::string run_id(const TrainOptions& o, size_t ranks, bool weak) {
   if (is_model_parallel(o.strategy))
     return fmt::format("{}-{}-n{}", name(o.strategy), layout_text(o), ranks);
   return fmt::format("{}-n{}{}", name(o.strategy), ranks, weak ? "-weak" : "");
+}
+
+// The first tensor-parallel group whose ranks sit on more than one host
+// ("tensor-parallel group of ranks 0, 1 spans hosts a, b"), or "".
+std::string split_tensor_groups(const ParallelOptions& layout,
+                                const std::vector<std::string>& hosts) {
+  std::map<int, std::vector<size_t>> groups;
+  for (size_t r = 0; r < hosts.size(); ++r) groups[group_colors(r, layout).tp].push_back(r);
+  for (const auto& [color, ranks] : groups) {
+    std::vector<std::string> where;
+    for (size_t r : ranks)
+      if (std::find(where.begin(), where.end(), hosts[r]) == where.end())
+        where.push_back(hosts[r]);
+    if (where.size() > 1)
+      return fmt::format("tensor-parallel group of ranks {} spans hosts {}",
+                         fmt::join(ranks, ", "), fmt::join(where, ", "));
+  }
+  return "";
 }
 
 // Fills the degrees the flags left at 0 from the rank count (the named
@@ -555,6 +574,13 @@ RunOutcome run_one(const World& world, const TrainOptions& options, size_t ranks
                   std::string(name(options.parallel.schedule)).c_str(), options.parallel.chunks,
                   options.micro_batches, options.parallel.dp,
                   options.parallel.zero1 ? " with ZeRO-1" : "");
+    if (model_parallel && options.strategy != Strategy::kExpert) {
+      const std::string split = split_tensor_groups(options.parallel, world.hostnames());
+      if (!split.empty())
+        std::printf("# note: %s: its all-reduces cross the network (ranks placed round-robin? "
+                    "place them node by node)\n",
+                    split.c_str());
+    }
     if (options.strategy == Strategy::kExpert)
       std::printf("# experts: %zu over %zu ranks, top-%zu gate, capacity factor %g%s\n",
                   options.parallel.experts, ranks, options.parallel.top_k,

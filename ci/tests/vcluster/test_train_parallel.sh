@@ -106,7 +106,10 @@ check_3d misplaced 2>"$WORK/misplaced.check" || rc=$?
 sed 's/^/  | /' "$WORK/misplaced.check"
 [[ $rc == 1 ]] || fail "misplaced: the placement check passed (rc $rc) a layout with TP across the nodes"
 grep -q "spans hosts" "$WORK/misplaced.check" || fail "misplaced: the check did not name the split TP group"
-note "misplaced: rejected, as it must be"
+grep -q "note: tensor-parallel group of ranks 0, 1 spans hosts" "$WORK/misplaced.out" ||
+  fail "misplaced: ccscope train did not warn that a TP group spans hosts: $(head -5 "$WORK/misplaced.out")"
+grep -q "spans hosts" "$WORK/3d.out" && fail "3d: a TP-group warning on a node-by-node placement"
+note "misplaced: rejected, as it must be, and ccscope train warned of it"
 
 # 3. With the link slowed to 100 Mbit/s: TP in node x PP across nodes vs TP in node x DP
 # across nodes (gradient all-reduce of half the model over the link), one run each.
