@@ -17,6 +17,7 @@
 
 #include "ccscope/app/verbs.h"
 #include "ccscope/common/sizes.h"
+#include "ccscope/records/topology_record.h"
 #include "ccscope/reports/loaded_results.h"
 #include "ccscope/reports/user_files.h"
 #include "ccscope/training_probe/advisor.h"
@@ -255,16 +256,56 @@ std::string read_bandwidth(const std::vector<std::string>& files, AdvisorCluster
         forced = scope;
       }
     }
+    // `ccscope topo --measure --csv`: point-to-point figures per GPU pair
+    // (intra-node) and node pair (inter-node), as sendrecv busbw; the slowest
+    // pair of each kind, since a ring runs at its slowest link.
+    std::string text;
+    try {
+      text = reports::read_input_file(path);
+    } catch (const reports::InputError& e) {
+      return e.what();
+    }
+    if (text.rfind("schema,kind,host_a,", 0) == 0) {
+      std::vector<records::TopologyPathRecord> paths;
+      try {
+        paths = records::read_topology_path_csv(text);
+      } catch (const std::exception& e) {
+        return reports::printable(path) + ": " + e.what();
+      }
+      std::optional<double> slowest[2];
+      size_t pairs[2] = {0, 0};
+      for (const auto& p : paths) {
+        if (!p.measured_GBps || !(*p.measured_GBps > 0)) continue;
+        const Scope scope = forced                  ? *forced
+                            : p.kind == "node_pair" ? Scope::kInterNode
+                                                    : Scope::kIntraNode;
+        auto& s = slowest[static_cast<size_t>(scope)];
+        s = s ? std::min(*s, *p.measured_GBps) : *p.measured_GBps;
+        ++pairs[static_cast<size_t>(scope)];
+      }
+      for (Scope scope : {Scope::kIntraNode, Scope::kInterNode}) {
+        const auto& s = slowest[static_cast<size_t>(scope)];
+        if (!s) continue;
+        c.bandwidth.at(Collective::kSendRecv, scope) = {{1, *s, 0}};
+        summary.push_back(fmt::format(
+            "{} sendrecv: {:.3g} GB/s, the slowest of {} measured pair(s) ({}; no latency term)",
+            name(scope), *s, pairs[static_cast<size_t>(scope)], reports::printable(path)));
+      }
+      if (!slowest[0] && !slowest[1])
+        notes.push_back(fmt::format("{}: no measured pair (run ccscope topo --measure)",
+                                    reports::printable(path)));
+      continue;
+    }
     reports::LoadedRun run;
     try {
-      run = reports::read_results(path);
+      run = reports::parse_results(path, text);
     } catch (const reports::InputError& e) {
       return e.what();
     }
     size_t unknown = 0, wrong = 0, used = 0;
     for (const auto& r : run.records) {
       const auto coll = collective_of(r.collective);
-      if (!coll || !r.busbw_GBps || !(*r.busbw_GBps > 0) || r.size_bytes == 0) continue;
+      if (!coll || r.size_bytes == 0) continue;
       if (r.wrong && *r.wrong > 0) {
         ++wrong;
         continue;
@@ -278,6 +319,13 @@ std::string read_bandwidth(const std::vector<std::string>& files, AdvisorCluster
         continue;
       }
       const int ranks = r.ranks ? *r.ranks : run.metadata.ranks;
+      // busbw from the time where both are known: nccl-tests prints it with
+      // two decimals (0.00 for small sizes, whose latency the curve needs).
+      double busbw = r.busbw_GBps ? *r.busbw_GBps : 0;
+      if (r.time_s && *r.time_s > 0 && ranks > 0)
+        busbw = static_cast<double>(r.size_bytes) / *r.time_s / 1e9 *
+                bus_factor(*coll, static_cast<size_t>(ranks));
+      if (!(busbw > 0) || !std::isfinite(busbw)) continue;
       if (*scope == Scope::kInterNode) {
         const int per_node = r.ranks_per_node ? *r.ranks_per_node : run.metadata.ranks_per_node;
         if (per_node > 0)
@@ -285,7 +333,7 @@ std::string read_bandwidth(const std::vector<std::string>& files, AdvisorCluster
       }
       Samples& s = samples[{static_cast<int>(*coll), static_cast<int>(*scope)}];
       s.by_ranks[static_cast<size_t>(std::max(ranks, 0))].push_back(
-          {static_cast<double>(r.size_bytes), *r.busbw_GBps, r.time_s ? *r.time_s : 0});
+          {static_cast<double>(r.size_bytes), busbw, r.time_s ? *r.time_s : 0});
       if (std::find(s.sources.begin(), s.sources.end(), path) == s.sources.end())
         s.sources.push_back(path);
       ++used;
@@ -332,6 +380,14 @@ void flat_curves(AdvisorCluster& c, Scope scope, double busbw, std::vector<std::
                                 name(scope), busbw));
 }
 
+// 7e9 -> "7 B", 1.3e8 -> "130 M".
+std::string count_text(double n) {
+  if (n >= 1e12) return fmt::format("{:.4g} T", n / 1e12);
+  if (n >= 1e9) return fmt::format("{:.4g} B", n / 1e9);
+  if (n >= 1e6) return fmt::format("{:.4g} M", n / 1e6);
+  return fmt::format("{:.0f}", n);
+}
+
 std::string gib(double bytes) { return fmt::format("{:.1f}", bytes / (1024.0 * 1024 * 1024)); }
 
 void print_table(const Advice& a, const AdvisorModel& m, const AdvisorCluster& c,
@@ -340,8 +396,8 @@ void print_table(const Advice& a, const AdvisorModel& m, const AdvisorCluster& c
   const size_t per_node = std::max<size_t>(1, std::min(c.ranks_per_node, c.ranks));
   const std::string model =
       probe ? fmt::format("probe MLP {} x {} (width x depth)", m.hidden, m.layers)
-            : fmt::format("transformer {:.3g} parameters, {} layers, hidden {}{}", m.parameters,
-                          m.layers, m.hidden,
+            : fmt::format("transformer {} parameters, {} layers, hidden {}{}",
+                          count_text(m.parameters), m.layers, m.hidden,
                           m.experts ? fmt::format(", {} experts top-{}", m.experts, m.top_k) : "");
   std::printf(
       "# ccscope advise: %s; global batch %zu samples%s; %s, %zu optimizer word(s) per "

@@ -176,6 +176,8 @@ std::string label(const Layout& l) {
 
 namespace {
 
+constexpr double kDdpFirstBucket = 1024.0 * 1024;
+
 // What a layout's arithmetic needs of the model, per kind.
 struct Facts {
   bool probe = false;
@@ -350,10 +352,18 @@ Timed time_ops(const AdvisorCluster& cluster, Collective c, Scope scope, size_t 
   return t;
 }
 
-// `total` bytes in buckets of at most `bucket` (DDP's and DeepSpeed's).
+// `total` bytes in buckets of at most `bucket` (DDP's and DeepSpeed's), the
+// first of at most `first` when given (DDP's 1 MiB first bucket): the last
+// bucket, the one backward fills last, holds what is left.
 Timed time_buckets(const AdvisorCluster& cluster, Collective c, Scope scope, size_t ranks,
-                   double total, double bucket) {
+                   double total, double bucket, double first = 0) {
   if (!(total > 0) || ranks <= 1) return time_ops(cluster, c, scope, ranks, 0, 0);
+  if (first > 0 && first < bucket && total > first) {
+    Timed t = time_buckets(cluster, c, scope, ranks, total - first, bucket);
+    t.seconds += time_ops(cluster, c, scope, ranks, first, 1).seconds;
+    t.ops += 1;
+    return t;
+  }
   const double full = std::floor(total / bucket);
   const double rest = total - full * bucket;
   Timed t = time_ops(cluster, c, scope, ranks, std::min(bucket, total), full > 0 ? full : 1);
@@ -562,9 +572,10 @@ Estimate estimate(const AdvisorModel& model, const AdvisorCluster& cluster,
   for (const Group& g : groups) {
     if (g.ranks <= 1 || !(g.bytes > 0)) continue;
     if (l.zero == 0) {
-      // DDP: bucketed all-reduce in the last micro-batch's backward (no_sync before).
-      const Timed ar =
-          time_buckets(cluster, Collective::kAllReduce, g.scope, g.ranks, g.bytes, bucket);
+      // DDP: bucketed all-reduce in the last micro-batch's backward (no_sync
+      // before), the first bucket 1 MiB (PyTorch's _DEFAULT_FIRST_BUCKET_BYTES).
+      const Timed ar = time_buckets(cluster, Collective::kAllReduce, g.scope, g.ranks, g.bytes,
+                                    bucket, std::min(bucket, kDdpFirstBucket));
       e.comm.push_back(
           part(g.name, ar, exposed_under(ar.seconds, ar.last, backward_window, overlap)));
     } else if (l.zero <= 2) {
@@ -684,10 +695,9 @@ std::string dominant_cost(const Estimate& e, const AdvisorCluster& cluster) {
   for (const CommPart& c : e.comm) {
     if (c.exposed_seconds > best) {
       best = c.exposed_seconds;
-      what = fmt::format(
-          "the measured {} {} busbw {:.3g} GB/s at {} ({} group of {}: {:.3g} s exposed)",
-          name(c.scope), name(c.collective), c.busbw_GBps, size_text(c.operation_bytes), c.group,
-          c.group_size, c.exposed_seconds);
+      what = fmt::format("the {} {} busbw of {:.3g} GB/s at {} ({} group of {}: {:.3g} s exposed)",
+                         name(c.scope), name(c.collective), c.busbw_GBps,
+                         size_text(c.operation_bytes), c.group, c.group_size, c.exposed_seconds);
     }
   }
   return what;
