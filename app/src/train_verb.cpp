@@ -125,8 +125,22 @@ std::string options_from_flags(const TrainFlags& f, TrainOptions& o) {
   if (f.zero_stage != 0 && f.zero_stage != 1)
     return "--zero-stage " + std::to_string(f.zero_stage) +
            ": model-parallel runs take 0 or 1 (ZeRO-1 over the data-parallel group)";
+  if (f.experts > kMaxExperts)
+    return fmt::format("--experts {}: use at most {}", f.experts, kMaxExperts);
   if (!(f.capacity_factor >= 0) || f.capacity_factor > 1e6)
     return "--capacity-factor must be 0 (no limit) or a positive factor";
+  const bool layout_flags = f.tp || f.pp || f.dp || f.zero_stage || !f.stage_layers.empty() ||
+                            f.chunks != 1 || f.schedule != "1f1b";
+  const bool expert_flags = f.experts || f.top_k != 1 || f.capacity_factor != 1.25;
+  if (*strategy == Strategy::kExpert && layout_flags)
+    return "--tp, --pp, --dp, --zero-stage, --schedule, --chunks and --stage-layers do not apply "
+           "to --strategy ep (experts spread over every rank, the rest data-parallel)";
+  if (*strategy != Strategy::kExpert && expert_flags)
+    return "--experts, --top-k and --capacity-factor need --strategy ep";
+  if (f.check_loss && *strategy == Strategy::kExpert && f.capacity_factor != 0)
+    return "--check-loss with --strategy ep needs --capacity-factor 0: which tokens a capacity "
+           "drops depends on how they are grouped over ranks and micro-batches, so single "
+           "(one group) would drop others";
   if (!is_model_parallel(*strategy) &&
       (f.tp || f.pp || f.dp || f.experts || f.zero_stage || !f.stage_layers.empty() ||
        f.chunks != 1))
@@ -161,7 +175,11 @@ std::string options_from_flags(const TrainFlags& f, TrainOptions& o) {
   {
     const double w = static_cast<double>(f.width);
     const double samples = static_cast<double>(f.samples ? f.samples : 8 * f.global_batch);
-    const double psi = static_cast<double>(f.depth) * (w * w + w);
+    // Every rank builds the whole model's initial weights (ep: every expert).
+    // In doubles: the count itself could overflow for absurd expert counts.
+    const double mixtures = f.experts ? static_cast<double>((f.depth - 1) / 2) : 0.0;
+    const double psi = (static_cast<double>(f.depth) - mixtures) * (w * w + w) +
+                       mixtures * static_cast<double>(f.experts) * (w * w + 2 * w);
     // teacher (2 w^2), data (2 samples w), parameters, gradients, two optimizer
     // words, master weights, activations (2 per layer per sample)
     const double bytes =
@@ -273,6 +291,9 @@ std::string complete_layout(TrainOptions& o, size_t ranks, size_t ep_flag) {
     return validate_parallel(o, ranks);
   }
   if (ep_flag) return "--ep needs --strategy ep";
+  if (p.tp > ranks || p.pp > ranks || p.dp > ranks)  // before any product can wrap
+    return fmt::format("--tp {}, --pp {} and --dp {} cannot exceed the {} ranks", p.tp, p.pp, p.dp,
+                       ranks);
   auto rest = [&](size_t a, size_t b) -> size_t {
     const size_t used = std::max<size_t>(a, 1) * std::max<size_t>(b, 1);
     return ranks % used == 0 ? ranks / used : 0;
@@ -288,6 +309,8 @@ std::string complete_layout(TrainOptions& o, size_t ranks, size_t ep_flag) {
     return "--strategy tp needs --tp 2 or more and no --pp (use --strategy 3d to combine)";
   if (o.strategy == Strategy::kPipeline && (p.tp > 1 || p.pp == 1))
     return "--strategy pp needs --pp 2 or more and no --tp (use --strategy 3d to combine)";
+  if (p.zero1 && p.dp == 1)
+    return "--zero-stage 1 shards over the data-parallel group: it needs --dp 2 or more";
   return validate_parallel(o, ranks);
 }
 
@@ -463,7 +486,8 @@ void print_parallel(const TrainOptions& o, const RunSummary& s,
     const RankFigures& first = ranks.front();  // routing figures are all ranks' sums
     std::printf(
         "# expert all-to-all (counts, dispatch, combine; forward and backward): %.3f ms per step, "
-        "%.1f%% of the step; token assignments routed %.0f, dropped %.0f (%.2f%%); load "
+        "%.1f%% of the step; token assignments over the run (warm-up included) routed %.0f, "
+        "dropped %.0f (%.2f%%); load "
         "imbalance %.3f (max / mean per expert, median)\n",
         a2a_s * 1e3, s.step_median_s > 0 ? 100 * a2a_s / s.step_median_s : 0, first.routed,
         first.dropped, first.routed > 0 ? 100 * first.dropped / first.routed : 0,
@@ -554,16 +578,23 @@ RunOutcome run_one(const World& world, const TrainOptions& options, size_t ranks
   const bool leader = comm->rank() == 0;
   const std::string id = run_id(options, ranks, weak);
   if (leader) {
-    const size_t psi = parameter_count(options.shape);
+    const size_t psi = options.strategy == Strategy::kExpert
+                           ? moe_parameter_count(options.shape, options.parallel.experts)
+                           : parameter_count(options.shape);
+    // Samples each data-parallel replica trains on (tensor and pipeline ranks share theirs).
+    const size_t replicas = !model_parallel || options.strategy == Strategy::kExpert
+                                ? ranks
+                                : options.parallel.dp;
     std::printf(
         "# ccscope train: %s, %zu rank(s) (%s%s), model %zu x %zu %s (%s parameters, %s), "
-        "global batch %zu (%zu per rank, %zu micro-batch(es)), %s lr %g%s%s\n",
+        "global batch %zu (%zu per %s, %zu micro-batch(es)), %s lr %g%s%s\n",
         std::string(name(options.strategy)).c_str(), ranks, comm->backend_name().c_str(),
         options.overlap ? ", overlapped" : ", --no-overlap", options.shape.depth,
         options.shape.width, std::string(name(options.shape.activation)).c_str(),
         fmt::format("{:.2f} M", static_cast<double>(psi) / 1e6).c_str(),
         std::string(name(options.precision)).c_str(), options.global_batch,
-        options.global_batch / ranks, options.micro_batches,
+        options.global_batch / replicas, model_parallel ? "replica" : "rank",
+        options.micro_batches,
         std::string(name(options.optimizer.kind)).c_str(), options.optimizer.lr,
         options.grad_clip ? fmt::format(", clip {}", *options.grad_clip).c_str() : "",
         options.strategy == Strategy::kZero3 && !options.prefetch ? ", --no-prefetch" : "");

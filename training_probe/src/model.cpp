@@ -128,11 +128,28 @@ void Model::forward_layer(size_t layer, const float* parameters, ForwardCache& c
     next = pre;  // no nonlinearity after the last layer
     return;
   }
-  if (shape_.activation == Activation::kRelu) {
-    for (size_t i = 0; i < pre.size(); ++i) next[i] = pre[i] > 0 ? pre[i] : 0.0f;
+  activate(shape_.activation, precision_, pre, next);
+}
+
+void activate(Activation activation, Precision precision, std::span<const float> pre,
+              std::vector<float>& out) {
+  out.resize(pre.size());
+  if (activation == Activation::kRelu) {
+    for (size_t i = 0; i < pre.size(); ++i) out[i] = pre[i] > 0 ? pre[i] : 0.0f;
   } else {
-    for (size_t i = 0; i < pre.size(); ++i) next[i] = std::tanh(pre[i]);
-    round_to(precision_, next);
+    for (size_t i = 0; i < pre.size(); ++i) out[i] = std::tanh(pre[i]);
+    round_to(precision, out);
+  }
+}
+
+void activation_backward(Activation activation, Precision precision, std::span<const float> pre,
+                         std::span<const float> out, std::span<float> grad) {
+  if (activation == Activation::kRelu) {
+    for (size_t i = 0; i < grad.size(); ++i)
+      if (pre[i] <= 0) grad[i] = 0.0f;
+  } else {
+    for (size_t i = 0; i < grad.size(); ++i) grad[i] *= 1.0f - out[i] * out[i];
+    round_to(precision, grad);
   }
 }
 
@@ -140,18 +157,9 @@ void Model::backward_layer(size_t layer, const float* parameters, const ForwardC
                            std::vector<float>& grad_output, float* gradients) const {
   const size_t w = shape_.width;
   const size_t batch = cache.batch;
-  if (layer + 1 < shape_.depth) {
-    // Through the nonlinearity: d pre = d out * f'(pre).
-    const std::vector<float>& pre = cache.preactivations[layer];
-    if (shape_.activation == Activation::kRelu) {
-      for (size_t i = 0; i < grad_output.size(); ++i)
-        if (pre[i] <= 0) grad_output[i] = 0.0f;
-    } else {
-      const std::vector<float>& out = cache.inputs[layer + 1];
-      for (size_t i = 0; i < grad_output.size(); ++i) grad_output[i] *= 1.0f - out[i] * out[i];
-      round_to(precision_, grad_output);
-    }
-  }
+  if (layer + 1 < shape_.depth)  // through the nonlinearity: d pre = d out * f'(pre)
+    activation_backward(shape_.activation, precision_, cache.preactivations[layer],
+                        cache.inputs[layer + 1], grad_output);
   std::vector<float> grad_input;
   if (layer > 0) grad_input.resize(batch * w);
   linear_backward(cache.inputs[layer], grad_output, batch, w, w, parameters, gradients,

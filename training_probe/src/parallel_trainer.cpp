@@ -78,6 +78,14 @@ std::vector<Range> virtual_stage_blocks(const TrainOptions& o) {
 
 }  // namespace
 
+size_t moe_parameter_count(const ModelShape& shape, size_t experts) {
+  size_t total = 0;
+  const size_t w = shape.width;
+  for (size_t l = 0; l < shape.depth; ++l)
+    total += mixture_layer(l, shape.depth) ? experts * w + experts * (w * w + w) : w * w + w;
+  return total;
+}
+
 std::string validate_parallel(const TrainOptions& o, size_t ranks) {
   const ParallelOptions& p = o.parallel;
   if (o.strategy == Strategy::kExpert) {
@@ -90,12 +98,18 @@ std::string validate_parallel(const TrainOptions& o, size_t ranks) {
     if (o.shape.depth < 3)
       return "--strategy ep needs --depth 3 or more (every odd layer but the last is a mixture "
              "of experts)";
-    if (!(p.capacity_factor >= 0)) return "--capacity-factor must be 0 (no limit) or positive";
+    if (!(p.capacity_factor >= 0) || !std::isfinite(p.capacity_factor))
+      return "--capacity-factor must be 0 (no limit) or a finite positive factor";
+    if (p.experts > kMaxExperts)
+      return fmt::format("--experts {}: at most {}", p.experts, kMaxExperts);
     if (o.global_batch % ranks != 0)
       return fmt::format("global batch {} does not divide over {} ranks", o.global_batch, ranks);
     return "";
   }
   if (p.tp == 0 || p.pp == 0 || p.dp == 0) return "--tp, --pp and --dp must be at least 1";
+  if (p.tp > ranks || p.pp > ranks || p.dp > ranks)  // before the product can wrap
+    return fmt::format("--tp {}, --pp {} and --dp {} cannot exceed the {} ranks", p.tp, p.pp, p.dp,
+                       ranks);
   if (p.tp * p.pp * p.dp != ranks)
     return fmt::format(
         "--tp {} x --pp {} x --dp {} = {} ranks, but the job has {}; launch with mpiexec -n {} "
@@ -108,6 +122,8 @@ std::string validate_parallel(const TrainOptions& o, size_t ranks) {
     return "tensor parallel needs --depth 2 or more (a column-parallel and a row-parallel layer)";
   const std::string pipeline = validate_pipeline(p.schedule, p.pp, o.micro_batches, p.chunks);
   if (!pipeline.empty()) return pipeline;
+  if (p.chunks > 1 && p.pp == 1)
+    return "--chunks (interleaved virtual stages) needs a pipeline: --pp 2 or more";
   const size_t blocks = model_blocks(o.shape.depth, p.tp).size();
   const size_t pieces = p.pp * p.chunks;
   if (!p.stage_blocks.empty()) {
@@ -117,14 +133,17 @@ std::string validate_parallel(const TrainOptions& o, size_t ranks) {
     size_t sum = 0;
     for (size_t n : p.stage_blocks) {
       if (n == 0) return "--stage-layers: every stage needs at least one block";
+      if (n > blocks)  // before the sum can wrap
+        return fmt::format("--stage-layers {}: the model has {} blocks", n, blocks);
       sum += n;
     }
     if (sum != blocks)
       return fmt::format("--stage-layers adds up to {} blocks; the model has {} ({})", sum, blocks,
                          p.tp > 1 ? "layer pairs under tensor parallelism" : "layers");
   } else if (blocks < pieces) {
-    return fmt::format("{} {} cannot fill {} pipeline stages; use a deeper model or fewer stages",
-                       blocks, p.tp > 1 ? "layer pairs" : "layers", pieces);
+    return fmt::format(
+        "{} {} cannot fill {} {}pipeline stages; use a deeper model or fewer stages", blocks,
+        p.tp > 1 ? "layer pairs" : "layers", pieces, p.chunks > 1 ? "virtual " : "");
   }
   if (o.global_batch % p.dp != 0)
     return fmt::format("global batch {} does not divide over {} data-parallel replicas",
@@ -151,7 +170,8 @@ class GroupRunner {
   // the seconds the caller waited.
   double run(Communicator* group, double bytes, double* counter,
              std::function<void(Communicator&)> operation) {
-    if (!group || !worker_) return 0;
+    if (!worker_) return 0;  // the single-rank reference: nothing to communicate
+    if (!group) throw std::logic_error("a model-parallel operation over a group not given");
     const auto start = Clock::now();
     const size_t ticket =
         worker_->submit([group, op = std::move(operation)](Communicator&) { op(*group); }, bytes);
@@ -160,6 +180,14 @@ class GroupRunner {
     return seconds_between(start, Clock::now());
   }
   CommCounters take() { return worker_ ? worker_->take_counters() : CommCounters{}; }
+  // A scalar reduced over `group` (the value itself without one).
+  double reduce(Communicator* group, double value, ReduceOp op) {
+    if (!group || !worker_) return value;
+    double cell = value;
+    run(group, all_reduce_bytes(1, static_cast<size_t>(group->size()), 8), nullptr,
+        [&](Communicator& c) { c.all_reduce(&cell, &cell, 1, DataType::kFloat64, op); });
+    return cell;
+  }
 
  private:
   std::unique_ptr<CommWorker> worker_;
@@ -167,29 +195,6 @@ class GroupRunner {
 
 double sendrecv_bytes(size_t count, size_t element) {
   return static_cast<double>(count * element);
-}
-
-void apply_activation(Activation a, Precision p, const std::vector<float>& pre,
-                      std::vector<float>& out) {
-  out.resize(pre.size());
-  if (a == Activation::kRelu) {
-    for (size_t i = 0; i < pre.size(); ++i) out[i] = pre[i] > 0 ? pre[i] : 0.0f;
-  } else {
-    for (size_t i = 0; i < pre.size(); ++i) out[i] = std::tanh(pre[i]);
-    round_to(p, out);
-  }
-}
-
-// d pre from d out, as Model::backward_layer does.
-void activation_backward(Activation a, Precision p, const std::vector<float>& pre,
-                         const std::vector<float>& out, std::vector<float>& grad) {
-  if (a == Activation::kRelu) {
-    for (size_t i = 0; i < grad.size(); ++i)
-      if (pre[i] <= 0) grad[i] = 0.0f;
-  } else {
-    for (size_t i = 0; i < grad.size(); ++i) grad[i] *= 1.0f - out[i] * out[i];
-    round_to(p, grad);
-  }
 }
 
 // All-reduce (sum) of float values in the compute format, in place.
@@ -460,7 +465,7 @@ class DenseEngine {
       if (layer.last)
         out = pre;
       else
-        apply_activation(o_.shape.activation, precision_, pre, out);
+        activate(o_.shape.activation, precision_, pre, out);
       cache.pre.push_back(std::move(pre));
       cache.outs.push_back(out);
       x = std::move(out);
@@ -563,23 +568,14 @@ class DenseEngine {
                 });
   }
 
-  double reduce(double value, ReduceOp op) {
-    if (!g_.world) return value;
-    double cell = value;
-    runner_.run(g_.world, all_reduce_bytes(1, static_cast<size_t>(g_.world->size()), 8), nullptr,
-                [&](Communicator& c) { c.all_reduce(&cell, &cell, 1, DataType::kFloat64, op); });
-    return cell;
-  }
+  double reduce(double value, ReduceOp op) { return runner_.reduce(g_.world, value, op); }
 
+  // Data-parallel replicas hold the same parameters.
   bool replicas_agree() {
-    double low = static_cast<double>(fnv1a(params_)), high = low;
-    if (g_.dp) {
-      runner_.run(g_.dp, 0, nullptr, [&](Communicator& c) {
-        c.all_reduce(&low, &low, 1, DataType::kFloat64, ReduceOp::kMin);
-        c.all_reduce(&high, &high, 1, DataType::kFloat64, ReduceOp::kMax);
-      });
-    }
-    return reduce(low == high ? 1.0 : 0.0, ReduceOp::kMin) > 0;
+    const double hash = static_cast<double>(fnv1a(params_));
+    const bool agree = runner_.reduce(g_.dp, hash, ReduceOp::kMin) ==
+                       runner_.reduce(g_.dp, hash, ReduceOp::kMax);
+    return reduce(agree ? 1.0 : 0.0, ReduceOp::kMin) > 0;
   }
 
   const TrainOptions& o_;
@@ -706,9 +702,9 @@ class MoeEngine {
   }
 
   TrainResult run(const std::function<void(const StepFigures&)>& on_step) {
-    const size_t psi = parameter_count(o_.shape);
-    TrainResult result =
-        run_steps(o_.steps, psi, psi, [this](size_t step) { return one_step(step); }, on_step);
+    TrainResult result = run_steps(
+        o_.steps, parameters_, parameters_, [this](size_t step) { return one_step(step); },
+        on_step);
     result.memory =
         held_bytes(element_, params_.size(), grads_.size(), *optimizer_, master_.size(), mixed());
     return result;
@@ -810,7 +806,7 @@ class MoeEngine {
       if (l + 1 == depth)
         out = pre;
       else
-        apply_activation(o_.shape.activation, precision_, pre, out);
+        activate(o_.shape.activation, precision_, pre, out);
       cache.inputs[l] = std::move(x);
       cache.pre[l] = std::move(pre);
       cache.outs[l] = out;
@@ -901,7 +897,10 @@ class MoeEngine {
         sends.push_back({static_cast<int>(p), per_peer_expert[p].data(), per_peer_expert[p].size()});
         recvs.push_back({static_cast<int>(p), incoming[p].data(), incoming[p].size()});
       }
-      f.all_to_all_seconds += runner_.run(world_, 0, nullptr, [&](Communicator& c) {
+      double count_bytes = 0;
+      for (size_t p = 0; p < ranks_; ++p)
+        if (p != rank_) count_bytes += 8.0 * static_cast<double>(per_peer_expert[p].size());
+      f.all_to_all_seconds += runner_.run(world_, count_bytes, &f.ep_bytes, [&](Communicator& c) {
         c.batch_send_recv(sends, recvs, DataType::kUInt64);
       });
       for (size_t q = 0; q < ranks_; ++q)
@@ -939,7 +938,7 @@ class MoeEngine {
       pre.resize(n * w_);
       if (n) linear_forward(in, n, w_, w_, weight, weight + w_ * w_, pre.data());
       round_to(precision_, pre);
-      apply_activation(o_.shape.activation, precision_, pre, mc.outs[j]);
+      activate(o_.shape.activation, precision_, pre, mc.outs[j]);
       for (size_t r = 0; r < n; ++r)
         std::copy_n(mc.outs[j].begin() + static_cast<std::ptrdiff_t>(r * w_), w_,
                     results.begin() + static_cast<std::ptrdiff_t>(row_of[j][r] * w_));
@@ -1056,13 +1055,7 @@ class MoeEngine {
     step_parameters(*optimizer_, precision_, params_, master_, grads_, applied_steps_);
   }
 
-  double reduce(double value, ReduceOp op) {
-    if (!world_) return value;
-    double cell = value;
-    runner_.run(world_, all_reduce_bytes(1, ranks_, 8), nullptr,
-                [&](Communicator& c) { c.all_reduce(&cell, &cell, 1, DataType::kFloat64, op); });
-    return cell;
-  }
+  double reduce(double value, ReduceOp op) { return runner_.reduce(world_, value, op); }
 
   bool replicas_agree() {
     const double hash = static_cast<double>(fnv1a({params_.data(), replicated_}));

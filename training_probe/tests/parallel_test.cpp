@@ -143,6 +143,17 @@ TEST(ParallelValidate, NamesWhatCannotRun) {
   o.strategy = Strategy::kExpert;
   o.parallel.experts = 1;
   EXPECT_NE(validate_parallel(o, 2).find("at least 2 experts"), std::string::npos);
+  // Degrees that would wrap their product, stage sizes that would wrap their sum.
+  o = dense_options(Strategy::kHybrid, size_t{1} << 63, 2, 1);
+  EXPECT_NE(validate_parallel(o, 2).find("cannot exceed"), std::string::npos);
+  o = dense_options(Strategy::kPipeline, 1, 2, 1);
+  o.parallel.stage_blocks = {static_cast<size_t>(-1), 5};
+  EXPECT_NE(validate_parallel(o, 2).find("the model has 4 blocks"), std::string::npos);
+  // Virtual stages need a pipeline.
+  o = dense_options(Strategy::kHybrid, 1, 1, 2);
+  o.parallel.schedule = PipelineSchedule::kInterleaved;
+  o.parallel.chunks = 2;
+  EXPECT_NE(validate_parallel(o, 2).find("needs a pipeline"), std::string::npos);
 }
 
 struct DenseCase {
@@ -209,6 +220,74 @@ INSTANTIATE_TEST_SUITE_P(
       return label;
     });
 
+// Precision, clipping, padding and odd shapes, each against single.
+TEST(ParallelVariants, MatchSingle) {
+  struct Case {
+    const char* label;
+    TrainOptions options;
+  };
+  std::vector<Case> cases;
+  {
+    TrainOptions o = dense_options(Strategy::kHybrid, 2, 2, 1);
+    o.micro_batches = 4;
+    o.precision = Precision::kBFloat16;
+    cases.push_back({"bf16 tp2 x pp2", o});
+  }
+  {
+    TrainOptions o = dense_options(Strategy::kPipeline, 1, 2, 1);
+    o.micro_batches = 2;
+    o.precision = Precision::kFloat16;
+    o.loss_scaler.initial_scale_power = 30;  // overflows first: skipped steps on every stage
+    cases.push_back({"fp16 pp2 (loss scaling)", o});
+  }
+  {
+    TrainOptions o = dense_options(Strategy::kHybrid, 2, 1, 2);
+    o.grad_clip = 0.05;  // the norm counts a replicated copy once
+    cases.push_back({"clipped tp2 x dp2", o});
+  }
+  {
+    TrainOptions o = dense_options(Strategy::kHybrid, 2, 1, 2);
+    o.shape.width = 7;  // local sizes that do not divide over the replicas: padded shards
+    o.parallel.zero1 = true;
+    o.optimizer.kind = OptimizerKind::kAdam;
+    o.optimizer.lr = 0.01;
+    o.grad_clip = 0.05;
+    cases.push_back({"tp2 x dp2 zero1, width 7, adam, clipped", o});
+  }
+  {
+    TrainOptions o = dense_options(Strategy::kTensor, 2, 1, 1);
+    o.shape.depth = 5;  // two pairs and a replicated last layer
+    o.grad_clip = 0.05;
+    cases.push_back({"tp2, odd depth, clipped", o});
+  }
+  {
+    TrainOptions o = dense_options(Strategy::kExpert, 1, 1, 2);
+    o.parallel.experts = 3;  // 2 on rank 0, 1 on rank 1
+    o.parallel.top_k = 3;
+    o.parallel.capacity_factor = 0;
+    o.grad_clip = 0.05;
+    cases.push_back({"ep2, 3 experts, top-3, clipped", o});
+  }
+  for (const Case& c : cases) {
+    const std::vector<TrainResult> results = run_grid(c.options);
+    const TrainResult single = train_parallel_single(c.options);
+    const EquivalenceResult eq = compare_losses(losses(results[0]), losses(single),
+                                                loss_tolerance(c.options.precision));
+    EXPECT_TRUE(eq.equivalent) << c.label << ": " << eq.summary();
+    std::printf("%s: %s\n", c.label, eq.summary().c_str());
+    for (const auto& s : results[0].steps) EXPECT_TRUE(s.consistent) << c.label;
+    if (c.options.grad_clip)
+      EXPECT_NEAR(results[0].steps.back().grad_norm, single.steps.back().grad_norm,
+                  1e-4 * single.steps.back().grad_norm)
+          << c.label;
+    if (c.options.precision == Precision::kFloat16) {
+      ASSERT_TRUE(single.steps.front().skipped) << c.label;
+      for (size_t i = 0; i < single.steps.size(); ++i)
+        EXPECT_EQ(results[0].steps[i].skipped, single.steps[i].skipped) << c.label << " step " << i;
+    }
+  }
+}
+
 TEST(TensorParallel, CountsOneAllReduceEachWayPerPair) {
   // Depth 4 under tp: two pairs. Forward: one all-reduce per pair; backward:
   // one per pair but the first, whose input gradient nobody needs.
@@ -238,6 +317,16 @@ TEST(ExpertParallel, MatchesSingleWithEveryExpert) {
     EXPECT_GT(last.ep_bytes, 0.0);
     for (const auto& s : results[0].steps) EXPECT_TRUE(s.consistent);
   }
+}
+
+TEST(ExpertParallel, CountsEveryParameter) {
+  // Depth 4, width 16, 4 experts: layers 0, 2, 3 dense; layer 1 a gate and 4 experts.
+  EXPECT_EQ(moe_parameter_count({16, 4, Activation::kRelu}, 4),
+            3 * (16 * 16 + 16) + 4 * 16 + 4 * (16 * 16 + 16));
+  TrainOptions o = dense_options(Strategy::kExpert, 1, 1, 2);
+  o.parallel.experts = 4;
+  o.steps = 1;
+  EXPECT_EQ(run_grid(o)[0].parameters, moe_parameter_count(o.shape, 4));
 }
 
 TEST(ExpertParallel, CapacityDropsTokens) {

@@ -91,7 +91,12 @@ case $ranks in
     for bad in "--strategy tp --tp 3" "--strategy pp --schedule zigzag" \
                "--strategy pp --chunks 2" "--strategy ep --experts 1" \
                "--strategy pp --stage-layers 4,4" "--strategy tp --scaling 1,2" \
-               "--strategy ddp --tp 2" "--strategy 3d --zero-stage 2"; do
+               "--strategy ddp --tp 2" "--strategy 3d --zero-stage 2" \
+               "--strategy 3d --tp 9223372036854775808 --pp 2" \
+               "--strategy pp --stage-layers 18446744073709551615,2" \
+               "--strategy ep --experts 4 --pp 2" "--strategy tp --experts 4" \
+               "--strategy ep --experts 4 --check-loss" "--strategy tp --zero-stage 1" \
+               "--strategy 3d --dp 2 --schedule interleaved --chunks 2"; do
       # shellcheck disable=SC2086
       run $bad >"$work/out" 2>"$work/err"
       rc=$?

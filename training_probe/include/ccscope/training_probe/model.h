@@ -53,6 +53,13 @@ float round_to(Precision precision, float value);
 // per rank by default, as the speed comparisons do.
 void set_compute_threads(int threads);
 
+// The nonlinearity between layers: out = f(pre) (tanh rounded to the format),
+// and its backward in place: grad (d out) becomes d pre, from pre and out.
+void activate(Activation activation, Precision precision, std::span<const float> pre,
+              std::vector<float>& out);
+void activation_backward(Activation activation, Precision precision, std::span<const float> pre,
+                         std::span<const float> out, std::span<float> grad);
+
 // Activations of one forward pass, kept for backward.
 struct ForwardCache {
   size_t batch = 0;

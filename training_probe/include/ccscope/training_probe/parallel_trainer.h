@@ -60,6 +60,12 @@ struct ParallelGroups {
   Communicator* dp = nullptr;
 };
 
+// The mixture-of-experts model's parameters (ep): dense layers, and per
+// mixture layer a gate [E x width] and E experts of width x width + bias.
+size_t moe_parameter_count(const ModelShape& shape, size_t experts);
+// Expert indices travel as 32-bit words; far more than any model has.
+inline constexpr size_t kMaxExperts = 1u << 20;
+
 // Why a model-parallel layout cannot run on `ranks` ("" when it can).
 std::string validate_parallel(const TrainOptions& options, size_t ranks);
 
