@@ -66,7 +66,7 @@ int report_verb(const std::vector<std::string>& args, const std::vector<std::str
   CLI::App app{
       "Render results files (ccscope CSV/JSON, nccl-tests text or -J JSON, OSU output) as one "
       "self-contained HTML page with busbw charts, or as markdown tables. ccscope train's CSVs "
-      "(ccscope.train_run, ccscope.train_step) add a Training section.",
+      "(ccscope.train_run, ccscope.train_step, ccscope.train_rank) add a Training section.",
       "ccscope report"};
   std::vector<std::string> files;
   std::string output;
@@ -111,7 +111,7 @@ int report_verb(const std::vector<std::string>& args, const std::vector<std::str
   if (!json_output.empty()) outputs.emplace_back("--json", json_output);
 
   std::vector<LoadedRun> runs;
-  TrainingResults training;  // ccscope train's CSVs (ccscope.train_run, ccscope.train_step)
+  TrainingResults training;  // ccscope train's CSVs (train_run, train_step, train_rank)
   std::string training_file;
   std::vector<std::optional<OutputTarget>> targets;
   try {

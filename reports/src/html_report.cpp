@@ -628,6 +628,94 @@ void training_loss_chart(std::string& o, const std::vector<training_model::LossC
            "overlap.");
 }
 
+// A pipelined run's bubble per stage: the measured bar (the stage's most idle
+// rank) beside the textbook one, hollow and dashed as the ideal lines are.
+void training_bubble_chart(std::string& o, const training_model::BubbleChart& chart) {
+  const size_t n = chart.stages.size();
+  std::vector<std::pair<double, std::string>> ticks;
+  double y_hi = 0;
+  for (size_t i = 0; i < n; ++i) {
+    ticks.push_back({double(i), std::to_string(chart.stages[i].stage)});
+    y_hi = std::max({y_hi, chart.stages[i].measured * 100, chart.stages[i].textbook * 100});
+  }
+  if (!(y_hi > 0)) y_hi = 1;
+  const double y_step = nice_step(y_hi * 1.05, 5);
+  const Frame f{-0.5, n - 0.5, std::ceil(y_hi * 1.05 / y_step) * y_step, false};
+  const double slot = (Frame::kWidth - Frame::kLeft - Frame::kRight) / double(n);
+  const double bar = std::min(slot * 0.3, 48.0);
+  const char* measured = color(0);
+  const char* textbook = "#555555";
+  o += fmt::format("<figure class=\"chart-box\" id=\"{}\">\n",
+                   element_id("training-bubble-", chart.run_id));
+  o += svg_open("chart training-bubble", chart_height(2),
+                chart.run_id + ": pipeline bubble per stage, measured and textbook");
+  draw_axes(o, f, ticks, y_step, "pipeline stage", "bubble (% of the pipeline time)");
+  auto bars = [&](const char* cls, bool is_measured) {
+    o += fmt::format("<g class=\"bar {}\">\n", cls);
+    for (size_t i = 0; i < n; ++i) {
+      const training_model::StageBubble& b = chart.stages[i];
+      const double v = (is_measured ? b.measured : b.textbook) * 100;
+      const double x = f.px(double(i)) + (is_measured ? -bar - 1 : 1);
+      const double top = f.py(std::max(v, 0.0)), height = f.py(0) - top;
+      o += fmt::format(
+          "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" {}>"
+          "<title>{}</title></rect>\n",
+          x, top, bar, height,
+          is_measured ? fmt::format("fill=\"{}\"", measured)
+                      : fmt::format("fill=\"none\" stroke=\"{}\" stroke-width=\"2\" "
+                                    "stroke-dasharray=\"6 3\"",
+                                    textbook),
+          esc(is_measured ? fmt::format("stage {} (rank {}): bubble {:.1f}%", b.stage, b.rank, v)
+                          : fmt::format("stage {}: textbook bubble {:.1f}%", b.stage, v)));
+    }
+    o += "</g>\n";
+  };
+  bars("measured", true);
+  bars("textbook", false);
+  draw_legend(o, {{"measured (the stage's most idle rank)", measured, false},
+                  {"textbook (N - 1) / (v M + N - 1)", textbook, true}});
+  o += "</svg>\n";
+  o += fmt::format(
+      "<figcaption>{}: pipeline bubble per stage = 1 - busy / pipeline time (first pass to "
+      "flush, medians after warm-up) of the stage's most idle rank; dashed: the textbook bubble "
+      "for N "
+      "stages, M micro-batches and v chunks per stage.</figcaption>\n</figure>\n",
+      esc(chart.run_id));
+}
+
+// One table per model-parallel run (its ccscope.train_rank records), each
+// followed by its bubble chart where it has a pipeline.
+void training_ranks(std::string& o, const TrainingResults& training) {
+  const std::vector<training_model::RankTable> tables = training_model::rank_tables(training);
+  if (tables.empty()) return;
+  const std::vector<training_model::BubbleChart> charts = training_model::bubble_charts(training);
+  o += "<h3>Model-parallel ranks</h3>\n<p class=\"note\">One row per rank of each "
+       "model-parallel run: its place in the grid, the bytes it sends per step in each group "
+       "(tensor, pipeline, data and expert parallel), its own medians after warm-up. Bubble = "
+       "1 - busy / pipeline time (first pass to flush: the pipeline's makespan) against the "
+       "textbook (N - 1) / (v M + N - 1), their difference in percentage points; peak in flight = "
+       "the most "
+       "micro-batches whose activations the rank held at once; memory = parameters, gradients "
+       "and optimizer state; the expert all-to-all's share of the step, the token assignments "
+       "dropped for capacity and the load imbalance (max / mean tokens per expert). Columns "
+       "that are zero for every rank of a run are left out.</p>\n";
+  for (const training_model::RankTable& t : tables) {
+    o += fmt::format("<h4>{} ({}): {}</h4>\n", esc(t.run_id), esc(t.strategy), esc(t.layout));
+    o += fmt::format("<table class=\"data training-ranks\" id=\"{}\">\n<thead><tr>",
+                     element_id("training-ranks-", t.run_id));
+    for (const training_model::RankColumn& c : t.columns) o += "<th>" + esc(c.name) + "</th>";
+    o += "</tr></thead>\n<tbody>\n";
+    for (const std::vector<std::string>& row : t.rows) {
+      o += "<tr>";
+      for (const std::string& cell : row) o += "<td>" + or_absent(cell) + "</td>";
+      o += "</tr>\n";
+    }
+    o += "</tbody>\n</table>\n";
+    for (const training_model::BubbleChart& chart : charts)
+      if (chart.run_id == t.run_id) training_bubble_chart(o, chart);
+  }
+}
+
 void training_section(std::string& o, const TrainingResults& training) {
   using training_model::RunText;
   o += "<h2>Training</h2>\n<p class=\"note\">ccscope train: a model trained with each "
@@ -703,6 +791,7 @@ void training_section(std::string& o, const TrainingResults& training) {
     o += "<h3>Loss</h3>\n";
     training_loss_chart(o, losses);
   }
+  training_ranks(o, training);
 }
 
 // No CSS character that would need escaping in XML (no '<', no '&').

@@ -112,7 +112,8 @@ void bench_tables(std::string& o, const std::vector<LoadedRun>& runs) {
 }
 
 // The training runs, one row each; then the loss of each run of the step
-// records (first and last step).
+// records (first and last step); then a table per model-parallel run, one row
+// per rank.
 void training_tables(std::string& o, const TrainingResults& training, bool after_bench) {
   o += after_bench ? "\n## Training\n\n" : "## Training\n\n";
   auto cell = [](const std::string& s) { return s.empty() ? std::string("-") : md(s); };
@@ -145,6 +146,27 @@ void training_tables(std::string& o, const TrainingResults& training, bool after
     for (const auto& c : losses)
       o += fmt::format("| {} | {} | {:.6g} | {:.6g} |\n", md(c.run_id), c.points.size(),
                        c.points.front().second, c.points.back().second);
+  }
+  const auto tables = training_model::rank_tables(training);
+  if (!tables.empty()) {
+    o += training.runs.empty() && losses.empty() ? "" : "\n";
+    o += "### Model-parallel ranks\n";
+    for (const training_model::RankTable& t : tables) {
+      o += fmt::format("\n{} ({}): {}\n\n|", md(t.run_id), md(t.strategy), md(t.layout));
+      for (const training_model::RankColumn& c : t.columns) o += " " + md(c.name) + " |";
+      o += "\n|";
+      for (const training_model::RankColumn& c : t.columns) o += c.numeric ? "---:|" : "---|";
+      o += "\n";
+      for (const std::vector<std::string>& row : t.rows) {
+        o += "|";
+        for (const std::string& cell : row) o += " " + md(cell) + " |";
+        o += "\n";
+      }
+    }
+    o +=
+        "\nOne row per rank, its medians after warm-up; bytes per step in each group; bubble = 1 - "
+        "busy / pipeline time against the textbook (N - 1) / (v M + N - 1), difference in "
+        "percentage points; columns zero for every rank of a run left out.\n";
   }
 }
 

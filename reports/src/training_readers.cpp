@@ -1,9 +1,11 @@
-// The training probe's CSV files (ccscope.train_run/N, ccscope.train_step/N),
-// read through the records' tables; errors become InputError("file:line: ...").
+// The training probe's CSV files (ccscope.train_run/N, ccscope.train_step/N,
+// ccscope.train_rank/N), read through the records' tables; errors become
+// InputError("file:line: ...").
 #include <algorithm>
 #include <iterator>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "ccscope/reports/training_results.h"
 #include "ccscope/reports/user_files.h"
@@ -14,8 +16,20 @@ using namespace detail;
 
 namespace {
 
-constexpr std::string_view kRunSchema = "ccscope.train_run/";
-constexpr std::string_view kStepSchema = "ccscope.train_step/";
+// The training kinds: schema id up to the version, and the columns the reader
+// requires (with `schema`, they also tell a file that holds no record).
+struct TrainingKind {
+  std::string_view schema;  // "ccscope.train_run/"
+  std::vector<const char*> columns;
+};
+const TrainingKind kRun{"ccscope.train_run/", {"run_id", "strategy", "ranks", "step_median_s"}};
+const TrainingKind kStep{"ccscope.train_step/", {"run_id", "step", "loss"}};
+const TrainingKind kRank{"ccscope.train_rank/", {"run_id", "strategy", "rank", "stage"}};
+
+// The kind's name without the version: "ccscope.train_run".
+std::string kind_name(const TrainingKind& kind) {
+  return std::string(kind.schema.substr(0, kind.schema.size() - 1));
+}
 
 // The next line of `text` from `pos` (without its line break); pos moves past it.
 std::string_view next_line(std::string_view text, size_t& pos) {
@@ -26,32 +40,52 @@ std::string_view next_line(std::string_view text, size_t& pos) {
   return line;
 }
 
-// The first record's schema cell ("" when there is none). Header names and
-// schema ids hold no character CSV quotes, so the first lines are read as is.
-std::string_view first_schema(std::string_view text) {
+bool has_columns(const std::vector<std::string>& header, const std::vector<const char*>& names) {
+  return std::all_of(names.begin(), names.end(), [&](const char* name) {
+    return std::find(header.begin(), header.end(), name) != header.end();
+  });
+}
+
+// The file's training kind, or none: from the first record's schema cell, or,
+// when the header is followed by no record, from the header's columns. Schema
+// ids hold no character CSV quotes, so the first record is read as is.
+const TrainingKind* training_kind(std::string_view text) {
   size_t pos = 0;
   std::string_view header;
   while (pos < text.size() && (header = next_line(text, pos)).empty()) {
   }
-  if (!(header.starts_with("schema,") || header.starts_with("\"schema\","))) return {};
+  if (!(header.starts_with("schema,") || header.starts_with("\"schema\","))) return nullptr;
   std::string_view row;
   while (pos < text.size() && (row = next_line(text, pos)).empty()) {
+  }
+  if (row.empty()) {
+    std::vector<records::CsvRecordLine> head;
+    try {
+      head = records::parse_csv(header);
+    } catch (const records::CsvError&) {
+      return nullptr;
+    }
+    if (head.empty()) return nullptr;
+    for (const TrainingKind* kind : {&kRank, &kRun, &kStep})
+      if (has_columns(head.front().fields, kind->columns)) return kind;
+    return nullptr;
   }
   std::string_view cell = row.substr(0, row.find(','));
   if (cell.size() >= 2 && cell.front() == '"' && cell.back() == '"')
     cell = cell.substr(1, cell.size() - 2);
-  return cell;
+  for (const TrainingKind* kind : {&kRun, &kStep, &kRank})
+    if (cell.starts_with(kind->schema)) return kind;
+  return nullptr;
 }
 
-void require_columns(const std::string& path, const std::string& text,
-                     std::initializer_list<const char*> names, std::string_view kind) {
+void require_columns(const std::string& path, const std::string& text, const TrainingKind& kind) {
   const std::vector<records::CsvRecordLine> head =
       records::parse_csv(text.substr(0, text.find('\n')));
-  for (const char* name : names)
+  for (const char* name : kind.columns)
     if (head.empty() || std::find(head.front().fields.begin(), head.front().fields.end(), name) ==
                             head.front().fields.end())
       fail(at(path, 1), std::string("the header has no '") + name + "' column; is this a " +
-                            std::string(kind) + " file of ccscope train?");
+                            kind_name(kind) + " file of ccscope train?");
 }
 
 }  // namespace
@@ -61,40 +95,38 @@ void TrainingResults::append(TrainingResults&& other) {
               std::make_move_iterator(other.runs.end()));
   steps.insert(steps.end(), std::make_move_iterator(other.steps.begin()),
                std::make_move_iterator(other.steps.end()));
+  ranks.insert(ranks.end(), std::make_move_iterator(other.ranks.begin()),
+               std::make_move_iterator(other.ranks.end()));
 }
 
-bool is_training_csv(std::string_view text) {
-  const std::string_view schema = first_schema(text);
-  return schema.starts_with(kRunSchema) || schema.starts_with(kStepSchema);
-}
+bool is_training_csv(std::string_view text) { return training_kind(text) != nullptr; }
 
 TrainingResults read_training_results(const std::string& path) {
   return parse_training_results(path, read_input_file(path));
 }
 
 TrainingResults parse_training_results(const std::string& path, const std::string& text) {
-  const std::string_view schema = first_schema(text);
-  const bool run_file = schema.starts_with(kRunSchema);
-  if (!run_file && !schema.starts_with(kStepSchema))
+  const TrainingKind* kind = training_kind(text);
+  if (!kind)
     fail(at(path, 1),
-         "not a training file: the first record's schema is not ccscope.train_run/N "
-         "or ccscope.train_step/N");
+         "not a training file: the first record's schema is not ccscope.train_run/N, "
+         "ccscope.train_step/N or ccscope.train_rank/N");
   TrainingResults results;
   try {
-    if (run_file) {
-      require_columns(path, text, {"run_id", "strategy", "ranks", "step_median_s"},
-                      "ccscope.train_run");
+    require_columns(path, text, *kind);
+    if (kind == &kRun)
       results.runs = records::read_train_run_csv(text);
-    } else {
-      require_columns(path, text, {"run_id", "step", "loss"}, "ccscope.train_step");
+    else if (kind == &kStep)
       results.steps = records::read_train_step_csv(text);
-    }
+    else
+      results.ranks = records::read_train_rank_csv(text);
   } catch (const records::CsvError& e) {
     const std::string what = e.what();
     fail(at(path, e.line),
          what.starts_with("schema:") ? what : what + "; is the file complete and unedited?");
   }
-  if (results.empty()) fail(at(path, 1), "a training CSV header but no records");
+  if (results.empty())
+    fail(at(path, 1), "a " + kind_name(*kind) + " CSV header but no records; did the run finish?");
   return results;
 }
 
