@@ -436,7 +436,8 @@ std::vector<RankFigures> gather_rank_figures(Communicator& comm, const TrainOpti
     const double* v = all.data() + r * k;
     RankFigures f;
     f.rank = r;
-    f.at = grid_position(r, o.parallel);
+    // Expert parallelism is data parallelism for everything but the experts.
+    f.at = o.strategy == Strategy::kExpert ? GridPosition{0, r, 0} : grid_position(r, o.parallel);
     f.step_s = v[0];
     f.tp_bytes = v[1];
     f.pp_bytes = v[2];
