@@ -103,9 +103,9 @@ double curve_busbw(const std::vector<CurvePoint>& curve, double bytes) {
 double operation_seconds(const std::vector<CurvePoint>& curve, Collective collective, double bytes,
                          size_t ranks) {
   if (ranks <= 1 || !(bytes > 0)) return 0;
-  const double factor = bus_factor(collective, ranks);
-  const double at = std::max(bytes, curve.front().bytes);  // the latency floor
-  return at * factor / (curve_busbw(curve, at) * 1e9);
+  // Below the smallest size curve_busbw falls with the size: the time stays
+  // the smallest size's (the latency floor).
+  return bytes * bus_factor(collective, ranks) / (curve_busbw(curve, bytes) * 1e9);
 }
 
 bool BandwidthTable::empty() const {

@@ -179,6 +179,25 @@ TEST(Advisor, DdpCommunicationOverlapsBackward) {
   EXPECT_NEAR(z1.exposed_comm_s, 0.83968e-3 + 0.8192e-6, 1e-9);
 }
 
+TEST(Advisor, ProbeTensorParallelPairs) {
+  // ccscope train's tp: 5 layers = 2 column/row pairs and a replicated last
+  // layer; one all-reduce forward per pair, one backward but for the first
+  // pair's: 3 per micro-batch, each [micro-batch x width] = 16 x 256 x 4 B.
+  const AdvisorModel m = probe_model(256, 5, 64);
+  const AdvisorCluster c = cluster(2, 2, 80);
+  const Estimate e = estimate(m, c, {}, layout(2, 1, 1, 0, 4));
+  ASSERT_EQ(e.comm.size(), 1u);
+  EXPECT_EQ(e.comm[0].group, "tp");
+  EXPECT_NEAR(e.comm[0].operations, 4 * 3, 1e-12);
+  EXPECT_EQ(e.comm[0].operation_bytes, 16 * 256 * 4);
+  // Parameters: 5 x (256 x 256 + 256) = 328960, over tp 2 = 164480 per rank,
+  // float32 SGD with momentum: 4 + 4 + 4 B each = 1973760 B.
+  EXPECT_NEAR(e.memory.model_states(), 1973760, 1e-6);
+  // Activations: pairs keep (2 + 2/2) x 256 each, the last layer 2 x 256,
+  // per sample, 4 B: (2 x 3 + 2) x 256 x 4 = 8192 B x 16 samples.
+  EXPECT_NEAR(e.memory.activations, 8192.0 * 16, 1e-6);
+}
+
 TEST(Advisor, PipelineBubble) {
   // 8 layers of 1024 on 4 stages, batch 64, 8 micro-batches of 8 samples.
   const AdvisorModel m = probe_model(1024, 8, 64);
@@ -207,6 +226,12 @@ TEST(Advisor, GroupsAcrossNodesUseTheInterNodeCurve) {
   ASSERT_EQ(e.comm.size(), 2u);
   EXPECT_EQ(e.comm[0].group, "tp");
   EXPECT_EQ(e.comm[0].scope, Scope::kIntraNode);
+  // Megatron-LM: 2 all-reduces forward and 2 backward per layer, of b s h =
+  // 1 x 2048 x 4096 bf16 = 16 MiB (64 samples over dp 8 in 8 micro-batches):
+  // 8 x 32 x 4 = 1024 per step.
+  EXPECT_EQ(e.comm[0].operations, 1024);
+  EXPECT_EQ(e.comm[0].operation_bytes, 16 * kMiB);
+  EXPECT_EQ(e.comm[0].collective, Collective::kAllReduce);
   EXPECT_EQ(e.comm[1].group, "dp");
   EXPECT_EQ(e.comm[1].scope, Scope::kInterNode);
   // tp 8 x dp 2 across 2 nodes; pp 2 x dp 8: the pipeline crosses, dp does not.
