@@ -51,6 +51,7 @@ struct AdviseFlags {
   double compute_seconds = 0;
   double intra_busbw = 0, inter_busbw = 0;
   double bucket_mb = 25;
+  std::string min_micro_batch;
   bool no_overlap = false;
   bool tp_across_nodes = false;
   bool json = false;
@@ -229,6 +230,12 @@ std::string inputs_from_flags(const AdviseFlags& f, AdvisorModel& m, AdvisorClus
   o.bucket_bytes = f.bucket_mb * 1024 * 1024;
   o.overlap = !f.no_overlap;
   o.tp_across_nodes = f.tp_across_nodes;
+  // The probe's rows: a CPU GEMM of one row runs far below its rate (measured
+  // here: 1024 x 8 at one row per step, some 20x the time per row of 64).
+  check(whole("--min-micro-batch",
+              f.min_micro_batch.empty() ? (probe ? "32" : "1") : f.min_micro_batch, 1, kMax,
+              o.min_micro_batch));
+  if (!problem.empty()) return problem;
   if (f.intra_busbw < 0 || f.inter_busbw < 0) return "--intra-busbw/--inter-busbw must be positive";
   return "";
 }
@@ -502,6 +509,8 @@ int advise_verb(const std::vector<std::string>& args, const std::vector<std::str
   app.add_option("--inter-busbw", f.inter_busbw,
                  "inter-node busbw, GB/s, for every collective (instead of records)");
   app.add_option("--bucket-mb", f.bucket_mb, "DDP/ZeRO bucket size, MiB")->capture_default_str();
+  app.add_option("--min-micro-batch", f.min_micro_batch,
+                 "samples per micro-batch at least (default 1; probe 32 rows)");
   app.add_flag("--no-overlap", f.no_overlap, "DDP/ZeRO communication not overlapped with compute");
   app.add_flag("--tp-across-nodes", f.tp_across_nodes, "let tensor-parallel groups span nodes");
   app.add_flag("--json", f.json, "the advice as JSON (ccscope.advice/1) on stdout");
@@ -520,7 +529,12 @@ int advise_verb(const std::vector<std::string>& args, const std::vector<std::str
     return usage_error(kAdviseVerb, problem);
   if (f.intra_busbw > 0) flat_curves(cluster, Scope::kIntraNode, f.intra_busbw, bandwidth);
   if (f.inter_busbw > 0) flat_curves(cluster, Scope::kInterNode, f.inter_busbw, bandwidth);
-  if (f.ranks_per_node.empty()) cluster.ranks_per_node = inter_per_node ? inter_per_node : 8;
+  if (f.ranks_per_node.empty()) {
+    cluster.ranks_per_node = inter_per_node ? inter_per_node : 8;
+    if (!inter_per_node && cluster.ranks > 8)
+      notes.push_back(
+          "ranks per node: assumed 8 (no inter-node records say; give --ranks-per-node)");
+  }
   if (std::string problem = validate(model, cluster, options); !problem.empty())
     return usage_error(kAdviseVerb, problem);
 

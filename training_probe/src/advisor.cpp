@@ -448,6 +448,7 @@ std::string validate(const AdvisorModel& model, const AdvisorCluster& c, const A
   if (c.ranks > 1 && c.bandwidth.empty())
     return "no bandwidth: give bench records (intra-node and inter-node) or busbw figures";
   if (!(o.bucket_bytes >= 1)) return "the bucket size must be at least 1 byte";
+  if (o.min_micro_batch == 0) return "the smallest micro-batch must be at least 1 sample";
   return "";
 }
 
@@ -729,7 +730,9 @@ Advice advise(const AdvisorModel& model, const AdvisorCluster& cluster,
     // The micro-batch count: every divisor of the replica's batch; the
     // fastest that fits, else the one needing the least memory.
     std::optional<Estimate> best;
-    for (size_t m : divisors(model.global_batch / s.dp)) {
+    const size_t replica = model.global_batch / s.dp;
+    for (size_t m : divisors(replica)) {
+      if (m > 1 && replica / m < options.min_micro_batch) continue;
       const Layout l{s.tp, s.pp, s.dp, s.ep, s.zero, s.offload, m};
       Estimate e = estimate(model, cluster, options, l);
       const bool better =
@@ -940,7 +943,8 @@ std::string advice_json(const Advice& advice, const AdvisorModel& model,
               {"options",
                {{"overlap", options.overlap},
                 {"bucket_bytes", options.bucket_bytes},
-                {"tp_across_nodes", options.tp_across_nodes}}},
+                {"tp_across_nodes", options.tp_across_nodes},
+                {"min_micro_batch", options.min_micro_batch}}},
               {"recommended", chosen(advice.recommended)},
               {"recommended_index", index(advice.recommended)},
               {"runner_up", chosen(advice.runner_up)},

@@ -198,6 +198,25 @@ TEST(Advisor, ProbeTensorParallelPairs) {
   EXPECT_NEAR(e.memory.activations, 8192.0 * 16, 1e-6);
 }
 
+TEST(Advisor, SmallestMicroBatch) {
+  // 64 rows over pp 2 (dp 1): every divisor of 64 is a micro-batch count,
+  // unless micro-batches must hold 16 rows: then at most 4.
+  const AdvisorModel m = probe_model(1024, 8, 64);
+  AdvisorCluster c = cluster(2, 2, 80);
+  c.compute_seconds = 1;
+  auto pp2 = [&](const AdvisorOptions& o) {
+    for (const Estimate& e : advise(m, c, o).candidates)
+      if (label(e.layout) == "pp2") return e.layout.micro_batches;
+    return size_t{0};
+  };
+  EXPECT_EQ(pp2({}), 64u);  // the bubble shrinks with more, the transfers cost ~nothing
+  AdvisorOptions o;
+  o.min_micro_batch = 16;
+  EXPECT_EQ(pp2(o), 4u);
+  o.min_micro_batch = 1000;  // larger than the batch: one micro-batch
+  EXPECT_EQ(pp2(o), 1u);
+}
+
 TEST(Advisor, PipelineBubble) {
   // 8 layers of 1024 on 4 stages, batch 64, 8 micro-batches of 8 samples.
   const AdvisorModel m = probe_model(1024, 8, 64);

@@ -4,9 +4,10 @@
 # probe's MLP of 8 layers of 1024 (8.4 M parameters, 33.6 MB of float32
 # gradients), a global batch of 256 rows taking 4 s per rank (--compute-seconds
 # 8, one rank): DDP's all-reduce hides under backward at 1 Gbit/s (about 0.3 s
-# of 2.7 s), while a 2-stage pipeline pays its bubble and 2 x 256 x 1024 x 4 B
-# = 2 MB of boundary tensors per step; at 50 Mbit/s DDP's 33.6 MB take about 5
-# s, far more than backward, and the pipeline's 2 MB about 0.3 s. So the advice
+# of 2.7 s), while a 2-stage pipeline pays its bubble (8 micro-batches of 32
+# rows, the probe's smallest: 0.5 s) and 2 x 256 x 1024 x 4 B = 2 MB of
+# boundary tensors per step; at 50 Mbit/s DDP's 33.6 MB take about 5 s, far
+# more than backward, and the pipeline's 2 MB about 0.35 s. So the advice
 # must be DDP on the fast link and a pipeline across the nodes on the slow one
 # (the rule of thumb, "fits one GPU -> DDP", is then wrong, and says so).
 source "$(dirname "$0")/lib.sh"

@@ -135,6 +135,11 @@ struct AdvisorOptions {
   bool overlap = true;  // DDP/ZeRO communication overlaps backward (forward: ZeRO-3)
   double bucket_bytes = 25.0 * 1024 * 1024;  // DDP's bucket_cap_mb, DeepSpeed's bucket sizes
   bool tp_across_nodes = false;              // by default a tensor-parallel group stays in a node
+  // Samples per micro-batch at least (unless the replica's batch is smaller):
+  // the arithmetic divides compute evenly over micro-batches, which small
+  // GEMMs do not (a transformer's sample is a whole sequence; the probe's a
+  // single row, far below a GEMM's rate alone).
+  size_t min_micro_batch = 1;
   // The rule of thumb's thresholds: a "fast interconnect" (NVLink) gives an
   // intra-node all-reduce busbw above what PCIe gives; a "slow network" an
   // inter-node busbw of 100 Gbit/s or less; "many layers" 4 per node at least.
