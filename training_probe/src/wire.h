@@ -84,10 +84,10 @@ class WireBuffer {
     const size_t e = element_bytes(precision_);
     if (precision_ == Precision::kFloat32) {
       auto* out = reinterpret_cast<float*>(bytes_.get());
-      if (scale == 1.0f)
-        std::memcpy(out, values.data(), values.size() * 4);
-      else
+      if (scale != 1.0f)
         for (size_t i = 0; i < values.size(); ++i) out[i] = values[i] * scale;
+      else if (!values.empty())  // an empty span's data() may be null
+        std::memcpy(out, values.data(), values.size() * 4);
     } else {
       auto* words = reinterpret_cast<uint16_t*>(bytes_.get());
       for (size_t i = 0; i < values.size(); ++i) {
@@ -104,7 +104,7 @@ class WireBuffer {
       const auto* in = reinterpret_cast<const float*>(bytes_.get());
       if (accumulate)
         for (size_t i = 0; i < out.size(); ++i) out[i] += in[i];
-      else
+      else if (!out.empty())  // an empty span's data() may be null
         std::memcpy(out.data(), in, out.size() * 4);
       return;
     }
