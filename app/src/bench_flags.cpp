@@ -23,6 +23,7 @@ struct RawArguments {
   std::string step_factor = "1";
   std::string iterations = "20", warmup = "5", check = "1", root = "0", average = "3";
   std::string datatype = "float", op = "sum", backend;
+  bool yielding_waits = false;
   bool isolate_ranks = false, no_progress = false, no_rotate = false, stale_output = false;
   std::string timeout = "300";
   std::string csv, json, output_file;
@@ -117,6 +118,9 @@ void build_app(CLI::App& app, RawArguments& raw) {
       "mpi, nccl, or ring (ccscope's reference ring algorithms over MPI point-to-point); "
       "default: nccl when NCCL is built in and every rank has a GPU of its own (or "
       "--isolate-ranks), else mpi");
+  app.add_flag("--yielding-waits", raw.yielding_waits,
+               "mpi: wait in the nonblocking call, yielding the core between tests (ccscope "
+               "train's waits) instead of spinning; for more ranks than cores");
   app.add_flag("--isolate-ranks", raw.isolate_ranks,
                "give every rank its own NCCL_HOSTID: ranks of one node talk through NCCL's network "
                "transport");
@@ -301,6 +305,9 @@ ParsedBenchFlags parse_bench_flags(const std::vector<std::string>& args) {
   if (options.graph_launches > 0 && !options.backend.empty())
     validate_for_backend(options, options.backend);
   options.isolate_ranks = raw.isolate_ranks;
+  options.yielding_waits = raw.yielding_waits;
+  if (options.yielding_waits && !options.backend.empty())
+    validate_for_backend(options, options.backend);
   options.timeout_seconds = timeout_argument(raw.timeout);
   if (options.timeout_seconds == 0)
     options.warnings.push_back(

@@ -61,6 +61,8 @@ TEST(Options, ShortAndLongFlags) {
   EXPECT_DOUBLE_EQ(o.timeout_seconds, 12.5);
   EXPECT_EQ(o.csv_path, "x.csv");
   EXPECT_TRUE(o.isolate_ranks);
+  EXPECT_FALSE(o.yielding_waits);
+  EXPECT_TRUE(parse({"allreduce", "--yielding-waits"}).yielding_waits);
   const BenchOptions l =
       parse({"broadcast", "--minbytes", "1K", "--maxbytes", "1M", "--stepfactor", "4", "--iters",
              "3", "--warmup_iters", "1", "--datatype", "int8", "--root", "2"});
@@ -93,6 +95,8 @@ TEST(Options, EveryBadInputIsOneClearLine) {
   };
   const std::vector<Case> cases{
       {{"allreduce", "-b", "1M", "-e", "1K"}, "larger than -e"},
+      {{"allreduce", "--yielding-waits", "--backend", "nccl"}, "--yielding-waits is the mpi"},
+      {{"allreduce", "--yielding-waits", "--backend", "ring"}, "--yielding-waits is the mpi"},
       {{"allreduce", "-b", "0"}, "greater than 0"},
       {{"allreduce", "-b", "-8"}, "-b"},
       {{"allreduce", "-e", "12Q"}, "not a size"},

@@ -50,7 +50,9 @@ std::unique_ptr<Communicator> make_communicator(const BenchOptions& options, con
                                                 const std::string& backend) {
   if (backend == "nccl") return make_nccl_communicator(world, NcclOptions{options.isolate_ranks});
   if (backend == "ring") return make_ring_communicator(world);
-  return make_mpi_communicator(world);
+  MpiOptions mpi;
+  mpi.yielding_waits = options.yielding_waits;
+  return make_mpi_communicator(world, mpi);
 }
 
 // One run_sweep per (collective, type, op, root), in nccl-tests' order: types,

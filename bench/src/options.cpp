@@ -16,6 +16,9 @@ namespace {
 }  // namespace
 
 void validate_for_backend(const BenchOptions& options, const std::string& backend) {
+  if (options.yielding_waits && backend != "mpi")
+    bad("--yielding-waits is the mpi backend's (its nonblocking calls), but this run uses " +
+        backend + ": drop it or use --backend mpi");
   if (options.graph_launches > 0 && backend != "nccl")
     bad("-G/--cudagraph " + std::to_string(options.graph_launches) +
         " needs the nccl backend (CUDA graphs), but this run uses " + backend +

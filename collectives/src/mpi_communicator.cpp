@@ -122,6 +122,8 @@ class MpiCommunicator : public Communicator {
   int size() const override { return size_; }
   MemoryKind memory_kind() const override { return MemoryKind::kHost; }
   std::string device_name() const override { return "cpu"; }
+  // The record says how a rank waited: it changes what a small size measures.
+  std::string resources() const override { return yielding_waits_ ? "waits=yielding" : ""; }
 
   size_t max_count() const override { return static_cast<size_t>(INT_MAX); }
   std::unique_ptr<Buffer> allocate(size_t bytes) override {

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Records: the CSV header starts with the documented columns; CSV and JSON agree
-# after a complete run ("complete": true); and a run killed with SIGKILL in the
+# after a complete run ("complete": true); --yielding-waits is in the records'
+# backend_resources; and a run killed with SIGKILL in the
 # middle of its sweep keeps every finished row in the CSV (whole rows, in sweep
 # order) and leaves a valid JSON document with "complete": false.
 #
@@ -63,6 +64,18 @@ if summary=$(json_summary "$dir/out.json"); then
 else
   fail "complete run: $summary"
 fi
+
+# --- 1b. --yielding-waits: the records say how the ranks waited -------------------
+dir="$WORK/yielding"
+mkdir -p "$dir"
+status=0
+"$MPIEXEC" -n 2 "$CCSCOPE" bench allreduce --backend mpi --yielding-waits -b 8 -e 64 -f 2 -n 1 -w 0 \
+  --timeout 60 --no-progress --csv "$dir/out.csv" >"$dir/stdout" 2>"$dir/stderr" </dev/null || status=$?
+assert_eq 0 "$status" "--yielding-waits run: exit status"
+waits=$(read_records "$dir/out.csv" --fields backend_resources 2>&1 | sort -u | paste -sd' ' -)
+assert_eq "waits=yielding" "$waits" "--yielding-waits run: backend_resources"
+plain=$(read_records "$WORK/complete/out.csv" --fields backend_resources 2>&1 | sort -u | paste -sd' ' -)
+assert_eq "" "$plain" "default run: backend_resources"
 
 # --- 2. A run killed in the middle of its sweep -----------------------------------
 dir="$WORK/killed"

@@ -51,6 +51,10 @@ struct BenchOptions {
   TimeAcrossRanks time_across_ranks = TimeAcrossRanks::kMaximum;
   std::string backend;  // "", "mpi" or "nccl"; "" = nccl when usable, else mpi
   bool isolate_ranks = false;
+  // MPI: wait in the nonblocking call, testing and yielding the core (as ccscope
+  // train's communication does), instead of the blocking call's spin; with more
+  // ranks than cores a spinning wait measures the scheduler, not the transport.
+  bool yielding_waits = false;
   double timeout_seconds = 300;  // -T/--timeout; 0 = no timeout (nccl-tests' -T 0)
   std::string csv_path;
   std::string json_path;
