@@ -331,7 +331,7 @@ void export_run(const std::string& dir, const TrainOptions& o) {
     reports::write_whole_file(reports::resolve_output(path),
                               {static_cast<const char*>(data), bytes});
   };
-  const size_t samples = o.dataset_samples ? o.dataset_samples : 8 * o.global_batch;
+  const size_t samples = dataset_size(o);
   const std::vector<float> params = initial_parameters(o.shape, o.seed);
   write("initial_parameters.f32", params.data(), params.size() * 4);
   const SyntheticDataset data = make_teacher_dataset(samples, o.shape.width, o.seed);

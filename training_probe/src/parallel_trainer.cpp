@@ -78,14 +78,6 @@ std::vector<Range> virtual_stage_blocks(const TrainOptions& o) {
 
 }  // namespace
 
-size_t moe_parameter_count(const ModelShape& shape, size_t experts) {
-  size_t total = 0;
-  const size_t w = shape.width;
-  for (size_t l = 0; l < shape.depth; ++l)
-    total += mixture_layer(l, shape.depth) ? experts * w + experts * (w * w + w) : w * w + w;
-  return total;
-}
-
 std::string validate_parallel(const TrainOptions& o, size_t ranks) {
   const ParallelOptions& p = o.parallel;
   if (o.strategy == Strategy::kExpert) {
@@ -247,7 +239,7 @@ class DenseEngine {
         w_(o.shape.width),
         precision_(o.precision),
         element_(element_bytes(o.precision)),
-        samples_(o.dataset_samples ? o.dataset_samples : 8 * o.global_batch),
+        samples_(dataset_size(o)),
         data_(make_teacher_dataset(samples_, w_, o.seed)),
         scaler_(o.loss_scaler),
         runner_(g.world, o) {
@@ -652,6 +644,14 @@ std::vector<float> moe_initial_parameters(size_t total, size_t width, uint64_t s
   return values;
 }
 
+}  // namespace
+
+size_t moe_parameter_count(const ModelShape& shape, size_t experts) {
+  return moe_layout(shape, experts).total;
+}
+
+namespace {
+
 class MoeEngine {
  public:
   MoeEngine(const TrainOptions& o, Communicator* world)
@@ -662,7 +662,7 @@ class MoeEngine {
         w_(o.shape.width),
         precision_(o.precision),
         element_(element_bytes(o.precision)),
-        samples_(o.dataset_samples ? o.dataset_samples : 8 * o.global_batch),
+        samples_(dataset_size(o)),
         data_(make_teacher_dataset(samples_, w_, o.seed)),
         scaler_(o.loss_scaler),
         moe_{w_, o.parallel.experts, o.parallel.top_k, o.parallel.capacity_factor},

@@ -34,7 +34,7 @@ class Engine {
         psi_(model_.parameter_count()),
         precision_(options.precision),
         element_(element_bytes(options.precision)),
-        samples_(options.dataset_samples ? options.dataset_samples : 8 * options.global_batch),
+        samples_(dataset_size(options)),
         data_(make_teacher_dataset(samples_, options.shape.width, options.seed)),
         scaler_(options.loss_scaler) {
     if (communicator) {
@@ -445,7 +445,7 @@ std::string validate(const TrainOptions& o, size_t ranks) {
   if (per_rank % o.micro_batches != 0)
     return fmt::format("per-rank batch {} does not divide into {} micro-batches", per_rank,
                        o.micro_batches);
-  const size_t samples = o.dataset_samples ? o.dataset_samples : 8 * o.global_batch;
+  const size_t samples = dataset_size(o);
   if (samples % o.global_batch != 0)
     return fmt::format("data set size {} is not a multiple of the global batch {}", samples,
                        o.global_batch);

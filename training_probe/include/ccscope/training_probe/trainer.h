@@ -90,6 +90,11 @@ struct TrainOptions {
   ParallelOptions parallel;  // kTensor, kPipeline, kExpert, kHybrid
 };
 
+// The data set's size: dataset_samples, or 8 global batches when 0.
+inline size_t dataset_size(const TrainOptions& options) {
+  return options.dataset_samples ? options.dataset_samples : 8 * options.global_batch;
+}
+
 // Why options cannot run ("global batch 100 does not divide over 3 ranks");
 // "" when they can.
 std::string validate(const TrainOptions& options, size_t ranks);
