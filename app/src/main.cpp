@@ -46,6 +46,9 @@ constexpr Verb kVerbs[] = {
     {"advise", 2, ccscope::app::advise_verb,
      "the parallel layout to train a model with (DDP, ZeRO, TP, PP, EP): memory per\n"
      "rank and step time from measured bandwidth records (ccscope advise --help)"},
+    {"diag", 2, ccscope::app::diag_verb,
+     "the bring-up checklist: one rank, one node, many nodes, scaling; PASS/WARN/FAIL\n"
+     "with a remedy per check; diag nccl-log FILE...: read NCCL debug logs (ccscope diag --help)"},
     {"baseline", 2, ccscope::app::baseline_verb,
      "save NAME FILES... | list: keep fingerprinted baselines for compare"},
 };

@@ -32,4 +32,14 @@ int train_verb(const std::vector<std::string>& args, const std::vector<std::stri
 int advise_verb(const std::vector<std::string>& args,
                 const std::vector<std::string>& command_line);
 
+// The bring-up checklist: 0 every check passed (WARN allowed), 1 a check
+// FAILed, 2 bad arguments or input, 3 a hang was cut short. `diag nccl-log`
+// goes to nccl_log_verb.
+int diag_verb(const std::vector<std::string>& args, const std::vector<std::string>& command_line);
+// ccscope diag nccl-log FILE...: what NCCL's debug output says (versions,
+// transports per rank pair, findings). 0 no finding above info, 1 a warn or
+// fail finding, 2 bad arguments or no file readable.
+int nccl_log_verb(const std::vector<std::string>& args,
+                  const std::vector<std::string>& command_line);
+
 }  // namespace ccscope::app
