@@ -26,4 +26,13 @@ double percentile(std::span<const double> values, double p) {
 
 double median(std::span<const double> values) { return percentile(values, 50); }
 
+double median_absolute_deviation(std::span<const double> values) {
+  if (values.empty()) return 0;
+  const double center = median(values);
+  std::vector<double> deviations;
+  deviations.reserve(values.size());
+  for (double value : values) deviations.push_back(std::abs(value - center));
+  return median(deviations);
+}
+
 }  // namespace ccscope

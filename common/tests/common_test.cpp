@@ -2,10 +2,12 @@
 
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "ccscope/common/environment.h"
 #include "ccscope/common/nccl_version.h"
 #include "ccscope/common/sizes.h"
+#include "ccscope/common/statistics.h"
 #include "ccscope/common/utc_time.h"
 
 namespace ccscope {
@@ -58,6 +60,18 @@ TEST(Sizes, ExactFormsNameEachSizeExactly) {
   EXPECT_EQ(format_exact_size(size_t{3} << 30), "3 GiB");
   EXPECT_EQ(format_exact_size(0), "0 B");
   EXPECT_EQ(format_exact_sizes({8, 1024, 1536}), "8 B, 1 KiB, 1536 B");
+}
+
+TEST(Statistics, MedianAbsoluteDeviation) {
+  EXPECT_EQ(median_absolute_deviation(std::vector<double>{}), 0);
+  EXPECT_EQ(median_absolute_deviation(std::vector<double>{7}), 0);
+  EXPECT_EQ(median_absolute_deviation(std::vector<double>{5, 5, 5}), 0);
+  // median 2, deviations {1, 1, 0, 0, 2, 4, 7} -> 1; the 9 does not move it.
+  EXPECT_DOUBLE_EQ(median_absolute_deviation(std::vector<double>{1, 1, 2, 2, 4, 6, 9}), 1);
+  // Even count: median 2.5, deviations {1.5, 0.5, 0.5, 1.5} -> 1.
+  EXPECT_DOUBLE_EQ(median_absolute_deviation(std::vector<double>{1, 2, 3, 4}), 1);
+  // One wild value among a tight cluster leaves it small.
+  EXPECT_DOUBLE_EQ(median_absolute_deviation(std::vector<double>{10, 10, 10, 11, 1000}), 0);
 }
 
 TEST(UtcTime, Iso8601) {

@@ -11,5 +11,9 @@ double mean(std::span<const double> values);
 // ranks (numpy's default); 0 for no values.
 double percentile(std::span<const double> values, double p);
 double median(std::span<const double> values);
+// Median of |x - median|: the spread that a minority of outliers does not
+// move (unlike the standard deviation); 0 for no values. Scale by 1.4826 for
+// an estimate of the standard deviation of normal samples.
+double median_absolute_deviation(std::span<const double> values);
 
 }  // namespace ccscope
