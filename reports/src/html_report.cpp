@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "ccscope/reports/comparison_stats.h"
+#include "diag_model.h"
 #include "report_model.h"
 #include "training_model.h"
 
@@ -842,10 +843,80 @@ void bench_sections(std::string& o, const std::vector<LoadedRun>& runs) {
 
   fitted_model_table(o, runs, names, panels);
   topology_table(o, runs, names);
+  // Diag findings come from their own files (DiagResults), after these sections.
+}
 
-  // Diag findings: LoadedRecord carries none yet. When records (or a findings
-  // file) carry PASS/WARN/FAIL findings, their table is rendered here, and only
-  // then.
+// ------------------------------------------------------------------ diag findings
+
+// Only on pages with findings: other pages stay byte for byte as they were.
+constexpr const char* kDiagStyle = R"(
+.badge { display: inline-block; padding: 0 5px; border-radius: 3px; font-weight: bold; color: #fff; }
+.badge-fail { background: #c62828; } .badge-warn { background: #f0a800; color: #222; }
+.badge-pass { background: #2e7d32; } .badge-skip { background: #757575; }
+table.diag-findings td { text-align: left; } table.diag-findings td.num { text-align: right; }
+tr.diag-fail td { background: #fdecea; } tr.diag-warn td { background: #fff8e1; }
+ul.diag-verdicts { font-size: 0.9em; }
+details.diag-passed summary { cursor: pointer; }
+)";
+
+std::string diag_badge(const std::string& status) {
+  return fmt::format("<span class=\"badge badge-{}\">{}</span>",
+                     esc(diag_model::status_class(status)), esc(status));
+}
+
+void diag_findings_rows(std::string& o, const diag_model::DiagRun& run, size_t begin, size_t end) {
+  o += "<table class=\"data diag-findings\">\n<thead><tr><th>stage</th><th>check</th>"
+       "<th>status</th><th>host / rank / peer</th><th>measured</th><th>expected</th>"
+       "<th>message</th><th>remedy</th></tr></thead>\n<tbody>\n";
+  for (size_t i = begin; i < end; ++i) {
+    const diag_model::Finding& f = run.findings[i];
+    o += fmt::format(
+        "<tr class=\"diag-{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}"
+        "</td><td class=\"num\">{}</td><td>{}</td><td>{}</td></tr>\n",
+        esc(diag_model::status_class(f.check->status)), or_absent(f.stage),
+        or_absent(f.check->check), diag_badge(f.check->status), or_absent(f.where),
+        or_absent(f.measured), or_absent(f.expected), or_absent(f.check->message),
+        or_absent(f.check->remedy));
+  }
+  o += "</tbody></table>\n";
+}
+
+void diag_findings_section(std::string& o, const DiagResults& diag) {
+  o += "<h2 id=\"findings\">Findings</h2>\n<p class=\"note\">ccscope diag: the bring-up "
+       "checklist, stage by stage (1 rank, 2 node, 3 cluster, 4 scaling). FAIL = broken, WARN = "
+       "works but below what it should be, SKIP = cannot be judged here. Failures and warnings "
+       "first; passed and skipped checks folded below them.</p>\n";
+  for (const diag_model::DiagRun& run : diag_model::diag_runs(diag)) {
+    o += fmt::format("<h3 id=\"{}\">{} {}</h3>\n", element_id("diag-run-", run.run_id),
+                     or_absent(run.run_id), diag_badge(run.status));
+    std::string when;
+    if (!run.first_time.empty())
+      when = run.first_time == run.last_time ? run.first_time
+                                             : run.first_time + " to " + run.last_time;
+    o += fmt::format("<p class=\"note\">{}{} check(s).{}</p>\n",
+                     when.empty() ? "" : esc(when) + ", ", run.findings.size(),
+                     run.complete ? ""
+                                  : " <strong>Incomplete:</strong> the run stopped before its "
+                                    "end (its JSON says complete: false).");
+    o += "<ul class=\"diag-verdicts\">\n";
+    for (const diag_model::StageVerdict& v : run.stages)
+      o += fmt::format("<li>{} {}</li>\n", diag_badge(v.status), esc(v.line));
+    o += "</ul>\n";
+    if (run.attention > 0)
+      diag_findings_rows(o, run, 0, run.attention);
+    else
+      o += "<p class=\"note\">No FAIL and no WARN.</p>\n";
+    if (run.attention < run.findings.size()) {
+      size_t pass = 0;
+      for (size_t i = run.attention; i < run.findings.size(); ++i)
+        pass += run.findings[i].check->status == "PASS";
+      const size_t other = run.findings.size() - run.attention - pass;
+      o += fmt::format("<details class=\"diag-passed\"><summary>{} PASS{}</summary>\n", pass,
+                       other > 0 ? fmt::format(", {} SKIP", other) : "");
+      diag_findings_rows(o, run, run.attention, run.findings.size());
+      o += "</details>\n";
+    }
+  }
 }
 
 void metadata_section(std::string& o, const std::vector<LoadedRun>& runs) {
@@ -857,19 +928,25 @@ void metadata_section(std::string& o, const std::vector<LoadedRun>& runs) {
 }  // namespace
 
 std::string render_html_report(const std::vector<LoadedRun>& runs, const ReportOptions& options) {
-  return render_html_report(runs, TrainingResults{}, options);
+  return render_html_report(runs, TrainingResults{}, DiagResults{}, options);
 }
 
 std::string render_html_report(const std::vector<LoadedRun>& runs, const TrainingResults& training,
                                const ReportOptions& options) {
-  // Training files alone: no bench sections.
-  const bool bench = !runs.empty() || training.empty();
+  return render_html_report(runs, training, DiagResults{}, options);
+}
+
+std::string render_html_report(const std::vector<LoadedRun>& runs, const TrainingResults& training,
+                               const DiagResults& diag, const ReportOptions& options) {
+  // Training or diag files alone: no bench sections.
+  const bool bench = !runs.empty() || (training.empty() && diag.empty());
   std::string o;
   o += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n";
-  o += fmt::format("<title>{}</title>\n<style>{}</style>\n</head>\n<body>\n", esc(options.title),
-                   kStyle);
+  o += fmt::format("<title>{}</title>\n<style>{}{}</style>\n</head>\n<body>\n", esc(options.title),
+                   kStyle, diag.empty() ? "" : kDiagStyle);
   o += fmt::format("<h1>{}</h1>\n", esc(options.title));
   if (bench) bench_sections(o, runs);
+  if (!diag.empty()) diag_findings_section(o, diag);
   if (!training.empty()) training_section(o, training);
   if (bench) metadata_section(o, runs);
   o += "</body>\n</html>\n";

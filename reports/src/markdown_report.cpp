@@ -12,6 +12,7 @@
 #include <set>
 #include <string_view>
 
+#include "diag_model.h"
 #include "report_model.h"
 #include "training_model.h"
 
@@ -170,19 +171,58 @@ void training_tables(std::string& o, const TrainingResults& training, bool after
   }
 }
 
+// Per diag run: its verdict per stage, then one table of its checks, FAIL and
+// WARN first (in bold), then PASS and SKIP.
+void diag_findings_tables(std::string& o, const DiagResults& diag, bool after_other) {
+  o += after_other ? "\n## Findings\n" : "## Findings\n";
+  auto cell = [](const std::string& s) { return s.empty() ? std::string("-") : md(s); };
+  for (const diag_model::DiagRun& run : diag_model::diag_runs(diag)) {
+    o += fmt::format("\n### {}: {}\n\n", md(run.run_id), run.status);
+    if (!run.first_time.empty())
+      o += fmt::format(
+          "{}, ", md(run.first_time == run.last_time ? run.first_time
+                                                     : run.first_time + " to " + run.last_time));
+    o += fmt::format("{} check(s).{}\n\n", run.findings.size(),
+                     run.complete ? ""
+                                  : " **Incomplete:** the run stopped before its end (its JSON "
+                                    "says complete: false).");
+    for (const diag_model::StageVerdict& v : run.stages) o += "- " + md(v.line) + "\n";
+    o += "\n| stage | check | status | host / rank / peer | measured | expected | message | "
+         "remedy |\n|---|---|---|---|---:|---:|---|---|\n";
+    for (size_t i = 0; i < run.findings.size(); ++i) {
+      const diag_model::Finding& f = run.findings[i];
+      const std::string status =
+          i < run.attention ? "**" + f.check->status + "**" : f.check->status;
+      o += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", cell(f.stage),
+                       cell(f.check->check), md(status), cell(f.where), cell(f.measured),
+                       cell(f.expected), cell(f.check->message), cell(f.check->remedy));
+    }
+  }
+  o += "\nFAIL = broken, WARN = works but below what it should be, SKIP = cannot be judged here; "
+       "- = not recorded.\n";
+}
+
 }  // namespace
 
 std::string render_markdown_report(const std::vector<LoadedRun>& runs,
                                    const ReportOptions& options) {
-  return render_markdown_report(runs, TrainingResults{}, options);
+  return render_markdown_report(runs, TrainingResults{}, DiagResults{}, options);
 }
 
 std::string render_markdown_report(const std::vector<LoadedRun>& runs,
                                    const TrainingResults& training, const ReportOptions& options) {
+  return render_markdown_report(runs, training, DiagResults{}, options);
+}
+
+std::string render_markdown_report(const std::vector<LoadedRun>& runs,
+                                   const TrainingResults& training, const DiagResults& diag,
+                                   const ReportOptions& options) {
   std::string o = fmt::format("# {}\n\n", md(options.title));
-  // Training files alone: no bench tables.
-  if (!runs.empty() || training.empty()) bench_tables(o, runs);
-  if (!training.empty()) training_tables(o, training, !runs.empty());
+  // Training or diag files alone: no bench tables.
+  const bool bench = !runs.empty() || (training.empty() && diag.empty());
+  if (bench) bench_tables(o, runs);
+  if (!diag.empty()) diag_findings_tables(o, diag, bench);
+  if (!training.empty()) training_tables(o, training, bench || !diag.empty());
   return o;
 }
 

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "ccscope/reports/diag_results.h"
 #include "ccscope/reports/loaded_results.h"
 #include "ccscope/reports/training_results.h"
 
@@ -25,5 +26,12 @@ std::string render_html_report(const std::vector<LoadedRun>& runs, const ReportO
 // it is the page above, byte for byte.
 std::string render_html_report(const std::vector<LoadedRun>& runs, const TrainingResults& training,
                                const ReportOptions& options);
+// With diag checks (ccscope diag's CSV or JSON) too: a "Findings" section after
+// the bench sections, per diag run a verdict line per stage and a table of its
+// checks, FAIL then WARN first, PASS and SKIP folded in a <details>. Without
+// bench runs or training results the page holds only what it has; without
+// diag checks it is the page above, byte for byte.
+std::string render_html_report(const std::vector<LoadedRun>& runs, const TrainingResults& training,
+                               const DiagResults& diag, const ReportOptions& options);
 
 }  // namespace ccscope::reports

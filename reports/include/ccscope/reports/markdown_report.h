@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "ccscope/reports/diag_results.h"
 #include "ccscope/reports/html_report.h"  // ReportOptions
 #include "ccscope/reports/loaded_results.h"
 #include "ccscope/reports/training_results.h"
@@ -18,5 +19,11 @@ std::string render_markdown_report(const std::vector<LoadedRun>& runs,
 // runs only that.
 std::string render_markdown_report(const std::vector<LoadedRun>& runs,
                                    const TrainingResults& training, const ReportOptions& options);
+// With diag checks: a "Findings" section after the bench tables, per diag run a
+// verdict line per stage and a table of its checks, FAIL then WARN, then PASS
+// and SKIP; without diag checks the text above.
+std::string render_markdown_report(const std::vector<LoadedRun>& runs,
+                                   const TrainingResults& training, const DiagResults& diag,
+                                   const ReportOptions& options);
 
 }  // namespace ccscope::reports
