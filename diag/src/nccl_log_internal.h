@@ -1,0 +1,62 @@
+#pragma once
+// What the NCCL log reader (nccl_log.cpp) hands to the findings
+// (nccl_log_findings.cpp): the analysis so far plus the events that become
+// findings. Private to diag.
+#include <cstddef>
+#include <map>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ccscope/diag/nccl_log.h"
+
+namespace ccscope::diag::nccl_log_detail {
+
+// An error seen in a line, classified.
+enum class ErrorKind {
+  kConnectionRefused,
+  kConnectFailed,
+  kPeerClosed,
+  kIbCompletion,
+  kInvalidUsage,
+  kCudaError,
+  kSystemError,
+  kRemoteError,
+  kInternalError,
+  kWatchdogTimeout,
+  kBootstrapTimeout,
+};
+
+struct ErrorEvent {
+  ErrorKind kind;
+  size_t rank_index = static_cast<size_t>(-1);  // into analysis.ranks, or -1
+  int rank = -1;                                // when only a rank is known (PyTorch lines)
+  std::string host;
+  std::string peer;     // address or host named in the line
+  std::string message;  // as logged
+  std::string where;    // "file:line"
+  int ib_status = -1;   // ibv_wc_status of a completion error
+  long seq = -1;        // watchdog: SeqNum
+  std::string op;       // watchdog: OpType
+};
+
+struct Parsed {
+  NcclLogAnalysis analysis;
+  std::vector<ErrorEvent> errors;
+  std::map<std::string, std::string> host_of_address;  // bootstrap address -> host
+  std::vector<std::string> bare_versions;              // "NCCL version X" without prefix
+  // Per process (host:pid), the NCCL_* variables it printed.
+  std::map<std::string, std::map<std::string, std::string>> process_environment;
+  std::map<std::string, NcclInitState> process_best_init;
+};
+
+// The findings of a parsed log, in analysis.findings.
+void add_findings(Parsed& parsed);
+
+// Text with every run of digits (and hex after 0x) replaced by '#'.
+std::string number_pattern(std::string_view text);
+// "lo", "docker0", "veth1a2b", "virbr0", ... : not a physical network.
+bool is_virtual_interface(std::string_view name);
+
+}  // namespace ccscope::diag::nccl_log_detail
