@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ccscope/app/verbs.h"
+#include "ccscope/reports/diag_results.h"
 #include "ccscope/reports/html_report.h"
 #include "ccscope/reports/loaded_results.h"
 #include "ccscope/records/schema.h"
@@ -66,7 +67,8 @@ int report_verb(const std::vector<std::string>& args, const std::vector<std::str
   CLI::App app{
       "Render results files (ccscope CSV/JSON, nccl-tests text or -J JSON, OSU output) as one "
       "self-contained HTML page with busbw charts, or as markdown tables. ccscope train's CSVs "
-      "(ccscope.train_run, ccscope.train_step, ccscope.train_rank) add a Training section.",
+      "(ccscope.train_run, ccscope.train_step, ccscope.train_rank) add a Training section; ccscope "
+      "diag's CSV or JSON (ccscope.diag_check) a Findings section.",
       "ccscope report"};
   std::vector<std::string> files;
   std::string output;
@@ -113,6 +115,8 @@ int report_verb(const std::vector<std::string>& args, const std::vector<std::str
   std::vector<LoadedRun> runs;
   TrainingResults training;  // ccscope train's CSVs (train_run, train_step, train_rank)
   std::string training_file;
+  DiagResults diag;  // ccscope diag's CSV or JSON (diag_check)
+  std::string diag_file;
   std::vector<std::optional<OutputTarget>> targets;
   try {
     std::vector<std::pair<std::string, std::string>> uses;
@@ -128,6 +132,11 @@ int report_verb(const std::vector<std::string>& args, const std::vector<std::str
                                           : std::optional<OutputTarget>(resolve_output(use.second)));
     for (const std::string& file : files) {
       const std::string text = read_input_file(file);
+      if (is_diag_file(text)) {
+        diag.append(parse_diag_results(file, text));
+        if (diag_file.empty()) diag_file = file;
+        continue;
+      }
       if (!is_training_csv(text)) {
         runs.push_back(parse_results(file, text));
         continue;
@@ -141,6 +150,9 @@ int report_verb(const std::vector<std::string>& args, const std::vector<std::str
   if (exporting && !training.empty())
     return usage_error("--csv and --json write bench records; " + printable(training_file) +
                        " is a training file (render it with -o or --markdown)");
+  if (exporting && !diag.empty())
+    return usage_error("--csv and --json write bench records; " + printable(diag_file) +
+                       " is a diag file (render it with -o or --markdown)");
   // What a reader skipped or converted: the user sees it, on stderr.
   for (const LoadedRun& run : runs)
     for (const std::string& note : run.notes)
@@ -154,8 +166,8 @@ int report_verb(const std::vector<std::string>& args, const std::vector<std::str
       else if (outputs[i].first == "--json")
         text = records_json(runs);
       else
-        text = markdown ? render_markdown_report(runs, training, options)
-                        : render_html_report(runs, training, options);
+        text = markdown ? render_markdown_report(runs, training, diag, options)
+                        : render_html_report(runs, training, diag, options);
     } catch (const InputError& e) {
       return usage_error(e.what());
     }
