@@ -42,7 +42,8 @@ struct RankEnvironment {
 //                           NCCL_HOSTID, NCCL_DEBUG, CCSCOPE_TEST_*, and the
 //                           launcher's per-rank OMPI_* variables
 //  FAIL env.gpu_shared      two ranks of a node on one GPU (gpu_in_use, else
-//                           CUDA_VISIBLE_DEVICES[local_rank % count]);
+//                           CUDA_VISIBLE_DEVICES[local_rank % count] on a
+//                           node with GPUs);
 //                           WARN when each has its own NCCL_HOSTID (ccscope's
 //                           --isolate-ranks: NCCL allows it and uses sockets)
 //  FAIL env.nccl_version, WARN env.mpi_version, WARN env.ccscope_version: differ between ranks
