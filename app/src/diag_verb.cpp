@@ -1,15 +1,411 @@
-// ccscope diag: the bring-up checklist; `diag nccl-log` is nccl_log_verb's.
+// ccscope diag: the bring-up checklist (diag/checklist.h) as one staged run;
+// `diag nccl-log` is nccl_log_verb's (nccl_log_verb.cpp).
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ccscope/app/verbs.h"
+#include "ccscope/bench/benchmark.h"
+#include "ccscope/collectives/backends.h"
+#include "ccscope/collectives/error.h"
+#include "ccscope/collectives/watchdog.h"
+#include "ccscope/collectives/world.h"
+#include "ccscope/common/utc_time.h"
+#include "ccscope/diag/check.h"
+#include "ccscope/diag/checklist.h"
+#include "ccscope/diag/clock_offset.h"
+#include "ccscope/diag/nccl_log.h"
+#include "ccscope/diag/prometheus.h"
+#include "ccscope/records/diag_record.h"
+#include "ccscope/reports/diag_results.h"
+#include "ccscope/reports/user_files.h"
+#include "verb_support.h"
 
 namespace ccscope::app {
+namespace diag_verb_detail {
+
+using diag::Check;
+using diag::Stage;
+using diag::Status;
+
+constexpr const char* kDiagVerb = "diag";
+constexpr int kExitFailed = 1;
+constexpr int kExitHang = 3;
+
+struct DiagFlags {
+  std::vector<std::string> stages;
+  bool keep_going = false;
+  std::string backend;
+  bool isolate_ranks = false;
+  double timeout_s = 60;
+  std::string csv, json, prometheus;
+  double warn_fraction = 0.5, fail_fraction = 0.25;
+  double clock_warn_ms = 10;
+  double min_efficiency = 0.7;
+  size_t train_steps = 100;
+  int test_corrupt_rank = -1;
+  bool quiet = false;
+};
+
+// "1,3", "rank,cluster", "2-4": the stages in order, each once.
+std::vector<Stage> parse_stages(const std::vector<std::string>& words) {
+  std::vector<bool> chosen(5, false);
+  for (const std::string& item : split_commas(words)) {
+    auto stage_of = [&](const std::string& t) -> int {
+      static const char* kNames[] = {"", "rank", "node", "cluster", "scaling"};
+      for (int i = 1; i <= 4; ++i)
+        if (t == std::to_string(i) || t == kNames[i]) return i;
+      throw UsageError("--stages: '" + t +
+                       "' is no stage; name 1-4 or rank, node, cluster, scaling (e.g. 1,2 or 2-4)");
+    };
+    const size_t dash = item.find('-');
+    if (dash != std::string::npos) {
+      const int from = stage_of(item.substr(0, dash)), to = stage_of(item.substr(dash + 1));
+      if (from > to)
+        throw UsageError("--stages: " + item + " runs backwards; write " + std::to_string(to) +
+                         "-" + std::to_string(from));
+      for (int i = from; i <= to; ++i) chosen[static_cast<size_t>(i)] = true;
+    } else {
+      chosen[static_cast<size_t>(stage_of(item))] = true;
+    }
+  }
+  std::vector<Stage> stages;
+  for (int i = 1; i <= 4; ++i)
+    if (chosen[static_cast<size_t>(i)]) stages.push_back(static_cast<Stage>(i));
+  return stages;
+}
+
+records::DiagCheckRecord to_record(const Check& c, const std::string& run_id) {
+  records::DiagCheckRecord r;
+  r.run_id = run_id;
+  r.time_utc = utc_now_iso8601();
+  r.stage = static_cast<int64_t>(c.stage);
+  r.stage_name = diag::stage_name(c.stage);
+  r.check = c.name;
+  r.status = diag::status_name(c.status);
+  r.host = c.host;
+  r.rank = c.rank;
+  r.peer = c.peer;
+  if (!std::isnan(c.measured)) r.measured = c.measured;
+  if (!std::isnan(c.expected)) r.expected = c.expected;
+  r.unit = c.unit;
+  r.message = c.message;
+  r.remedy = c.remedy;
+  return r;
+}
+
+std::string figure_text(double value, const std::string& unit) {
+  return unit.empty() ? fmt::format("{:.4g}", value) : fmt::format("{:.4g} {}", value, unit);
+}
+
+// One check as the human summary shows it.
+std::string check_line(const Check& c) {
+  std::string where = c.host;
+  if (c.rank >= 0) where += (where.empty() ? "" : " ") + fmt::format("rank {}", c.rank);
+  if (!c.peer.empty()) where += " <-> " + c.peer;
+  std::string line = fmt::format("  {:<4}  {:<28} {}{}{}", diag::status_name(c.status), c.name,
+                                 where, where.empty() ? "" : ": ", c.message);
+  if (c.status == Status::kWarn || c.status == Status::kFail) {
+    if (!std::isnan(c.measured) && !std::isnan(c.expected))
+      line += fmt::format("\n        measured {}, expected {}", figure_text(c.measured, c.unit),
+                          figure_text(c.expected, c.unit));
+    if (!c.remedy.empty()) line += "\n        -> " + c.remedy;
+  }
+  return line + "\n";
+}
+
+// What rank 0 writes as checks arrive: the CSV row, the JSON document (whole,
+// after each stage: a run that fails keeps what it judged) and the summary.
+class DiagOutputs {
+ public:
+  DiagOutputs(const DiagFlags& flags, std::string run_id)
+      : flags_(flags), run_id_(std::move(run_id)) {
+    if (!flags.csv.empty())
+      csv_ =
+          std::make_unique<RowFile>(reports::resolve_output(flags.csv), records::diag_check_kind());
+    if (!flags.json.empty()) json_target_ = reports::resolve_output(flags.json);
+    if (!flags.prometheus.empty()) prometheus_target_ = reports::resolve_output(flags.prometheus);
+  }
+  void add(const Check& check) {
+    checks_.push_back(check);
+    records_.push_back(to_record(check, run_id_));
+    if (csv_)
+      csv_->append(
+          records::csv_row(records::diag_check_kind(), records::diag_check_cells(records_.back())));
+    if (!flags_.quiet) std::fputs(check_line(check).c_str(), stdout);
+    std::fflush(stdout);
+  }
+  void stage_begin(Stage stage) {
+    if (!flags_.quiet)
+      std::printf("stage %d %s\n", static_cast<int>(stage), diag::stage_name(stage));
+    std::fflush(stdout);
+  }
+  void stage_end(Stage stage, Status status) {
+    if (!flags_.quiet)
+      std::printf("stage %d %s: %s\n\n", static_cast<int>(stage), diag::stage_name(stage),
+                  diag::status_name(status));
+    write_documents(false, 0, 0);
+  }
+  void write_documents(bool complete, int exit_code, double seconds) {
+    if (json_target_)
+      reports::write_whole_file(*json_target_, reports::diag_checks_json(records_, complete));
+    if (prometheus_target_) {
+      diag::PrometheusRun run;
+      run.exit_code = exit_code;
+      run.seconds = seconds;
+      run.finished_unix_s =
+          std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+              .count();
+      reports::write_whole_file(*prometheus_target_, diag::prometheus_text(checks_, run));
+    }
+  }
+  const std::vector<Check>& checks() const { return checks_; }
+
+ private:
+  const DiagFlags& flags_;
+  std::string run_id_;
+  std::unique_ptr<RowFile> csv_;
+  std::optional<reports::OutputTarget> json_target_, prometheus_target_;
+  std::vector<Check> checks_;
+  std::vector<records::DiagCheckRecord> records_;
+};
+
+// NCCL's own account of the run: NCCL_DEBUG=INFO into a file per rank, read
+// back after the stages by each rank and analysed on rank 0.
+std::string nccl_debug_file(const World& world) {
+  return fmt::format("/tmp/ccscope-diag-nccl-{}-rank{}.log", ::getpid(), world.rank());
+}
+
+std::vector<Check> nccl_log_checks(const World& world, const std::string& path) {
+  std::string text;
+  try {
+    text = reports::read_input_file(path);
+  } catch (const std::exception&) {
+    // A rank whose NCCL wrote nothing: the analysis says it never started.
+  }
+  std::filesystem::remove(path);
+  const std::vector<std::string> texts = world.all_gather(text);
+  if (world.rank() != 0) return {};
+  std::vector<diag::NcclLogInput> inputs;
+  for (size_t r = 0; r < texts.size(); ++r)
+    inputs.push_back({fmt::format("rank {} ({})", r, world.hostnames()[r]), texts[r]});
+  return diag::nccl_log_checks(diag::analyze_nccl_logs(inputs), Stage::kNode);
+}
+
+int run_diag(const DiagFlags& flags, const std::vector<Stage>& stages) {
+  const auto started = std::chrono::steady_clock::now();
+  // NCCL reads NCCL_DEBUG when it starts, so the file is named before MPI
+  // brings anything up; the rank is known only after MPI_Init: the pid names it.
+  MpiSession session(nullptr, nullptr);
+  const World world = World::from_mpi();
+  const bool leader = world.rank() == 0;
+  auto fail_usage = [&](const std::string& what) {
+    return leader ? usage_error(kDiagVerb, what) : kExitUsage;
+  };
+
+  diag::ChecklistOptions options;
+  options.stages = stages;
+  options.keep_going = flags.keep_going;
+  options.isolate_ranks = flags.isolate_ranks;
+  options.timeout = std::chrono::milliseconds(static_cast<long long>(flags.timeout_s * 1000));
+  options.warn_fraction = flags.warn_fraction;
+  options.fail_fraction = flags.fail_fraction;
+  options.clock_warn_ms = flags.clock_warn_ms;
+  options.min_efficiency = flags.min_efficiency;
+  options.train_steps = flags.train_steps;
+  options.corrupt_rank = flags.test_corrupt_rank;
+  if (flags.test_corrupt_rank >= world.size())
+    return fail_usage(fmt::format("--test-corrupt-rank {} is out of range for {} ranks",
+                                  flags.test_corrupt_rank, world.size()));
+  try {
+    const char* offset = std::getenv("CCSCOPE_TEST_CLOCK_OFFSET");
+    options.injected_clock_offset_s =
+        offset ? diag::injected_clock_offset_s(offset, world.hostname()) : 0;
+  } catch (const std::exception& e) {
+    return fail_usage(e.what());
+  }
+  // The backend: NCCL when every rank has a GPU of its own (or --isolate-ranks), else MPI.
+  options.backend = flags.backend;
+  if (options.backend.empty()) {
+    const bool usable =
+        nccl_backend_usable() && (flags.isolate_ranks || visible_gpu_count() >= world.local_size());
+    options.backend =
+        world.all_reduce_sum(static_cast<int64_t>(usable)) == world.size() ? "nccl" : "mpi";
+  }
+  if (options.backend == "nccl" && !nccl_backend_usable())
+    return fail_usage(
+        fmt::format("--backend nccl: rank {} ({}) has no usable GPU or this build "
+                    "has no NCCL; use --backend mpi",
+                    world.rank(), world.hostname()));
+  std::string nccl_log;
+  if (options.backend == "nccl" && std::getenv("NCCL_DEBUG") == nullptr) {
+    nccl_log = nccl_debug_file(world);
+    ::setenv("NCCL_DEBUG", "INFO", 1);
+    ::setenv("NCCL_DEBUG_FILE", nccl_log.c_str(), 1);
+  }
+
+  std::unique_ptr<DiagOutputs> outputs;
+  std::string open_error;
+  if (leader) {
+    try {
+      outputs = std::make_unique<DiagOutputs>(flags, "diag-" + utc_now_iso8601());
+    } catch (const std::exception& e) {
+      open_error = e.what();
+    }
+  }
+  if (world.all_reduce_sum(static_cast<int64_t>(open_error.empty() ? 0 : 1)) != 0)
+    return fail_usage(open_error);
+  if (leader && !flags.quiet) {
+    std::string stage_list;
+    for (Stage s : stages) stage_list += fmt::format(" {}", static_cast<int>(s));
+    std::printf("# ccscope diag: %d ranks on %d nodes, backend %s, stages%s%s\n\n", world.size(),
+                world.node_count(), options.backend.c_str(), stage_list.c_str(),
+                flags.keep_going ? " (--keep-going)" : "");
+  }
+  if (leader) {
+    options.on_check = [&](const Check& c) { outputs->add(c); };
+    options.on_stage_begin = [&](Stage s) { outputs->stage_begin(s); };
+    options.on_stage_end = [&](Stage s, Status st) { outputs->stage_end(s, st); };
+  }
+
+  std::unique_ptr<HangWatchdog> watchdog;
+  try {
+    watchdog = std::make_unique<HangWatchdog>(world, options.timeout);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ccscope diag: rank %d (%s): cannot start the watchdog: %s\n",
+                 world.rank(), world.hostname().c_str(), e.what());
+    world.abort(kExitFailed);
+  }
+  diag::ChecklistResult result;
+  try {
+    result = diag::run_checklist(world, *watchdog, options);
+    if (!nccl_log.empty())
+      for (Check& c : nccl_log_checks(world, nccl_log))
+        if (leader) outputs->add(c);
+  } catch (const TimeoutError& e) {
+    std::fprintf(stderr, "ccscope diag: rank %d (%s): %s\n", world.rank(), world.hostname().c_str(),
+                 e.what());
+    watchdog_say_goodbye();
+    world.abort(kExitHang);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ccscope diag: rank %d (%s): %s\n", world.rank(), world.hostname().c_str(),
+                 e.what());
+    watchdog_say_goodbye();
+    world.abort(kExitFailed);
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  int exit_code = 0;
+  if (leader) {
+    const Status worst = diag::worst_status(outputs->checks());
+    exit_code = worst == Status::kFail ? kExitFailed : 0;
+    size_t counts[4] = {0, 0, 0, 0};
+    for (const Check& c : outputs->checks()) ++counts[static_cast<size_t>(c.status)];
+    try {
+      outputs->write_documents(true, exit_code, seconds);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "ccscope diag: error: %s\n", e.what());
+      exit_code = kExitFailed;
+    }
+    if (!flags.quiet) {
+      std::printf("# verdict: %s after %.1f s: %zu PASS, %zu WARN, %zu FAIL, %zu SKIP",
+                  diag::status_name(worst), seconds, counts[0], counts[1], counts[2], counts[3]);
+      if (result.stopped_early)
+        std::printf("; stopped after stage %d (--keep-going runs the rest)",
+                    static_cast<int>(result.stopped_after));
+      std::printf("\n");
+    }
+  }
+  int64_t failed = world.all_reduce_sum(static_cast<int64_t>(exit_code));
+  watchdog_say_goodbye();
+  watchdog.reset();
+  return failed != 0 ? kExitFailed : 0;
+}
+
+}  // namespace diag_verb_detail
 
 int diag_verb(const std::vector<std::string>& args, const std::vector<std::string>& command_line) {
+  using namespace diag_verb_detail;
   if (!args.empty() && args[0] == "nccl-log")
     return nccl_log_verb(std::vector<std::string>(args.begin() + 1, args.end()), command_line);
-  return 2;
+  DiagFlags flags;
+  CLI::App app(
+      "The bring-up checklist as one staged run over the job's ranks (launch with mpiexec):\n"
+      "  1 rank     GEMM and memory bandwidth per rank, host<->device copies, a 1-rank collective\n"
+      "  2 node     every collective checked over each node's ranks, intra-node busbw\n"
+      "  3 cluster  topology homogeneity, environment, clock offsets, node-pair bandwidth with\n"
+      "             slow-node localisation, error counters, inter-node busbw against topo\n"
+      "  4 scaling  DDP's weak-scaling efficiency against the network, loss against one rank\n"
+      "Each check: PASS / WARN / FAIL / SKIP, measured vs expected, a remedy. It stops after the\n"
+      "first stage with a FAIL unless --keep-going. Exit 0 no FAIL (WARN allowed), 1 a FAIL,\n"
+      "2 bad input, 3 a hang was cut short (the stuck rank and host are named).\n"
+      "`ccscope diag nccl-log FILE...` reads NCCL debug logs (ccscope diag nccl-log --help).",
+      "ccscope diag");
+  app.add_option("--stages", flags.stages,
+                 "stages to run: 1-4 or rank,node,cluster,scaling (e.g. 1,2 or 2-4; default all)");
+  app.add_flag("--keep-going", flags.keep_going, "run every stage even after a FAIL");
+  app.add_option("--backend", flags.backend,
+                 "mpi or nccl (default: nccl when every rank has a GPU of its own)")
+      ->check(CLI::IsMember({"mpi", "nccl"}));
+  app.add_flag("--isolate-ranks", flags.isolate_ranks,
+               "nccl: a NCCL_HOSTID per rank, so ranks sharing one GPU connect over NET/Socket");
+  app.add_option("--timeout", flags.timeout_s,
+                 "seconds any one wait may take before the stuck rank is named (exit 3)")
+      ->check(CLI::Range(1.0, 86400.0));
+  app.add_option("--csv", flags.csv, "ccscope.diag_check/1 rows, one per check, as judged");
+  app.add_option("--json", flags.json,
+                 "the checks as one JSON document (rewritten after each stage)");
+  app.add_option("--prometheus", flags.prometheus,
+                 "Prometheus text file for node-exporter's textfile collector (NAME.prom)");
+  app.add_option("--warn-fraction", flags.warn_fraction,
+                 "bandwidth below this fraction of the expected WARNs (default 0.5)")
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--fail-fraction", flags.fail_fraction,
+                 "bandwidth below this fraction of the expected FAILs (default 0.25)")
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--clock-warn-ms", flags.clock_warn_ms,
+                 "a node's clock offset surely above this WARNs (default 10)")
+      ->check(CLI::Range(0.0, 1e6));
+  app.add_option("--min-efficiency", flags.min_efficiency,
+                 "stage 4 WARNs below this weak-scaling efficiency (relative to what the "
+                 "measured network allows; default 0.7)")
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--train-steps", flags.train_steps, "stage 4's training steps (default 100)")
+      ->check(CLI::Range(size_t{2}, size_t{100000}));
+  app.add_flag("-q,--quiet", flags.quiet, "no human summary (files and exit code only)");
+  app.add_option("--test-corrupt-rank", flags.test_corrupt_rank,
+                 "test only: this rank corrupts one element of stage 2's results")
+      ->group("");
+  if (auto done = parse_flags(app, kDiagVerb, args)) return *done;
+  std::vector<Stage> stages;
+  try {
+    stages = flags.stages.empty()
+                 ? std::vector<Stage>{Stage::kRank, Stage::kNode, Stage::kCluster, Stage::kScaling}
+                 : parse_stages(flags.stages);
+    if (flags.fail_fraction > flags.warn_fraction)
+      throw UsageError(fmt::format("--fail-fraction {} is above --warn-fraction {}",
+                                   flags.fail_fraction, flags.warn_fraction));
+    std::vector<std::pair<std::string, std::string>> outputs;
+    if (!flags.csv.empty()) outputs.push_back({"--csv", flags.csv});
+    if (!flags.json.empty()) outputs.push_back({"--json", flags.json});
+    if (!flags.prometheus.empty()) outputs.push_back({"--prometheus", flags.prometheus});
+    reports::refuse_same_file(outputs);
+    for (const auto& [what, path] : outputs) (void)reports::resolve_output(path);
+  } catch (const std::exception& e) {
+    return bench::launcher_says_rank_zero() ? usage_error(kDiagVerb, e.what()) : kExitUsage;
+  }
+  return run_diag(flags, stages);
 }
 
 }  // namespace ccscope::app

@@ -355,27 +355,6 @@ void export_run(const std::string& dir, const TrainOptions& o) {
   write("model.json", model.data(), model.size());
 }
 
-// Rows of a CSV flushed as they are measured (a failed run keeps them).
-class RowFile {
- public:
-  template <typename Kind>
-  RowFile(const reports::OutputTarget& target, const Kind& kind)
-      : fd_(reports::open_stream_output(target)) {
-    append(records::csv_line(records::csv_columns(kind)));
-  }
-  ~RowFile() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  RowFile(const RowFile&) = delete;
-  RowFile& operator=(const RowFile&) = delete;
-  void append(const std::string& text) {
-    if (!reports::write_all(fd_, text))
-      throw std::runtime_error("cannot write a row: " + std::string(std::strerror(errno)));
-  }
-
- private:
-  int fd_ = -1;
-};
 
 struct Outputs {
   std::unique_ptr<RowFile> steps;

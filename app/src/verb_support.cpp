@@ -1,7 +1,12 @@
 #include "verb_support.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <stdexcept>
 
 namespace ccscope::app {
 
@@ -32,6 +37,15 @@ std::vector<std::string> split_commas(const std::vector<std::string>& words) {
     if (start < w.size()) out.push_back(w.substr(start));
   }
   return out;
+}
+
+RowFile::~RowFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void RowFile::append(const std::string& text) {
+  if (!reports::write_all(fd_, text))
+    throw std::runtime_error("cannot write a row: " + std::string(std::strerror(errno)));
 }
 
 }  // namespace ccscope::app

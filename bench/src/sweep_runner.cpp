@@ -621,16 +621,6 @@ reports::BenchRecord Sweep::make_record(const Layout& layout, bool in_place, con
   return record;
 }
 
-class WatchdogMonitor : public SweepMonitor {
- public:
-  explicit WatchdogMonitor(HangWatchdog& watchdog) : watchdog_(watchdog) {}
-  void begin_phase(const std::string& description) override { watchdog_.begin_phase(description); }
-  void operation_started() override { watchdog_.operation_started(); }
-  void end_phase() override { watchdog_.end_phase(); }
-
- private:
-  HangWatchdog& watchdog_;
-};
 
 }  // namespace
 

@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "ccscope/collectives/backends.h"
+#include "ccscope/collectives/group_point_to_point.h"
 #include "ccscope/collectives/in_process_transport.h"
 #include "ccscope/training_probe/equivalence.h"
 #include "ccscope/training_probe/parallel_trainer.h"
@@ -18,35 +19,6 @@
 namespace ccscope::training_probe {
 namespace {
 
-// A group's PointToPoint over the world's: group rank i is world rank
-// members[i]. Sound here because every pair of ranks meets its groups'
-// operations in the same program order (one communication thread per rank).
-class GroupPointToPoint : public PointToPoint {
- public:
-  GroupPointToPoint(PointToPoint& world, std::vector<int> members)
-      : world_(world), members_(std::move(members)) {
-    for (size_t i = 0; i < members_.size(); ++i)
-      if (members_[i] == world.rank()) rank_ = static_cast<int>(i);
-  }
-  int rank() const override { return rank_; }
-  int size() const override { return static_cast<int>(members_.size()); }
-  void send(int peer, const void* data, size_t bytes) override {
-    world_.send(members_.at(static_cast<size_t>(peer)), data, bytes);
-  }
-  void recv(int peer, void* data, size_t bytes) override {
-    world_.recv(members_.at(static_cast<size_t>(peer)), data, bytes);
-  }
-  void send_recv(int send_peer, const void* send_data, size_t send_bytes, int recv_peer,
-                 void* recv_data, size_t recv_bytes) override {
-    world_.send_recv(members_.at(static_cast<size_t>(send_peer)), send_data, send_bytes,
-                     members_.at(static_cast<size_t>(recv_peer)), recv_data, recv_bytes);
-  }
-
- private:
-  PointToPoint& world_;
-  std::vector<int> members_;
-  int rank_ = -1;
-};
 
 TrainOptions dense_options(Strategy strategy, size_t tp, size_t pp, size_t dp) {
   TrainOptions o;
@@ -93,10 +65,11 @@ std::vector<TrainResult> run_grid(const TrainOptions& options) {
       if (c.pp == mine.pp) pp.push_back(static_cast<int>(r));
       if (c.dp == mine.dp) dp.push_back(static_cast<int>(r));
     }
-    GroupPointToPoint tp_p2p(p2p, tp), pp_p2p(p2p, pp), dp_p2p(p2p, dp);
-    auto tp_comm = make_ring_communicator(tp_p2p);
-    auto pp_comm = make_ring_communicator(pp_p2p);
-    auto dp_comm = make_ring_communicator(dp_p2p);
+    auto tp_p2p = make_group_point_to_point(p2p, tp), pp_p2p = make_group_point_to_point(p2p, pp),
+         dp_p2p = make_group_point_to_point(p2p, dp);
+    auto tp_comm = make_ring_communicator(*tp_p2p);
+    auto pp_comm = make_ring_communicator(*pp_p2p);
+    auto dp_comm = make_ring_communicator(*dp_p2p);
     results[me] = train_parallel({world.get(), tp_comm.get(), pp_comm.get(), dp_comm.get()},
                                  options);
   });

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# ccscope diag on a 3 x 2 virtual cluster (100 Mbit/s links: the links, not the
+# 2 oversubscribed cores, set the pace between nodes):
+#  - healthy: every stage runs, exit 0, no WARN or FAIL (DIAG_HEALTHY_RUNS runs,
+#    default 1; diag/scripts/vcluster-diag-check runs 5 and the faults below
+#    with timings);
+#  - node1's link at 1/5 of the rate: cluster.slow_node FAILs naming node1 and
+#    no other node, exit 1;
+#  - CCSCOPE_TEST_CLOCK_OFFSET=node2=50: cluster.clock_offset WARNs naming node2;
+#  - --test-corrupt-rank 3: stage 2 FAILs on node1 (rank 3's node) and the
+#    checklist stops there (exit 1, no stage 3);
+#  - the Prometheus file and the CSV hold every check.
+source "$(dirname "$0")/lib.sh"
+require_vcluster
+require_ccscope
+
+DIAG=(diag --timeout 30 --train-steps 30)
+# diag_run NAME [ENV=VALUE...] -- ARGS...: rc in $rc, files in $WORK/NAME.*
+diag_run() {
+  local name=$1
+  shift
+  local env=()
+  while [[ $1 != -- ]]; do env+=("$1"); shift; done
+  shift
+  rc=0
+  local t0=$SECONDS
+  vc run --timeout 240 -- env "${env[@]}" "$CCSCOPE" "${DIAG[@]}" --csv "$WORK/$name.csv" \
+    --prometheus "$WORK/$name.prom" "$@" >"$WORK/$name.out" 2>"$WORK/$name.err" || rc=$?
+  note "$name: exit $rc after $((SECONDS - t0)) s; $(grep '^# verdict' "$WORK/$name.out" || echo 'no verdict')"
+}
+# statuses NAME STATUS: "check host" of every row with STATUS
+rows_with() { python3 "$READ_RECORDS" "$WORK/$1.csv" --fields check,host --where "status=$2" | tr '\t' ' '; }
+show() { sed 's/^/  | /' "$WORK/$1.out" | grep -E "WARN|FAIL|verdict|->" | head -20; sed 's/^/  ! /' "$WORK/$1.err" | head -8; }
+
+vc up --nodes 3 --ranks-per-node 2 --rate 100mbit
+for ((i = 1; i <= ${DIAG_HEALTHY_RUNS:-1}; i++)); do
+  diag_run healthy$i CCSCOPE_DIAG_TEST=1 -- --json "$WORK/healthy$i.json"
+  [[ $rc == 0 ]] || { show healthy$i; fail "healthy run $i: exit $rc, want 0"; }
+  bad=$( { rows_with healthy$i WARN; rows_with healthy$i FAIL; } )
+  [[ -z $bad ]] || { show healthy$i; fail "healthy run $i: false findings: $bad"; }
+  for stage in 1 2 3 4; do
+    grep -q "^stage $stage [a-z]*: PASS" "$WORK/healthy$i.out" ||
+      { show healthy$i; fail "healthy run $i: stage $stage did not PASS"; }
+  done
+  grep -q '^ccscope_diag_check_status{stage="cluster",check="cluster.busbw"' "$WORK/healthy$i.prom" ||
+    fail "healthy run $i: the Prometheus file has no cluster.busbw gauge"
+  grep -q '^ccscope_diag_exit_code 0$' "$WORK/healthy$i.prom" || fail "healthy run $i: exit-code gauge"
+  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["complete"] and d["checks"]' \
+    "$WORK/healthy$i.json" || fail "healthy run $i: the JSON document is not complete"
+done
+
+# A link at 1/5: the node is named, and only it.
+vc fault link 1 rate=20mbit
+diag_run slow -- --stages 3
+[[ $rc == 1 ]] || { show slow; fail "slow link: exit $rc, want 1"; }
+named=$(rows_with slow FAIL | awk '$1 == "cluster.slow_node" {print $2}' | sort -u | xargs)
+[[ $named == node1 ]] || { show slow; fail "slow link: cluster.slow_node names '$named', want node1"; }
+vc fault link 1 rate=100mbit
+
+# A clock 50 ms ahead on node2.
+diag_run clock CCSCOPE_TEST_CLOCK_OFFSET=node2=50 -- --stages 3
+named=$(rows_with clock WARN | awk '$1 == "cluster.clock_offset" {print $2}' | xargs)
+[[ $named == node2 ]] || { show clock; fail "clock offset: cluster.clock_offset WARNs '$named', want node2"; }
+[[ $rc == 0 ]] || { show clock; fail "clock offset: exit $rc, want 0 (a WARN)"; }
+
+# Wrong results on one rank: stage 2 fails on its node and the run stops there.
+diag_run corrupt -- --stages 1-3 --test-corrupt-rank 3
+[[ $rc == 1 ]] || { show corrupt; fail "corrupt rank: exit $rc, want 1"; }
+hosts=$(rows_with corrupt FAIL | awk '$1 ~ /^node\./ {print $2}' | sort -u | xargs)
+[[ $hosts == node1 ]] || { show corrupt; fail "corrupt rank: stage 2 FAILs on '$hosts', want node1"; }
+grep -q "^stage 3" "$WORK/corrupt.out" && fail "corrupt rank: stage 3 ran after stage 2 FAILed"
+note PASS

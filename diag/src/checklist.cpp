@@ -1,0 +1,816 @@
+#include "ccscope/diag/checklist.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ccscope/bench/cluster_topology.h"
+#include "ccscope/bench/pair_bandwidth.h"
+#include "ccscope/bench/sweep.h"
+#include "ccscope/collectives/backends.h"
+#include "ccscope/collectives/group_point_to_point.h"
+#include "ccscope/collectives/mpi_point_to_point.h"
+#include "ccscope/common/environment.h"
+#include "ccscope/common/sizes.h"
+#include "ccscope/common/statistics.h"
+#include "ccscope/diag/clock_offset.h"
+#include "ccscope/diag/counters.h"
+#include "ccscope/diag/environment_check.h"
+#include "ccscope/diag/localize.h"
+#include "ccscope/records/collective.h"
+#include "ccscope/topo/findings.h"
+#include "ccscope/topo/nccl_env.h"
+#include "ccscope/topo/schedule.h"
+#include "ccscope/training_probe/equivalence.h"
+#include "ccscope/training_probe/summary.h"
+#include "ccscope/training_probe/trainer.h"
+#include "ccscope/version.h"
+#include "local_figures.h"
+
+extern char** environ;
+
+namespace ccscope::diag {
+namespace {
+
+using json = nlohmann::json;
+
+// Keeps the records a sweep hands its reporter (rank 0 of the sweep's group).
+class CollectingReporter : public reports::Reporter {
+ public:
+  void begin(const reports::RunMetadata&) override {}
+  void add(const reports::BenchRecord& record) override { records.push_back(record); }
+  void end(const reports::RunMetadata&) override {}
+  std::vector<reports::BenchRecord> records;
+};
+
+// The watchdog's phases: a stage's outer phase stays on between the inner
+// phases a sweep opens and closes, so that a rank stopped between two sweeps
+// (while the others wait in a gather) is still named. Gathers mark progress.
+class PhaseMonitor : public bench::SweepMonitor {
+ public:
+  explicit PhaseMonitor(HangWatchdog& watchdog) : watchdog_(watchdog) {}
+  ~PhaseMonitor() override {
+    if (!outer_.empty()) watchdog_.end_phase();
+  }
+  void stage(const std::string& description) {
+    outer_ = description;
+    watchdog_.begin_phase(outer_);
+  }
+  void end_stage() {
+    outer_.clear();
+    watchdog_.end_phase();
+  }
+  void begin_phase(const std::string& description) override {
+    watchdog_.begin_phase(outer_.empty() ? description : outer_ + ": " + description);
+  }
+  void operation_started() override { watchdog_.operation_started(); }
+  void end_phase() override {
+    if (outer_.empty())
+      watchdog_.end_phase();
+    else
+      watchdog_.begin_phase(outer_);
+  }
+
+ private:
+  HangWatchdog& watchdog_;
+  std::string outer_;
+};
+
+// Every rank's text, by rank; a gather is progress for the watchdog.
+std::vector<std::string> gather(const World& world, PhaseMonitor& monitor,
+                                const std::string& text) {
+  monitor.operation_started();
+  return world.all_gather(text);
+}
+
+// What a stage has judged so far, on rank 0; every rank learns the worst.
+class StageVerdicts {
+ public:
+  StageVerdicts(const World& world, const ChecklistOptions& options, ChecklistResult& result)
+      : world_(world), options_(options), result_(result) {}
+  void add(Check check) {
+    if (world_.rank() != 0) return;
+    if (options_.on_check) options_.on_check(check);
+    stage_checks_.push_back(check);
+    result_.checks.push_back(std::move(check));
+  }
+  void add(std::vector<Check> checks) {
+    for (Check& c : checks) add(std::move(c));
+  }
+  // Collective: the stage's worst status, agreed over the ranks.
+  Status finish() {
+    double value = world_.rank() == 0 ? status_value(worst_status(stage_checks_)) : 0;
+    world_.all_reduce_max({&value, 1});
+    stage_checks_.clear();
+    return value >= 2 ? Status::kFail : value >= 1 ? Status::kWarn : Status::kPass;
+  }
+
+ private:
+  const World& world_;
+  const ChecklistOptions& options_;
+  ChecklistResult& result_;
+  std::vector<Check> stage_checks_;
+};
+
+Check make_check(Stage stage, std::string name, Status status, std::string host, int rank,
+                 std::string message, std::string remedy = "") {
+  Check c;
+  c.stage = stage;
+  c.name = std::move(name);
+  c.status = status;
+  c.host = std::move(host);
+  c.rank = rank;
+  c.message = std::move(message);
+  c.remedy = status == Status::kPass ? "" : std::move(remedy);
+  return c;
+}
+
+bench::BenchOptions sweep_options(const ChecklistOptions& options, Collective collective,
+                                  size_t min_bytes, size_t max_bytes, int iterations) {
+  bench::BenchOptions b;
+  b.collectives = {collective};
+  b.collective = collective;
+  b.min_bytes = min_bytes;
+  b.max_bytes = max_bytes;
+  b.step_factor = 8;
+  b.iterations = iterations;
+  b.warmup_iterations = 2;
+  b.check_iterations = 1;
+  b.backend = options.backend;
+  b.yielding_waits = options.backend == "mpi";
+  b.progress = false;
+  // Twice the watchdog's: it names the stuck rank before a wait gives up.
+  b.timeout_seconds = 2 * std::chrono::duration<double>(options.timeout).count();
+  return b;
+}
+
+int no_signal() { return 0; }
+
+std::unique_ptr<Communicator> group_communicator(const World& world,
+                                                 const ChecklistOptions& options, int color) {
+  // NCCL's communicator spans the world only: a group of it exists when the
+  // group is the world (one node).
+  if (options.backend == "nccl") return make_nccl_communicator(world, {options.isolate_ranks});
+  MpiOptions mpi;
+  mpi.color = color;
+  mpi.yielding_waits = true;
+  return make_mpi_communicator(world, mpi);
+}
+
+std::vector<int> ranks_of_host(const World& world, const std::string& host) {
+  std::vector<int> members;
+  for (size_t r = 0; r < world.hostnames().size(); ++r)
+    if (world.hostnames()[r] == host) members.push_back(static_cast<int>(r));
+  return members;
+}
+
+// The first rank of each node, by node index.
+std::vector<int> node_leaders(const World& world) {
+  std::vector<int> leaders;
+  std::set<std::string> seen;
+  for (size_t r = 0; r < world.hostnames().size(); ++r)
+    if (seen.insert(world.hostnames()[r]).second) leaders.push_back(static_cast<int>(r));
+  return leaders;
+}
+
+// ---- stage 1: each rank alone ----------------------------------------------
+
+void rank_stage(const World& world, PhaseMonitor& monitor, PointToPoint& p2p,
+                const ChecklistOptions& options, StageVerdicts& verdicts) {
+  monitor.begin_phase("diag stage 1: GEMM and memory bandwidth");
+  const GemmFigure gemm = measure_gemm(512, 5);
+  const MemoryFigure memory = measure_memory_bandwidth(size_t{4} << 20, 5);
+  monitor.end_phase();
+
+  // A 1-rank all-reduce, every element checked (bench's sweep over a group of one).
+  auto self_p2p = make_group_point_to_point(p2p, {world.rank()});
+  auto self_control = point_to_point_control(*self_p2p);
+  std::unique_ptr<Communicator> self_comm;
+  if (options.backend == "nccl" && world.size() == 1) {
+    self_comm = make_nccl_communicator(world, {options.isolate_ranks});
+  } else {
+    MpiOptions mpi;
+    mpi.color = world.rank();
+    self_comm = make_mpi_communicator(world, mpi);
+  }
+  CollectingReporter collected;
+  bench::BenchOptions sweep =
+      sweep_options(options, Collective::kAllReduce, size_t{1} << 20, size_t{1} << 20, 5);
+  sweep.backend = self_comm->backend_name();
+  const bench::SweepOutcome outcome =
+      bench::run_sweep(sweep, *self_control, {1, 1, world.hostname()}, *self_comm, monitor,
+                       &collected, 0, no_signal);
+
+  // Device copies: only a device communicator has device memory.
+  double h2d_GBps = 0, d2h_GBps = 0;
+  if (self_comm->memory_kind() == MemoryKind::kDevice) {
+    const size_t bytes = size_t{256} << 20;
+    std::vector<char> host(bytes, 1);
+    auto device = self_comm->allocate(bytes);
+    auto time_copy = [&](bool to_device) {
+      double best = std::numeric_limits<double>::infinity();
+      for (int i = 0; i < 3; ++i) {
+        const auto start = std::chrono::steady_clock::now();
+        if (to_device)
+          self_comm->copy_from_host(*device, 0, host.data(), bytes);
+        else
+          self_comm->copy_to_host(host.data(), *device, 0, bytes);
+        best = std::min(
+            best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      }
+      return static_cast<double>(bytes) / best / 1e9;
+    };
+    h2d_GBps = time_copy(true);
+    d2h_GBps = time_copy(false);
+  }
+
+  json mine = {{"gemm", gemm.GFLOPs},
+               {"gemm_wrong", gemm.wrong},
+               {"memory", memory.GBps},
+               {"memory_wrong", memory.wrong},
+               {"wrong", outcome.wrong_elements},
+               {"records", outcome.records},
+               {"h2d", h2d_GBps},
+               {"d2h", d2h_GBps},
+               {"device", self_comm->device_name()}};
+  const std::vector<std::string> all = gather(world, monitor, mine.dump());
+  if (world.rank() != 0) return;
+
+  std::vector<Subject> gemm_subjects, memory_subjects, h2d_subjects;
+  for (size_t r = 0; r < all.size(); ++r) {
+    const json f = json::parse(all[r]);
+    const std::string& host = world.hostnames()[r];
+    const int rank = static_cast<int>(r);
+    if (f["gemm_wrong"].get<size_t>() > 0)
+      verdicts.add(make_check(
+          Stage::kRank, "rank.gemm_correct", Status::kFail, host, rank,
+          fmt::format("{} of 512 x 512 GEMM outputs wrong", f["gemm_wrong"].get<size_t>()),
+          "the BLAS library or the CPU computes wrong results: check the "
+          "OpenBLAS build and the machine's memory (memtest, EDAC counters)"));
+    if (f["memory_wrong"].get<size_t>() > 0)
+      verdicts.add(make_check(Stage::kRank, "rank.memory_correct", Status::kFail, host, rank,
+                              "the memory triad read back wrong values",
+                              "run a memory test on this node (memtest86+, EDAC counters)"));
+    const int64_t wrong = f["wrong"].get<int64_t>();
+    Check coll = make_check(
+        Stage::kRank, "rank.collective",
+        wrong > 0 || f["records"].get<size_t>() == 0 ? Status::kFail : Status::kPass, host, rank,
+        wrong > 0 ? fmt::format("1-rank all-reduce of 1 MiB on {}: {} wrong elements",
+                                f["device"].get<std::string>(), wrong)
+                  : fmt::format("1-rank all-reduce of 1 MiB on {}: every element correct",
+                                f["device"].get<std::string>()),
+        "the backend's own copy is wrong on one rank: check the device (nvidia-smi -q, ECC "
+        "errors) or the MPI library");
+    coll.measured = static_cast<double>(wrong);
+    coll.expected = 0;
+    verdicts.add(coll);
+    gemm_subjects.push_back({host, rank, f["gemm"].get<double>()});
+    memory_subjects.push_back({host, rank, f["memory"].get<double>()});
+    if (f["h2d"].get<double>() > 0)
+      h2d_subjects.push_back(
+          {host, rank, std::min(f["h2d"].get<double>(), f["d2h"].get<double>())});
+  }
+  verdicts.add(judge_homogeneous_figures(
+      Stage::kRank, "rank.gemm", "GFLOP/s", gemm_subjects,
+      "this rank computes slower than the others: check CPU frequency and throttling, other "
+      "processes on its cores (top), and its NUMA/core binding"));
+  verdicts.add(judge_homogeneous_figures(
+      Stage::kRank, "rank.memory_bandwidth", "GB/s", memory_subjects,
+      "this rank's memory is slower than the others': check DIMM population and speed "
+      "(dmidecode), NUMA binding, and other processes"));
+  if (h2d_subjects.empty())
+    verdicts.add(make_check(Stage::kRank, "rank.host_device_copy", Status::kSkip, "", -1,
+                            "host memory only (no GPU communicator): no host<->device copy"));
+  else
+    verdicts.add(judge_homogeneous_figures(
+        Stage::kRank, "rank.host_device_copy", "GB/s", h2d_subjects,
+        "this GPU copies slower than the others: check its PCIe link (nvidia-smi -q: Link "
+        "Width/Generation) and its CPU/NUMA affinity"));
+}
+
+// ---- stage 2: each node's ranks together --------------------------------------
+
+void node_stage(const World& world, PhaseMonitor& monitor, PointToPoint& p2p,
+                const topo::RankSetPath& node_expected, const ChecklistOptions& options,
+                StageVerdicts& verdicts) {
+  const std::vector<int> members = ranks_of_host(world, world.hostname());
+  auto node_p2p = make_group_point_to_point(p2p, members);
+  auto node_control = point_to_point_control(*node_p2p);
+  const bool several_nccl_nodes = options.backend == "nccl" && world.node_count() > 1;
+  std::unique_ptr<Communicator> comm;
+  if (!several_nccl_nodes) comm = group_communicator(world, options, world.node_index());
+
+  json mine = json::object();
+  if (comm && node_p2p->rank() == 0) mine["leader"] = true;
+  const bench::JobShape shape{1, static_cast<int>(members.size()), world.hostname()};
+  if (comm) {
+    for (const CollectiveDescription& d : all_collectives()) {
+      if (d.id == Collective::kSendRecv && members.size() < 2) continue;
+      CollectingReporter collected;
+      bench::BenchOptions sweep =
+          sweep_options(options, d.id, size_t{1} << 10,
+                        d.id == Collective::kAllReduce ? options.node_bytes : size_t{256} << 10, 5);
+      // Test only: the named world rank corrupts one element of its results.
+      if (options.corrupt_rank == world.rank()) sweep.corrupt_rank = node_p2p->rank();
+      const bench::SweepOutcome outcome =
+          bench::run_sweep(sweep, *node_control, shape, *comm, monitor,
+                           node_p2p->rank() == 0 ? &collected : nullptr, 0, no_signal);
+      if (node_p2p->rank() != 0) continue;
+      double busbw = 0;
+      for (const reports::BenchRecord& r : collected.records)
+        if (r.size_bytes == options.node_bytes && !r.in_place) busbw = r.busbw_GBps;
+      mine["collectives"][std::string(name(d.id))] = {
+          {"wrong", outcome.wrong_elements}, {"records", outcome.records}, {"busbw", busbw}};
+    }
+  }
+  const std::vector<std::string> all = gather(world, monitor, mine.dump());
+  if (world.rank() != 0) return;
+
+  std::vector<Subject> busbw_subjects;
+  for (size_t r = 0; r < all.size(); ++r) {
+    const json f = json::parse(all[r]);
+    if (!f.contains("leader")) continue;
+    const std::string& host = world.hostnames()[r];
+    const size_t local = ranks_of_host(world, host).size();
+    for (const auto& [collective, figures] : f["collectives"].items()) {
+      const int64_t wrong = figures["wrong"].get<int64_t>();
+      Check c = make_check(
+          Stage::kNode, "node." + collective, wrong > 0 ? Status::kFail : Status::kPass, host, -1,
+          wrong > 0 ? fmt::format("{} over the node's {} ranks: {} wrong elements", collective,
+                                  local, wrong)
+                    : fmt::format("{} over the node's {} ranks, 1 KiB to {}: every element "
+                                  "correct",
+                                  collective, local,
+                                  figures["records"].get<size_t>() > 0 ? "the sweep's end" : "-"),
+          "results are wrong between this node's ranks: look at the rank named in the WRONG "
+          "RESULT line above, its GPU (ECC errors) or the intra-node transport (NCCL_P2P_DISABLE=1 "
+          "/ NCCL_SHM_DISABLE=1 to isolate)");
+      c.measured = static_cast<double>(wrong);
+      c.expected = 0;
+      verdicts.add(c);
+    }
+    if (local < 2) {
+      verdicts.add(make_check(Stage::kNode, "node.busbw", Status::kSkip, host, -1,
+                              "one rank on this node: no intra-node traffic to measure"));
+      continue;
+    }
+    const double busbw = f["collectives"]["allreduce"]["busbw"].get<double>();
+    busbw_subjects.push_back({host, -1, busbw});
+  }
+  if (several_nccl_nodes)
+    verdicts.add(make_check(Stage::kNode, "node.collectives", Status::kSkip, "", -1,
+                            "NCCL communicators of one node's ranks are not built (ccscope's "
+                            "NCCL communicator spans the world): stage 3 checks the whole job"));
+  if (busbw_subjects.empty()) return;
+  if (node_expected.expected_GBps > 0) {
+    for (const Subject& s : busbw_subjects) {
+      Check c = make_check(
+          Stage::kNode, "node.busbw",
+          judge_against_expected(s.value, node_expected.expected_GBps, options.warn_fraction,
+                                 options.fail_fraction),
+          s.host, -1,
+          fmt::format("all-reduce busbw {:.3g} GB/s at {} over the node's ranks; expected "
+                      "{:.3g} GB/s ({})",
+                      s.value, format_size(options.node_bytes), node_expected.expected_GBps,
+                      node_expected.description),
+          "intra-node bandwidth is below what the topology allows: run `ccscope topo` on this "
+          "node (GPU links, PCIe width/generation, NCCL_P2P_LEVEL) and `ccscope diag nccl-log` "
+          "on an NCCL_DEBUG=INFO run");
+      c.measured = s.value;
+      c.expected = node_expected.expected_GBps;
+      c.unit = "GB/s";
+      verdicts.add(c);
+    }
+  } else {
+    verdicts.add(judge_homogeneous_figures(
+        Stage::kNode, "node.busbw", "GB/s", busbw_subjects,
+        "this node's ranks exchange data slower than the other nodes' do: check its "
+        "topology (ccscope topo), CPU load and binding, and its transport (NCCL_DEBUG=INFO)"));
+  }
+}
+
+// ---- stage 3: across nodes ----------------------------------------------------
+
+struct RankSnapshot {
+  CounterSnapshot ib, tcp;
+};
+
+// Node leaders read their node's counters; all snapshots by node index, on every rank.
+std::vector<CounterSnapshot> gather_counters(const World& world, PhaseMonitor& monitor,
+                                             bool leader) {
+  std::string text;
+  if (leader) {
+    CounterSnapshot merged = read_ib_error_counters();
+    for (const auto& [k, v] : read_tcp_counters().values) merged.values[k] = v;
+    text = serialize(merged);
+  }
+  const std::vector<std::string> all = gather(world, monitor, text);
+  std::vector<CounterSnapshot> by_node;
+  for (int leader_rank : node_leaders(world))
+    by_node.push_back(deserialize(all[static_cast<size_t>(leader_rank)]));
+  return by_node;
+}
+
+std::vector<PairFigure> measure_node_pairs(const World& world, PhaseMonitor& monitor,
+                                           PointToPoint& p2p,
+                                           const std::vector<std::pair<int, int>>& rank_pairs,
+                                           const ChecklistOptions& options,
+                                           const std::string& what) {
+  bench::PairBandwidthOptions pair_options;
+  pair_options.bytes = options.pair_bytes;
+  pair_options.repetitions = options.pair_repetitions;
+  pair_options.timeout = 2 * options.timeout;
+  // One pair per round: pairs at once would share the bridge's CPU here and
+  // on a real cluster may share a switch uplink.
+  std::vector<bench::RankPairRound> rounds;
+  for (const auto& pair : rank_pairs) rounds.push_back({pair});
+  monitor.begin_phase(what);
+  const std::vector<bench::PairBandwidth> measured =
+      bench::measure_pair_rounds_one_way(p2p, world, rounds, pair_options);
+  monitor.end_phase();
+  std::vector<PairFigure> figures;
+  for (const bench::PairBandwidth& m : measured)
+    figures.push_back({world.hostnames()[static_cast<size_t>(m.rank_a)],
+                       world.hostnames()[static_cast<size_t>(m.rank_b)], m.GBps});
+  return figures;
+}
+
+std::vector<Check> topology_checks(const bench::ClusterTopology& cluster) {
+  std::vector<topo::Finding> findings = topo::check_homogeneity(cluster.nodes);
+  for (const topo::HostTopology& node : cluster.nodes)
+    for (topo::Finding& f : topo::check_node(node)) findings.push_back(std::move(f));
+  std::vector<Check> checks;
+  for (const topo::Finding& f : findings) {
+    if (f.severity == topo::Finding::Severity::kInfo) continue;
+    Check c =
+        make_check(Stage::kCluster, "topo." + f.check,
+                   f.severity == topo::Finding::Severity::kFail ? Status::kFail : Status::kWarn,
+                   f.host, -1, f.message, f.remedy);
+    checks.push_back(std::move(c));
+  }
+  if (checks.empty())
+    checks.push_back(make_check(Stage::kCluster, "topo.homogeneity", Status::kPass, "", -1,
+                                fmt::format("{} nodes alike (GPUs, NICs, link rates, driver, "
+                                            "CUDA, NCCL)",
+                                            cluster.nodes.size())));
+  return checks;
+}
+
+// What this rank sees of its environment, as text to gather (the node's NICs
+// and GPUs come from the gathered topology, on rank 0).
+std::string my_environment(const World& world, const ChecklistOptions& options) {
+  json e;
+  e["variables"] = recorded_environment(environ);
+  e["gpu_in_use"] =
+      options.backend == "nccl" ? gpu_identity_for_local_rank(world.local_rank()) : "";
+  e["nccl_version"] = nccl_version_string();
+  e["mpi_library"] = MpiSession::library_version();
+  e["ccscope_version"] = kVersion;
+  return e.dump();
+}
+
+std::vector<RankEnvironment> environments(const World& world, const bench::ClusterTopology& cluster,
+                                          const std::vector<std::string>& texts) {
+  std::vector<RankEnvironment> ranks;
+  for (size_t r = 0; r < texts.size(); ++r) {
+    const json e = json::parse(texts[r]);
+    RankEnvironment env;
+    env.rank = static_cast<int>(r);
+    env.host = world.hostnames()[r];
+    env.local_rank = 0;
+    for (size_t q = 0; q < r; ++q) env.local_rank += world.hostnames()[q] == env.host;
+    env.variables = e["variables"].get<std::vector<std::pair<std::string, std::string>>>();
+    const topo::HostTopology& node = cluster.nodes.at(cluster.rank_node.at(r));
+    env.nics = node.nics;
+    for (const topo::Gpu& gpu : node.gpus) env.gpu_uuids.push_back(gpu.uuid);
+    env.gpu_in_use = e["gpu_in_use"].get<std::string>();
+    env.nccl_version = e["nccl_version"].get<std::string>();
+    env.mpi_library = e["mpi_library"].get<std::string>();
+    env.ccscope_version = e["ccscope_version"].get<std::string>();
+    ranks.push_back(std::move(env));
+  }
+  return ranks;
+}
+
+void cluster_stage(const World& world, PhaseMonitor& monitor, PointToPoint& p2p,
+                   const bench::ClusterTopology& cluster, const ChecklistOptions& options,
+                   StageVerdicts& verdicts) {
+  const std::vector<int> leaders = node_leaders(world);
+  const bool leader = std::find(leaders.begin(), leaders.end(), world.rank()) != leaders.end();
+  if (world.rank() == 0) verdicts.add(topology_checks(cluster));
+
+  // Environment: every rank's view, judged together.
+  {
+    const std::vector<std::string> all = gather(world, monitor, my_environment(world, options));
+    if (world.rank() == 0) verdicts.add(check_environment(environments(world, cluster, all)));
+  }
+  if (world.node_count() < 2) {
+    verdicts.add(make_check(Stage::kCluster, "cluster.nodes", Status::kSkip, "", -1,
+                            "one node: nothing between nodes to measure"));
+    return;
+  }
+
+  // Clock offsets against rank 0's node, one node leader at a time.
+  {
+    std::vector<int> remotes(leaders.begin() + 1, leaders.end());
+    ClockOptions clock;
+    clock.injected_offset_s = options.injected_clock_offset_s;
+    monitor.begin_phase("diag stage 3: clock offsets");
+    const std::vector<ClockEstimate> estimates = measure_clock_offsets(p2p, 0, remotes, clock);
+    monitor.end_phase();
+    if (world.rank() == 0) {
+      std::vector<std::string> hosts;
+      for (int r : remotes) hosts.push_back(world.hostnames()[static_cast<size_t>(r)]);
+      verdicts.add(
+          judge_clock_offsets(hosts, estimates, world.hostname(), options.clock_warn_ms / 1000));
+    }
+  }
+
+  const std::vector<CounterSnapshot> before = gather_counters(world, monitor, leader);
+  const topo::RankSetPath expected = bench::expected_path_of_run(
+      cluster, topo::nccl_environment_from_process(), options.backend != "nccl");
+
+  // Every pair of nodes (their first ranks), then each suspect against a good node.
+  std::vector<std::pair<int, int>> pairs;
+  for (const topo::PairRound& round : topo::disjoint_pair_rounds(leaders.size()))
+    for (const auto& [a, b] : round) pairs.push_back({leaders[a], leaders[b]});
+  const std::vector<PairFigure> figures =
+      measure_node_pairs(world, monitor, p2p, pairs, options, "diag stage 3: node pairs");
+  const Localization localization = localize(figures, expected.expected_GBps);
+  std::map<std::string, int> leader_of_host;
+  for (int r : leaders) leader_of_host[world.hostnames()[static_cast<size_t>(r)]] = r;
+  std::vector<std::pair<int, int>> retest_pairs;
+  for (const auto& [suspect, partner] : localization.retests)
+    retest_pairs.push_back({leader_of_host.at(suspect), leader_of_host.at(partner)});
+  const std::vector<PairFigure> retests =
+      measure_node_pairs(world, monitor, p2p, retest_pairs, options, "diag stage 3: re-tests");
+  if (world.rank() == 0)
+    verdicts.add(judge_localization(localization, retests, expected.expected_GBps));
+
+  // The whole job's all-reduce against the slowest path topo expects.
+  {
+    auto comm = group_communicator(world, options, 0);
+    CollectingReporter collected;
+    const bench::SweepOutcome outcome =
+        bench::run_sweep(sweep_options(options, Collective::kAllReduce, options.cluster_bytes,
+                                       options.cluster_bytes, 5),
+                         world, bench::job_shape(world), *comm, monitor,
+                         world.rank() == 0 ? &collected : nullptr, 0, no_signal);
+    if (world.rank() == 0) {
+      double busbw = 0;
+      for (const reports::BenchRecord& r : collected.records)
+        if (!r.in_place) busbw = r.busbw_GBps;
+      Status status = outcome.wrong_elements > 0
+                          ? Status::kFail
+                          : judge_against_expected(busbw, expected.expected_GBps,
+                                                   options.warn_fraction, options.fail_fraction);
+      Check c = make_check(
+          Stage::kCluster, "cluster.busbw", status, "", -1,
+          outcome.wrong_elements > 0
+              ? fmt::format("all-reduce over {} ranks on {} nodes: {} wrong elements", world.size(),
+                            world.node_count(), outcome.wrong_elements)
+              : fmt::format("all-reduce busbw {:.3g} GB/s at {} over {} ranks on {} nodes; "
+                            "expected {}",
+                            busbw, format_size(options.cluster_bytes), world.size(),
+                            world.node_count(),
+                            expected.expected_GBps > 0
+                                ? fmt::format("{:.3g} GB/s ({})", expected.expected_GBps,
+                                              expected.description)
+                                : std::string("unknown (topo knows no rate for the path)")),
+          "the job's collective runs below its slowest link: see the slow-node and link "
+          "checks above; run `ccscope diag nccl-log` on an NCCL_DEBUG=INFO run to see the "
+          "transport NCCL chose");
+      c.measured = busbw;
+      c.expected = expected.expected_GBps > 0 ? expected.expected_GBps
+                                              : std::numeric_limits<double>::quiet_NaN();
+      c.unit = "GB/s";
+      verdicts.add(c);
+    }
+  }
+
+  const std::vector<CounterSnapshot> after = gather_counters(world, monitor, leader);
+  if (world.rank() == 0) {
+    std::vector<std::string> hosts;
+    for (int r : leaders) hosts.push_back(world.hostnames()[static_cast<size_t>(r)]);
+    verdicts.add(judge_counter_deltas(hosts, before, after));
+  }
+}
+
+// ---- stage 4: scaling and loss ---------------------------------------------
+
+void scaling_stage(const World& world, PhaseMonitor& monitor, const ChecklistOptions& options,
+                   double cluster_busbw_GBps, StageVerdicts& verdicts) {
+  using namespace training_probe;
+  const size_t ranks = static_cast<size_t>(world.size());
+  TrainOptions train_options;
+  train_options.strategy = Strategy::kDdp;
+  train_options.shape = {options.train_width, options.train_depth, Activation::kTanh};
+  train_options.global_batch = options.train_batch_per_rank * ranks;
+  train_options.steps = options.train_steps;
+  train_options.overlap = false;
+  train_options.timeout = 2 * options.timeout;
+  const size_t warmup = std::min<size_t>(train_options.steps > 1 ? train_options.steps - 1 : 0, 5);
+
+  // One rank's step with its own share of the batch, every rank at once (each
+  // device alone, as a GPU per rank would be): the weak-scaling T(1).
+  TrainOptions alone = train_options;
+  alone.strategy = Strategy::kSingle;
+  alone.global_batch = options.train_batch_per_rank;
+  alone.steps = std::min<size_t>(train_options.steps, 20);
+  monitor.begin_phase("diag stage 4: one rank's steps");
+  const TrainResult single_steps = train_single(alone);
+  monitor.end_phase();
+  double single_step =
+      summarize(single_steps.steps, std::min<size_t>(warmup, alone.steps - 1), alone.global_batch)
+          .step_median_s;
+  world.all_reduce_max({&single_step, 1});
+
+  auto comm = group_communicator(world, options, 0);
+  std::vector<StepFigures> slowest;
+  monitor.begin_phase("diag stage 4: DDP steps");
+  const TrainResult ddp = train(*comm, train_options, [&](const StepFigures& s) {
+    monitor.operation_started();
+    slowest.push_back(s);
+  });
+  monitor.end_phase();
+  std::vector<double> step_times;
+  for (const StepFigures& s : ddp.steps) step_times.push_back(s.step_seconds);
+  world.all_reduce_max(step_times);
+  for (size_t i = 0; i < slowest.size() && i < step_times.size(); ++i)
+    slowest[i].step_seconds = step_times[i];
+  const RunSummary summary = summarize(slowest, warmup, train_options.global_batch);
+
+  // The loss against one rank training the whole batch: rank 0, while the
+  // others wait asleep (outside the watchdog's phase: they make no progress).
+  EquivalenceResult equivalence;
+  monitor.end_stage();
+  if (world.rank() == 0) {
+    TrainOptions reference = train_options;
+    reference.strategy = Strategy::kSingle;
+    const TrainResult single = train_single(reference);
+    std::vector<double> a, b;
+    for (const StepFigures& s : ddp.steps) a.push_back(s.loss);
+    for (const StepFigures& s : single.steps) b.push_back(s.loss);
+    equivalence =
+        compare_losses(a, b, loss_tolerance(train_options.precision), train_options.steps);
+  }
+  world.sleeping_barrier(options.timeout * static_cast<long long>(train_options.steps + 2));
+  monitor.stage("diag stage 4 (scaling): verdict");
+  if (world.rank() != 0) return;
+
+  Check loss = make_check(
+      Stage::kScaling, "scaling.loss_equivalence",
+      equivalence.equivalent ? Status::kPass : Status::kFail, "", -1,
+      fmt::format("DDP over {} ranks against one rank, {} steps: {}", ranks,
+                  equivalence.steps_compared, equivalence.summary()),
+      "the ranks do not train the same model as one rank would: a wrong gradient average "
+      "(reduce op, scaling), a rank reading other data, or wrong collective results (stage 2)");
+  loss.measured = equivalence.max_relative_difference;
+  loss.expected = equivalence.tolerance;
+  verdicts.add(loss);
+
+  const double efficiency = summary.step_median_s > 0 ? single_step / summary.step_median_s : 0;
+  const double gradient_bytes = static_cast<double>(ddp.parameters) * 4;
+  const double allowed = allowed_efficiency(single_step, gradient_bytes, ranks, cluster_busbw_GBps);
+  if (!(cluster_busbw_GBps > 0)) {
+    Check eff = make_check(Stage::kScaling, "scaling.efficiency", Status::kSkip, "", -1,
+                           fmt::format("DDP weak-scaling efficiency {:.2f} over {} ranks; no "
+                                       "measured busbw to judge it by (run stages 2 and 3)",
+                                       efficiency, ranks));
+    eff.measured = efficiency;
+    verdicts.add(eff);
+    return;
+  }
+  Check eff = make_check(
+      Stage::kScaling, "scaling.efficiency",
+      efficiency >= options.min_efficiency * allowed ? Status::kPass : Status::kWarn, "", -1,
+      fmt::format("DDP weak-scaling efficiency {:.2f} over {} ranks (step {:.3g} ms against one "
+                  "rank's {:.3g} ms); the measured busbw {:.3g} GB/s allows {:.2f}; "
+                  "communication {:.0f}% of the step",
+                  efficiency, ranks, summary.step_median_s * 1e3, single_step * 1e3,
+                  cluster_busbw_GBps, allowed, summary.comm_share * 100),
+      "the training step scales worse than the network allows: profile the communication "
+      "(ccscope train --strategy ddp with --csv), bucket sizes and overlap");
+  eff.measured = efficiency;
+  eff.expected = allowed;
+  verdicts.add(eff);
+  Check share =
+      make_check(Stage::kScaling, "scaling.comm_share",
+                 allowed >= options.min_efficiency ? Status::kPass : Status::kWarn, "", -1,
+                 fmt::format("the gradient all-reduce at {:.3g} GB/s takes {:.0f}% of "
+                             "an ideal step: the network caps DDP's efficiency at {:.2f}",
+                             cluster_busbw_GBps, (1 - allowed) * 100, allowed),
+                 "the network is the limit for this model size: a faster link, "
+                 "larger per-rank batches, or overlapping communication with compute");
+  share.measured = allowed;
+  share.expected = options.min_efficiency;
+  verdicts.add(share);
+}
+
+}  // namespace
+
+Status judge_against_expected(double measured, double expected, double warn_fraction,
+                              double fail_fraction) {
+  if (!(expected > 0)) return Status::kSkip;
+  if (measured >= warn_fraction * expected) return Status::kPass;
+  if (measured >= fail_fraction * expected) return Status::kWarn;
+  return Status::kFail;
+}
+
+double allowed_efficiency(double single_step_s, double gradient_bytes, size_t ranks,
+                          double busbw_GBps) {
+  if (ranks < 2) return 1;
+  if (!(busbw_GBps > 0) || !(single_step_s > 0)) return 0;
+  const double n = static_cast<double>(ranks);
+  const double all_reduce_s = gradient_bytes * 2 * (n - 1) / n / (busbw_GBps * 1e9);
+  return single_step_s / (single_step_s + all_reduce_s);
+}
+
+ChecklistResult run_checklist(const World& world, HangWatchdog& watchdog,
+                              const ChecklistOptions& options) {
+  ChecklistResult result;
+  StageVerdicts verdicts(world, options, result);
+  PhaseMonitor monitor(watchdog);
+  auto p2p = make_mpi_point_to_point();
+  bench::ClusterTopology cluster;
+  topo::ProbeOptions probe;
+  probe.use_hwloc = false;
+  cluster = bench::gather_cluster_topology(
+      world, probe,
+      options.backend == "nccl" ? gpu_identity_for_local_rank(world.local_rank()) : "");
+  double cluster_busbw = 0;
+  for (Stage stage : options.stages) {
+    if (world.rank() == 0 && options.on_stage_begin) options.on_stage_begin(stage);
+    monitor.stage(fmt::format("diag stage {} ({})", static_cast<int>(stage), stage_name(stage)));
+    switch (stage) {
+      case Stage::kRank:
+        rank_stage(world, monitor, *p2p, options, verdicts);
+        break;
+      case Stage::kNode: {
+        // The slowest path between a node's ranks (topo), when it knows one.
+        bench::ClusterTopology one_node = cluster;
+        topo::RankSetPath path;
+        const std::vector<int> members = ranks_of_host(world, world.hostname());
+        if (members.size() > 1) {
+          std::vector<size_t> rank_hosts;
+          std::vector<int> rank_gpus;
+          for (int r : members) {
+            rank_hosts.push_back(cluster.rank_node[static_cast<size_t>(r)]);
+            rank_gpus.push_back(cluster.rank_gpu[static_cast<size_t>(r)]);
+          }
+          path = topo::slowest_rank_path(cluster.nodes, rank_hosts, rank_gpus,
+                                         topo::nccl_environment_from_process(),
+                                         options.backend != "nccl");
+        }
+        node_stage(world, monitor, *p2p, path, options, verdicts);
+        break;
+      }
+      case Stage::kCluster:
+        cluster_stage(world, monitor, *p2p, cluster, options, verdicts);
+        break;
+      case Stage::kScaling:
+        scaling_stage(world, monitor, options, cluster_busbw, verdicts);
+        break;
+    }
+    // The busbw the job's gradient all-reduce can expect: the whole job's
+    // (stage 3), else the slowest node's (stage 2, one node).
+    if (world.rank() == 0) {
+      double node_min = 0;
+      for (const Check& c : result.checks) {
+        if (c.name == "cluster.busbw" && c.measured > 0) cluster_busbw = c.measured;
+        if (c.name == "node.busbw" && c.measured > 0)
+          node_min = node_min > 0 ? std::min(node_min, c.measured) : c.measured;
+      }
+      if (cluster_busbw <= 0 && world.node_count() == 1) cluster_busbw = node_min;
+    }
+    double busbw = cluster_busbw;
+    world.all_reduce_max({&busbw, 1});
+    cluster_busbw = busbw;
+    const Status status = verdicts.finish();
+    monitor.end_stage();
+    result.stages_run.push_back(stage);
+    if (status == Status::kFail)
+      result.worst = Status::kFail;
+    else if (status == Status::kWarn && result.worst == Status::kPass)
+      result.worst = Status::kWarn;
+    if (world.rank() == 0 && options.on_stage_end) options.on_stage_end(stage, status);
+    if (status == Status::kFail && !options.keep_going) {
+      result.stopped_early = stage != options.stages.back();
+      result.stopped_after = stage;
+      break;
+    }
+  }
+  return result;
+}
+
+}  // namespace ccscope::diag
