@@ -254,10 +254,19 @@ std::vector<Check> judge_localization(const Localization& localization,
       evidence += fmt::format("{}{} {}", evidence.empty() ? "" : ", ", other_end(pair, suspect),
                               figure(pair.GBps));
     }
+    // The planned partner, else any known-good node the runner re-tested it with.
     std::string partner;
     for (const auto& [node, known_good] : judged.retests)
       if (node == suspect) partner = known_good;
-    const double retest = partner.empty() ? kNaN : retest_figure(retest_figures, suspect, partner);
+    double retest = partner.empty() ? kNaN : retest_figure(retest_figures, suspect, partner);
+    for (const PairFigure& pair : retest_figures) {
+      if (!std::isnan(retest) || (pair.a != suspect && pair.b != suspect)) continue;
+      const std::string other = other_end(pair, suspect);
+      if (std::binary_search(judged.known_good.begin(), judged.known_good.end(), other)) {
+        partner = other;
+        retest = retest_figure(retest_figures, suspect, partner);
+      }
+    }
     Check check = make("cluster.slow_node", Status::kWarn);
     check.host = suspect;
     const std::string seen =

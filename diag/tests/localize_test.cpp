@@ -121,6 +121,13 @@ TEST(Localize, RetestAgainstNodeZeroGivenReversedStillCounts) {
   const std::vector<Check> checks = judge_localization(localization, {{"node0", "node1", 2}}, 0);
   ASSERT_EQ(named(checks, "cluster.slow_node").size(), 1u);
   EXPECT_EQ(named(checks, "cluster.slow_node")[0]->status, Status::kFail);
+  // Re-tested with another known-good node than planned: that counts too.
+  localization.retests = {{"node1", "node2"}};
+  const auto other =
+      named(judge_localization(localization, {{"node0", "node1", 9.9}}, 0), "cluster.slow_node");
+  ASSERT_EQ(other.size(), 1u);
+  EXPECT_EQ(other[0]->status, Status::kPass);
+  EXPECT_NE(other[0]->message.find("node0"), std::string::npos);
 }
 
 TEST(Localize, MildlySlowNodeIsAWarning) {

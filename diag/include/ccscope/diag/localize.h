@@ -92,7 +92,10 @@ Localization localize(const std::vector<PairFigure>& pairs, double expected_GBps
 //  cluster.pairwise    cluster-wide slowness (FAIL/WARN, host ""); PASS
 //                      summary when nothing is slow; SKIP with no pairs.
 // measured: the re-test figure, else the median of the node's (the link's)
-// figures; expected: the cluster median; unit "GB/s".
+// figures; expected: the cluster median; unit "GB/s". Re-test figures of a
+// slow link's own pair are optional (the plan holds suspects only).
+// expected_GBps: topo's per-pair figure for the FAIL line and the messages;
+// 0 keeps localize's. Which pairs are slow, localize already decided.
 std::vector<Check> judge_localization(const Localization& localization,
                                       const std::vector<PairFigure>& retest_figures,
                                       double expected_GBps);
