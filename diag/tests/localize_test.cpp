@@ -35,10 +35,11 @@ std::vector<PairFigure> all_pairs(const std::vector<double>& node_speed, double 
   return pairs;
 }
 
-std::vector<const Check*> named(const std::vector<Check>& checks, const std::string& name) {
-  std::vector<const Check*> found;
+// Copies: callers pass temporaries.
+std::vector<Check> named(const std::vector<Check>& checks, const std::string& name) {
+  std::vector<Check> found;
   for (const Check& check : checks)
-    if (check.name == name) found.push_back(&check);
+    if (check.name == name) found.push_back(check);
   return found;
 }
 
@@ -103,14 +104,14 @@ TEST(Localize, ThreeNodesOneSlowIsNamedAfterItsRetest) {
   const std::vector<Check> checks = judge_localization(localization, {{"node1", partner, 2.1}}, 0);
   const auto slow = named(checks, "cluster.slow_node");
   ASSERT_EQ(slow.size(), 1u);
-  EXPECT_EQ(slow[0]->status, Status::kFail);
-  EXPECT_EQ(slow[0]->host, "node1");
-  EXPECT_EQ(slow[0]->unit, "GB/s");
-  EXPECT_DOUBLE_EQ(slow[0]->measured, 2.1);
-  EXPECT_DOUBLE_EQ(slow[0]->expected, 10);
-  EXPECT_NE(slow[0]->message.find("re-test"), std::string::npos) << slow[0]->message;
-  EXPECT_NE(slow[0]->message.find("2.1"), std::string::npos) << slow[0]->message;
-  EXPECT_FALSE(slow[0]->remedy.empty());
+  EXPECT_EQ(slow[0].status, Status::kFail);
+  EXPECT_EQ(slow[0].host, "node1");
+  EXPECT_EQ(slow[0].unit, "GB/s");
+  EXPECT_DOUBLE_EQ(slow[0].measured, 2.1);
+  EXPECT_DOUBLE_EQ(slow[0].expected, 10);
+  EXPECT_NE(slow[0].message.find("re-test"), std::string::npos) << slow[0].message;
+  EXPECT_NE(slow[0].message.find("2.1"), std::string::npos) << slow[0].message;
+  EXPECT_FALSE(slow[0].remedy.empty());
   EXPECT_TRUE(named(checks, "cluster.slow_link").empty());
   EXPECT_EQ(findings(checks), 1u);
 }
@@ -120,14 +121,14 @@ TEST(Localize, RetestAgainstNodeZeroGivenReversedStillCounts) {
   localization.retests = {{"node1", "node0"}};
   const std::vector<Check> checks = judge_localization(localization, {{"node0", "node1", 2}}, 0);
   ASSERT_EQ(named(checks, "cluster.slow_node").size(), 1u);
-  EXPECT_EQ(named(checks, "cluster.slow_node")[0]->status, Status::kFail);
+  EXPECT_EQ(named(checks, "cluster.slow_node")[0].status, Status::kFail);
   // Re-tested with another known-good node than planned: that counts too.
   localization.retests = {{"node1", "node2"}};
   const auto other =
       named(judge_localization(localization, {{"node0", "node1", 9.9}}, 0), "cluster.slow_node");
   ASSERT_EQ(other.size(), 1u);
-  EXPECT_EQ(other[0]->status, Status::kPass);
-  EXPECT_NE(other[0]->message.find("node0"), std::string::npos);
+  EXPECT_EQ(other[0].status, Status::kPass);
+  EXPECT_NE(other[0].message.find("node0"), std::string::npos);
 }
 
 TEST(Localize, MildlySlowNodeIsAWarning) {
@@ -136,7 +137,7 @@ TEST(Localize, MildlySlowNodeIsAWarning) {
   const std::vector<Check> checks =
       judge_localization(localization, {{"node2", localization.retests[0].second, 6.1}}, 0);
   ASSERT_EQ(named(checks, "cluster.slow_node").size(), 1u);
-  EXPECT_EQ(named(checks, "cluster.slow_node")[0]->status, Status::kWarn);
+  EXPECT_EQ(named(checks, "cluster.slow_node")[0].status, Status::kWarn);
 }
 
 TEST(Localize, SixNodesOneSlowLinkIsTheLinkNotANode) {
@@ -151,10 +152,10 @@ TEST(Localize, SixNodesOneSlowLinkIsTheLinkNotANode) {
   EXPECT_TRUE(named(checks, "cluster.slow_node").empty());
   const auto links = named(checks, "cluster.slow_link");
   ASSERT_EQ(links.size(), 1u);
-  EXPECT_EQ(links[0]->status, Status::kFail);  // 0.3 of the median
-  EXPECT_EQ(links[0]->host, "node2");
-  EXPECT_EQ(links[0]->peer, "node3");
-  EXPECT_NEAR(links[0]->measured, 3.6, 1e-9);
+  EXPECT_EQ(links[0].status, Status::kFail);  // 0.3 of the median
+  EXPECT_EQ(links[0].host, "node2");
+  EXPECT_EQ(links[0].peer, "node3");
+  EXPECT_NEAR(links[0].measured, 3.6, 1e-9);
   EXPECT_EQ(findings(checks), 1u);
 }
 
@@ -173,20 +174,19 @@ TEST(Localize, RetestClearsASuspect) {
       judge_localization(localization, {{"node2", localization.retests[0].second, 9.7}}, 0);
   const auto slow = named(checks, "cluster.slow_node");
   ASSERT_EQ(slow.size(), 1u);
-  EXPECT_EQ(slow[0]->status, Status::kPass);
-  EXPECT_NE(slow[0]->message.find("cleared"), std::string::npos) << slow[0]->message;
+  EXPECT_EQ(slow[0].status, Status::kPass);
+  EXPECT_NE(slow[0].message.find("cleared"), std::string::npos) << slow[0].message;
   EXPECT_EQ(findings(checks), 0u);
   ASSERT_EQ(named(checks, "cluster.pairwise").size(), 1u);
-  EXPECT_EQ(named(checks, "cluster.pairwise")[0]->status, Status::kPass);
+  EXPECT_EQ(named(checks, "cluster.pairwise")[0].status, Status::kPass);
 }
 
 TEST(Localize, SuspectNotRetestedIsAWarning) {
   const Localization localization = localize(all_pairs({1, 0.1, 1, 1}, 10), 0);
   const std::vector<Check> checks = judge_localization(localization, {}, 0);
   ASSERT_EQ(named(checks, "cluster.slow_node").size(), 1u);
-  EXPECT_EQ(named(checks, "cluster.slow_node")[0]->status, Status::kWarn);
-  EXPECT_NE(named(checks, "cluster.slow_node")[0]->message.find("not re-tested"),
-            std::string::npos);
+  EXPECT_EQ(named(checks, "cluster.slow_node")[0].status, Status::kWarn);
+  EXPECT_NE(named(checks, "cluster.slow_node")[0].message.find("not re-tested"), std::string::npos);
 }
 
 TEST(Localize, TwoSlowNodesOfSixAreBothSuspectsWithDistinctPartners) {
@@ -263,7 +263,7 @@ TEST(Localize, MadZeroAmongPairs) {
   EXPECT_TRUE(localization.slow_pairs.empty());  // 20% low: not slow
   localization = localize(all_pairs({1, 1, 1, 1, 1}, 10, {{{0, 4}, 0.7}}), 0);
   ASSERT_EQ(localization.slow_links.size(), 1u);
-  EXPECT_EQ(named(judge_localization(localization, {}, 0), "cluster.slow_link")[0]->status,
+  EXPECT_EQ(named(judge_localization(localization, {}, 0), "cluster.slow_link")[0].status,
             Status::kWarn);
 }
 
@@ -406,11 +406,11 @@ TEST_F(FakeTree, MovedSymbolErrorBlamesThatPort) {
   const std::vector<Check> checks = judge_counter_deltas({"n0", "n1", "n2"}, before, after);
   const auto ib = named(checks, "cluster.ib_port_errors");
   ASSERT_EQ(ib.size(), 1u);
-  EXPECT_EQ(ib[0]->status, Status::kWarn);
-  EXPECT_EQ(ib[0]->host, "n1");
-  EXPECT_NE(ib[0]->message.find("mlx5_1 port 1"), std::string::npos) << ib[0]->message;
-  EXPECT_NE(ib[0]->message.find("symbol_error +17"), std::string::npos) << ib[0]->message;
-  EXPECT_DOUBLE_EQ(ib[0]->measured, 17);
+  EXPECT_EQ(ib[0].status, Status::kWarn);
+  EXPECT_EQ(ib[0].host, "n1");
+  EXPECT_NE(ib[0].message.find("mlx5_1 port 1"), std::string::npos) << ib[0].message;
+  EXPECT_NE(ib[0].message.find("symbol_error +17"), std::string::npos) << ib[0].message;
+  EXPECT_DOUBLE_EQ(ib[0].measured, 17);
   EXPECT_EQ(findings(checks), 1u);
 }
 
@@ -421,9 +421,9 @@ TEST_F(FakeTree, LinkDownedFailsAndAResetCounterCountsItsAfterValue) {
   const std::vector<Check> checks = judge_counter_deltas({"n0"}, {before}, {after});
   const auto ib = named(checks, "cluster.ib_port_errors");
   ASSERT_EQ(ib.size(), 1u);
-  EXPECT_EQ(ib[0]->status, Status::kFail);
-  EXPECT_NE(ib[0]->message.find("link_downed +1"), std::string::npos) << ib[0]->message;
-  EXPECT_NE(ib[0]->message.find("port_rcv_errors +2"), std::string::npos) << ib[0]->message;
+  EXPECT_EQ(ib[0].status, Status::kFail);
+  EXPECT_NE(ib[0].message.find("link_downed +1"), std::string::npos) << ib[0].message;
+  EXPECT_NE(ib[0].message.find("port_rcv_errors +2"), std::string::npos) << ib[0].message;
 }
 
 TEST_F(FakeTree, NodeRetransmittingOnePercentIsWarned) {
@@ -448,11 +448,11 @@ TEST_F(FakeTree, NodeRetransmittingOnePercentIsWarned) {
   const std::vector<Check> checks = judge_counter_deltas(hosts, before, after);
   const auto tcp = named(checks, "cluster.tcp_retransmissions");
   ASSERT_EQ(tcp.size(), 1u);
-  EXPECT_EQ(tcp[0]->status, Status::kWarn);
-  EXPECT_EQ(tcp[0]->host, "n2");
-  EXPECT_DOUBLE_EQ(tcp[0]->measured, 1.0);
-  EXPECT_EQ(tcp[0]->unit, "%");
-  EXPECT_NE(tcp[0]->message.find("TCPLostRetransmit +5"), std::string::npos) << tcp[0]->message;
+  EXPECT_EQ(tcp[0].status, Status::kWarn);
+  EXPECT_EQ(tcp[0].host, "n2");
+  EXPECT_DOUBLE_EQ(tcp[0].measured, 1.0);
+  EXPECT_EQ(tcp[0].unit, "%");
+  EXPECT_NE(tcp[0].message.find("TCPLostRetransmit +5"), std::string::npos) << tcp[0].message;
   EXPECT_EQ(findings(checks), 1u);
 }
 
@@ -467,13 +467,13 @@ TEST_F(FakeTree, RetransmissionOutlierBelowTheAbsoluteRate) {
   }
   const auto tcp = named(judge_counter_deltas(hosts, before, after), "cluster.tcp_retransmissions");
   ASSERT_EQ(tcp.size(), 1u);
-  EXPECT_EQ(tcp[0]->host, "node4");
-  EXPECT_EQ(tcp[0]->status, Status::kWarn);
+  EXPECT_EQ(tcp[0].host, "node4");
+  EXPECT_EQ(tcp[0].status, Status::kWarn);
   // Too few segments: not judged.
   for (auto& snapshot : after) snapshot.values["tcp/OutSegs"] = 500;
   const auto few = named(judge_counter_deltas(hosts, before, after), "cluster.tcp_retransmissions");
   ASSERT_EQ(few.size(), 1u);
-  EXPECT_EQ(few[0]->status, Status::kSkip);
+  EXPECT_EQ(few[0].status, Status::kSkip);
 }
 
 TEST_F(FakeTree, AbsentTreesGiveNoFinding) {
