@@ -147,14 +147,17 @@ class DiagOutputs {
     std::fflush(stdout);
   }
   void stage_begin(Stage stage) {
+    stage_started_ = std::chrono::steady_clock::now();
     if (!flags_.quiet)
       std::printf("stage %d %s\n", static_cast<int>(stage), diag::stage_name(stage));
     std::fflush(stdout);
   }
   void stage_end(Stage stage, Status status) {
     if (!flags_.quiet)
-      std::printf("stage %d %s: %s\n\n", static_cast<int>(stage), diag::stage_name(stage),
-                  diag::status_name(status));
+      std::printf(
+          "stage %d %s: %s (%.1f s)\n\n", static_cast<int>(stage), diag::stage_name(stage),
+          diag::status_name(status),
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - stage_started_).count());
     write_documents(false, 0, 0);
   }
   void write_documents(bool complete, int exit_code, double seconds) {
@@ -179,6 +182,7 @@ class DiagOutputs {
   std::optional<reports::OutputTarget> json_target_, prometheus_target_;
   std::vector<Check> checks_;
   std::vector<records::DiagCheckRecord> records_;
+  std::chrono::steady_clock::time_point stage_started_;
 };
 
 // NCCL's own account of the run: NCCL_DEBUG=INFO into a file per rank, read
@@ -378,8 +382,8 @@ int diag_verb(const std::vector<std::string>& args, const std::vector<std::strin
                  "a node's clock offset surely above this WARNs (default 10)")
       ->check(CLI::Range(0.0, 1e6));
   app.add_option("--min-efficiency", flags.min_efficiency,
-                 "stage 4 WARNs below this weak-scaling efficiency (relative to what the "
-                 "measured network allows; default 0.7)")
+                 "stage 4 WARNs when DDP's weak-scaling efficiency is below this fraction of "
+                 "what the all-reduce measured over the same ranks allows (default 0.7)")
       ->check(CLI::Range(0.0, 1.0));
   app.add_option("--train-steps", flags.train_steps, "stage 4's training steps (default 100)")
       ->check(CLI::Range(size_t{2}, size_t{100000}));
