@@ -212,20 +212,25 @@ void rank_stage(const World& world, PhaseMonitor& monitor, PointToPoint& p2p,
       bench::run_sweep(sweep, *self_control, {1, 1, world.hostname()}, *self_comm, monitor,
                        &collected, 0, no_signal);
 
-  // Device copies: only a device communicator has device memory.
+  // Device copies: only a device communicator has device memory (on several
+  // ranks, the world's NCCL communicator: its buffers are this rank's GPU's).
   double h2d_GBps = 0, d2h_GBps = 0;
-  if (self_comm->memory_kind() == MemoryKind::kDevice) {
+  std::unique_ptr<Communicator> device_comm;
+  if (options.backend == "nccl" && self_comm->memory_kind() != MemoryKind::kDevice)
+    device_comm = make_nccl_communicator(world, {options.isolate_ranks});
+  Communicator& copier = device_comm ? *device_comm : *self_comm;
+  if (copier.memory_kind() == MemoryKind::kDevice) {
     const size_t bytes = size_t{256} << 20;
     std::vector<char> host(bytes, 1);
-    auto device = self_comm->allocate(bytes);
+    auto device = copier.allocate(bytes);
     auto time_copy = [&](bool to_device) {
       double best = std::numeric_limits<double>::infinity();
       for (int i = 0; i < 3; ++i) {
         const auto start = std::chrono::steady_clock::now();
         if (to_device)
-          self_comm->copy_from_host(*device, 0, host.data(), bytes);
+          copier.copy_from_host(*device, 0, host.data(), bytes);
         else
-          self_comm->copy_to_host(host.data(), *device, 0, bytes);
+          copier.copy_to_host(host.data(), *device, 0, bytes);
         best = std::min(
             best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
       }
