@@ -21,6 +21,7 @@
 #include "ccscope/collectives/error.h"
 #include "ccscope/collectives/watchdog.h"
 #include "ccscope/collectives/world.h"
+#include "ccscope/common/sizes.h"
 #include "ccscope/common/utc_time.h"
 #include "ccscope/diag/check.h"
 #include "ccscope/diag/checklist.h"
@@ -54,6 +55,7 @@ struct DiagFlags {
   double clock_warn_ms = 10;
   double min_efficiency = 0.7;
   size_t train_steps = 100;
+  std::string bytes = "4M";
   int test_corrupt_rank = -1;
   bool quiet = false;
 };
@@ -228,6 +230,7 @@ int run_diag(const DiagFlags& flags, const std::vector<Stage>& stages) {
   options.clock_warn_ms = flags.clock_warn_ms;
   options.min_efficiency = flags.min_efficiency;
   options.train_steps = flags.train_steps;
+  options.node_bytes = options.cluster_bytes = options.pair_bytes = *parse_size(flags.bytes);
   options.corrupt_rank = flags.test_corrupt_rank;
   if (flags.test_corrupt_rank >= world.size())
     return fail_usage(fmt::format("--test-corrupt-rank {} is out of range for {} ranks",
@@ -385,6 +388,9 @@ int diag_verb(const std::vector<std::string>& args, const std::vector<std::strin
                  "stage 4 WARNs when DDP's weak-scaling efficiency is below this fraction of "
                  "what the all-reduce measured over the same ranks allows (default 0.7)")
       ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--bytes", flags.bytes,
+                 "message size of the busbw all-reduces (stages 2, 3) and of the node-pair "
+                 "transfers (default 4M; smaller on slow links for a quicker verdict)");
   app.add_option("--train-steps", flags.train_steps, "stage 4's training steps (default 100)")
       ->check(CLI::Range(size_t{2}, size_t{100000}));
   app.add_flag("-q,--quiet", flags.quiet, "no human summary (files and exit code only)");
@@ -397,6 +403,9 @@ int diag_verb(const std::vector<std::string>& args, const std::vector<std::strin
     stages = flags.stages.empty()
                  ? std::vector<Stage>{Stage::kRank, Stage::kNode, Stage::kCluster, Stage::kScaling}
                  : parse_stages(flags.stages);
+    const std::optional<size_t> bytes = parse_size(flags.bytes);
+    if (!bytes || *bytes < 1024 || *bytes > (size_t{1} << 32))
+      throw UsageError("--bytes " + flags.bytes + ": give a size from 1K to 4G, e.g. 4M");
     if (flags.fail_fraction > flags.warn_fraction)
       throw UsageError(fmt::format("--fail-fraction {} is above --warn-fraction {}",
                                    flags.fail_fraction, flags.warn_fraction));

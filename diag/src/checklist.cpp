@@ -323,9 +323,13 @@ void node_stage(const World& world, PhaseMonitor& monitor, PointToPoint& p2p,
     for (const CollectiveDescription& d : all_collectives()) {
       if (d.id == Collective::kSendRecv && members.size() < 2) continue;
       CollectingReporter collected;
-      bench::BenchOptions sweep =
-          sweep_options(options, d.id, size_t{1} << 10,
-                        d.id == Collective::kAllReduce ? options.node_bytes : size_t{256} << 10, 5);
+      // Sizes x8 apart: all-reduce from node_bytes / 8^4 up to node_bytes
+      // itself (its busbw), the others 1 KiB to 256 KiB (their correctness).
+      const bool all_reduce = d.id == Collective::kAllReduce;
+      bench::BenchOptions sweep = sweep_options(
+          options, d.id,
+          all_reduce ? std::max<size_t>(options.node_bytes >> 12, 8) : size_t{1} << 10,
+          all_reduce ? options.node_bytes : size_t{256} << 10, 5);
       // Test only: the named world rank corrupts one element of its results.
       if (options.corrupt_rank == world.rank()) sweep.corrupt_rank = node_p2p->rank();
       const bench::SweepOutcome outcome =
@@ -333,10 +337,17 @@ void node_stage(const World& world, PhaseMonitor& monitor, PointToPoint& p2p,
                            node_p2p->rank() == 0 ? &collected : nullptr, 0, no_signal);
       if (node_p2p->rank() != 0) continue;
       double busbw = 0;
-      for (const reports::BenchRecord& r : collected.records)
-        if (r.size_bytes == options.node_bytes && !r.in_place) busbw = r.busbw_GBps;
-      mine["collectives"][std::string(name(d.id))] = {
-          {"wrong", outcome.wrong_elements}, {"records", outcome.records}, {"busbw", busbw}};
+      size_t from = 0, to = 0;
+      for (const reports::BenchRecord& r : collected.records) {
+        if (!r.in_place) busbw = r.busbw_GBps;  // the sweep's last size, node_bytes
+        from = from == 0 ? r.size_bytes : std::min(from, r.size_bytes);
+        to = std::max(to, r.size_bytes);
+      }
+      mine["collectives"][std::string(name(d.id))] = {{"wrong", outcome.wrong_elements},
+                                                      {"records", outcome.records},
+                                                      {"busbw", busbw},
+                                                      {"from", from},
+                                                      {"to", to}};
     }
   }
   const std::vector<std::string> all = gather(world, monitor, mine.dump());
@@ -350,14 +361,18 @@ void node_stage(const World& world, PhaseMonitor& monitor, PointToPoint& p2p,
     const size_t local = ranks_of_host(world, host).size();
     for (const auto& [collective, figures] : f["collectives"].items()) {
       const int64_t wrong = figures["wrong"].get<int64_t>();
+      const size_t records = figures["records"].get<size_t>();
       Check c = make_check(
-          Stage::kNode, "node." + collective, wrong > 0 ? Status::kFail : Status::kPass, host, -1,
+          Stage::kNode, "node." + collective,
+          wrong > 0 || records == 0 ? Status::kFail : Status::kPass, host, -1,
           wrong > 0 ? fmt::format("{} over the node's {} ranks: {} wrong elements", collective,
                                   local, wrong)
-                    : fmt::format("{} over the node's {} ranks, 1 KiB to {}: every element "
-                                  "correct",
-                                  collective, local,
-                                  figures["records"].get<size_t>() > 0 ? "the sweep's end" : "-"),
+          : records == 0
+              ? fmt::format("{} over the node's {} ranks: nothing measured", collective, local)
+              : fmt::format("{} over the node's {} ranks, {} to {} ({} records): every element "
+                            "correct",
+                            collective, local, format_size(figures["from"].get<size_t>()),
+                            format_size(figures["to"].get<size_t>()), records),
           "results are wrong between this node's ranks: look at the rank named in the WRONG "
           "RESULT line above, its GPU (ECC errors) or the intra-node transport (NCCL_P2P_DISABLE=1 "
           "/ NCCL_SHM_DISABLE=1 to isolate)");
@@ -682,7 +697,7 @@ void scaling_stage(const World& world, PhaseMonitor& monitor, const ChecklistOpt
     CollectingReporter collected;
     const size_t bytes = static_cast<size_t>(gradient_bytes);
     const bench::SweepOutcome outcome =
-        bench::run_sweep(sweep_options(options, Collective::kAllReduce, bytes, bytes, 20), world,
+        bench::run_sweep(sweep_options(options, Collective::kAllReduce, bytes, bytes, 10), world,
                          bench::job_shape(world), *comm, monitor,
                          world.rank() == 0 ? &collected : nullptr, 0, no_signal);
     (void)outcome;

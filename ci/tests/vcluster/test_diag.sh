@@ -14,7 +14,7 @@ source "$(dirname "$0")/lib.sh"
 require_vcluster
 require_ccscope
 
-DIAG=(diag --timeout 30 --train-steps 30)
+DIAG=(diag --timeout 30 --train-steps 30 --bytes 1M)
 # diag_run NAME [ENV=VALUE...] -- ARGS...: rc in $rc, files in $WORK/NAME.*
 diag_run() {
   local name=$1

@@ -24,6 +24,12 @@ diag_with_fault() {
     sleep 0.5
   done
   sleep 2
+  if ! kill -0 "$run_pid" 2>/dev/null; then
+    wait "$run_pid" || rc=$?
+    sed 's/^/  | /' "$WORK/$name.out" | grep -E "WARN|FAIL|verdict|->|^  \| stage" | head -20
+    sed 's/^/  ! /' "$WORK/$name.err" | head -10
+    fail "$name: diag ended (exit ${rc:-0}) before the fault was injected"
+  fi
   vc fault --wait 20 "$@"
   local t0=$SECONDS
   rc=0
@@ -31,6 +37,7 @@ diag_with_fault() {
   elapsed=$((SECONDS - t0))
   note "$name: diag exited $rc ${elapsed}s after the fault; stderr:"
   sed 's/^/  | /' "$WORK/$name.err" | head -10
+  grep -E "^stage|verdict" "$WORK/$name.out" | sed 's/^/  > /' | head -8
   [[ $rc != 0 ]] || fail "$name: ccscope diag exited 0"
   [[ $rc != 124 ]] || fail "$name: the job did not end by itself (vcluster run --timeout fired)"
   local left
