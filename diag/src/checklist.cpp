@@ -422,19 +422,12 @@ void node_stage(const World& world, PhaseMonitor& monitor, PointToPoint& p2p,
 
 // ---- stage 3: across nodes ----------------------------------------------------
 
-struct RankSnapshot {
-  CounterSnapshot ib, tcp;
-};
-
-// Node leaders read their node's counters; all snapshots by node index, on every rank.
-std::vector<CounterSnapshot> gather_counters(const World& world, PhaseMonitor& monitor,
-                                             bool leader) {
-  std::string text;
-  if (leader) {
-    CounterSnapshot merged = read_ib_error_counters();
-    for (const auto& [k, v] : read_tcp_counters().values) merged.values[k] = v;
-    text = serialize(merged);
-  }
+// Node leaders read their node's counters (IB ports, or TCP); all snapshots by
+// node index, on every rank.
+std::vector<CounterSnapshot> gather_counters(const World& world, PhaseMonitor& monitor, bool leader,
+                                             bool tcp) {
+  const std::string text =
+      leader ? serialize(tcp ? read_tcp_counters() : read_ib_error_counters()) : std::string();
   const std::vector<std::string> all = gather(world, monitor, text);
   std::vector<CounterSnapshot> by_node;
   for (int leader_rank : node_leaders(world))
@@ -442,32 +435,48 @@ std::vector<CounterSnapshot> gather_counters(const World& world, PhaseMonitor& m
   return by_node;
 }
 
-std::vector<PairFigure> measure_node_pairs(const World& world, PhaseMonitor& monitor,
-                                           PointToPoint& p2p,
-                                           const std::vector<std::pair<int, int>>& rank_pairs,
-                                           const ChecklistOptions& options,
-                                           const std::string& what) {
+struct PairMeasurements {
+  std::vector<PairFigure> figures;
+  std::vector<PairRetransmissions> retransmissions;
+};
+
+// Each pair's bandwidth, and the TCP segments both ends sent and
+// retransmitted during it (pairs run one at a time: the deltas are the pair's).
+PairMeasurements measure_node_pairs(const World& world, PhaseMonitor& monitor, PointToPoint& p2p,
+                                    const std::vector<std::pair<int, int>>& rank_pairs,
+                                    const ChecklistOptions& options, const std::string& what) {
   bench::PairBandwidthOptions pair_options;
   pair_options.bytes = options.pair_bytes;
   pair_options.repetitions = options.pair_repetitions;
   pair_options.timeout = 2 * options.timeout;
+  const std::vector<int> leaders = node_leaders(world);
+  const bool leader = std::find(leaders.begin(), leaders.end(), world.rank()) != leaders.end();
+  auto node_of = [&](int rank) {
+    return static_cast<size_t>(std::find(leaders.begin(), leaders.end(), rank) - leaders.begin());
+  };
   // One pair at a time: pairs at once would share the bridge's CPU here and on
   // a real cluster may share a switch uplink. Each pair is an operation for
   // the watchdog (a slow link's pair may take a while, but it progresses).
   monitor.begin_phase(what);
-  std::vector<bench::PairBandwidth> measured;
+  PairMeasurements out;
   for (const auto& pair : rank_pairs) {
     monitor.operation_started();
-    for (bench::PairBandwidth& m :
+    const std::vector<CounterSnapshot> before = gather_counters(world, monitor, leader, true);
+    for (const bench::PairBandwidth& m :
          bench::measure_pair_rounds_one_way(p2p, world, {{pair}}, pair_options))
-      measured.push_back(m);
+      out.figures.push_back({world.hostnames()[static_cast<size_t>(m.rank_a)],
+                             world.hostnames()[static_cast<size_t>(m.rank_b)], m.GBps});
+    const std::vector<CounterSnapshot> after = gather_counters(world, monitor, leader, true);
+    PairRetransmissions r;
+    r.a = world.hostnames()[static_cast<size_t>(pair.first)];
+    r.b = world.hostnames()[static_cast<size_t>(pair.second)];
+    const size_t a = node_of(pair.first), b = node_of(pair.second);
+    tcp_segment_deltas(before[a], after[a], r.sent_a, r.retransmitted_a);
+    tcp_segment_deltas(before[b], after[b], r.sent_b, r.retransmitted_b);
+    out.retransmissions.push_back(r);
   }
   monitor.end_phase();
-  std::vector<PairFigure> figures;
-  for (const bench::PairBandwidth& m : measured)
-    figures.push_back({world.hostnames()[static_cast<size_t>(m.rank_a)],
-                       world.hostnames()[static_cast<size_t>(m.rank_b)], m.GBps});
-  return figures;
+  return out;
 }
 
 std::vector<Check> topology_checks(const bench::ClusterTopology& cluster) {
@@ -561,7 +570,7 @@ void cluster_stage(const World& world, PhaseMonitor& monitor, PointToPoint& p2p,
     }
   }
 
-  const std::vector<CounterSnapshot> before = gather_counters(world, monitor, leader);
+  const std::vector<CounterSnapshot> before = gather_counters(world, monitor, leader, false);
   const topo::RankSetPath expected = bench::expected_path_of_run(
       cluster, topo::nccl_environment_from_process(), options.backend != "nccl");
 
@@ -569,18 +578,20 @@ void cluster_stage(const World& world, PhaseMonitor& monitor, PointToPoint& p2p,
   std::vector<std::pair<int, int>> pairs;
   for (const topo::PairRound& round : topo::disjoint_pair_rounds(leaders.size()))
     for (const auto& [a, b] : round) pairs.push_back({leaders[a], leaders[b]});
-  const std::vector<PairFigure> figures =
+  const PairMeasurements measured =
       measure_node_pairs(world, monitor, p2p, pairs, options, "diag stage 3: node pairs");
-  const Localization localization = localize(figures, expected.expected_GBps);
+  const Localization localization = localize(measured.figures, expected.expected_GBps);
   std::map<std::string, int> leader_of_host;
   for (int r : leaders) leader_of_host[world.hostnames()[static_cast<size_t>(r)]] = r;
   std::vector<std::pair<int, int>> retest_pairs;
   for (const auto& [suspect, partner] : localization.retests)
     retest_pairs.push_back({leader_of_host.at(suspect), leader_of_host.at(partner)});
-  const std::vector<PairFigure> retests =
+  const PairMeasurements retests =
       measure_node_pairs(world, monitor, p2p, retest_pairs, options, "diag stage 3: re-tests");
-  if (world.rank() == 0)
-    verdicts.add(judge_localization(localization, retests, expected.expected_GBps));
+  if (world.rank() == 0) {
+    verdicts.add(judge_localization(localization, retests.figures, expected.expected_GBps));
+    verdicts.add(judge_pair_retransmissions(measured.retransmissions));
+  }
 
   // The network's all-reduce: one rank per node (the node leaders), against
   // the slowest path topo expects. With every rank in it, the algorithm's
@@ -649,11 +660,14 @@ void cluster_stage(const World& world, PhaseMonitor& monitor, PointToPoint& p2p,
     }
   }
 
-  const std::vector<CounterSnapshot> after = gather_counters(world, monitor, leader);
+  const std::vector<CounterSnapshot> after = gather_counters(world, monitor, leader, false);
   if (world.rank() == 0) {
     std::vector<std::string> hosts;
     for (int r : leaders) hosts.push_back(world.hostnames()[static_cast<size_t>(r)]);
-    verdicts.add(judge_counter_deltas(hosts, before, after));
+    // IB ports over the whole stage; TCP is judged per pair above (it locates
+    // loss towards a node, which its own counters do not show).
+    for (Check& c : judge_counter_deltas(hosts, before, after))
+      if (c.name != "cluster.tcp_retransmissions") verdicts.add(std::move(c));
   }
 }
 

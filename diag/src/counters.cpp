@@ -401,4 +401,117 @@ std::vector<Check> judge_counter_deltas(const std::vector<std::string>& hosts,
   return checks;
 }
 
+void tcp_segment_deltas(const CounterSnapshot& before, const CounterSnapshot& after, uint64_t& sent,
+                        uint64_t& retransmitted) {
+  auto delta = [&](const std::string& key) -> uint64_t {
+    const auto b = before.values.find(key), a = after.values.find(key);
+    if (b == before.values.end() || a == after.values.end() || a->second < b->second) return 0;
+    return a->second - b->second;
+  };
+  sent = delta("tcp/OutSegs");
+  retransmitted = delta("tcp/RetransSegs");
+}
+
+std::vector<Check> judge_pair_retransmissions(const std::vector<PairRetransmissions>& pairs,
+                                              const CounterOptions& options) {
+  auto rate = [](uint64_t retransmitted, uint64_t sent) {
+    return sent > 0 ? static_cast<double>(retransmitted) / static_cast<double>(sent) : 0.0;
+  };
+  struct Judged {
+    const PairRetransmissions* pair;
+    double rate;  // the higher of the two ends'
+    bool lossy;
+  };
+  std::vector<Judged> judged;
+  for (const PairRetransmissions& p : pairs) {
+    if (p.sent_a + p.sent_b < options.min_segments) continue;
+    const double r = std::max(rate(p.retransmitted_a, p.sent_a), rate(p.retransmitted_b, p.sent_b));
+    judged.push_back({&p, r, r >= options.retransmission_rate});
+  }
+  auto make = [](Status status, std::string host, std::string peer, double measured,
+                 double expected, std::string message, std::string remedy) {
+    Check c;
+    c.stage = Stage::kCluster;
+    c.name = "cluster.packet_loss";
+    c.status = status;
+    c.host = std::move(host);
+    c.peer = std::move(peer);
+    c.measured = measured;
+    c.expected = expected;
+    c.unit = "%";
+    c.message = std::move(message);
+    c.remedy = status == Status::kPass ? "" : std::move(remedy);
+    return c;
+  };
+  const double threshold = options.retransmission_rate * 100;
+  if (judged.empty()) {
+    Check c = make(Status::kSkip, "", "", std::numeric_limits<double>::quiet_NaN(),
+                   std::numeric_limits<double>::quiet_NaN(),
+                   "no node pair sent enough TCP segments to judge retransmissions", "");
+    c.unit.clear();
+    return {c};
+  }
+  // Known good: a node with a clean pair (a pair is lossy if either end is).
+  std::set<std::string> nodes, good;
+  for (const Judged& j : judged) {
+    nodes.insert(j.pair->a);
+    nodes.insert(j.pair->b);
+    if (!j.lossy) {
+      good.insert(j.pair->a);
+      good.insert(j.pair->b);
+    }
+  }
+  const std::string remedy =
+      "packets between this node and the others are lost: check its link (ethtool -S errors and "
+      "drops, the cable and switch port), the MTU on both ends, and any tc qdisc (tc -s qdisc)";
+  std::vector<Check> checks;
+  size_t lossy_pairs = 0;
+  for (const Judged& j : judged) lossy_pairs += j.lossy;
+  if (lossy_pairs == 0) {
+    double worst = 0;
+    for (const Judged& j : judged) worst = std::max(worst, j.rate);
+    return {make(Status::kPass, "", "", worst * 100, threshold,
+                 fmt::format("{} node pairs, none retransmitted {:.2g}% or more of its TCP "
+                             "segments (worst {:.3f}%)",
+                             judged.size(), threshold, worst * 100),
+                 "")};
+  }
+  if (good.empty()) {
+    double lowest = 1;
+    for (const Judged& j : judged) lowest = std::min(lowest, j.rate);
+    return {make(Status::kWarn, "", "", lowest * 100, threshold,
+                 fmt::format("every one of {} node pairs retransmitted at least {:.3f}% of its "
+                             "TCP segments: loss across the whole fabric, not one node",
+                             judged.size(), lowest * 100),
+                 "check the switch (port error counters, buffer drops), the MTU everywhere, and "
+                 "settings every node shares")};
+  }
+  for (const std::string& node : nodes) {
+    if (good.count(node)) continue;
+    std::string evidence;
+    double lowest = 1;
+    for (const Judged& j : judged) {
+      if (j.pair->a != node && j.pair->b != node) continue;
+      const std::string& other = j.pair->a == node ? j.pair->b : j.pair->a;
+      evidence +=
+          fmt::format("{}with {} {:.2f}%", evidence.empty() ? "" : ", ", other, j.rate * 100);
+      lowest = std::min(lowest, j.rate);
+    }
+    checks.push_back(make(Status::kWarn, node, "", lowest * 100, threshold,
+                          fmt::format("every pair with {} retransmitted TCP segments ({}), pairs "
+                                      "without it under {:.2g}%: packets to or from {} are lost",
+                                      node, evidence, threshold, node),
+                          remedy));
+  }
+  for (const Judged& j : judged)
+    if (j.lossy && good.count(j.pair->a) && good.count(j.pair->b))
+      checks.push_back(make(Status::kWarn, j.pair->a, j.pair->b, j.rate * 100, threshold,
+                            fmt::format("the link {} - {} retransmitted {:.2f}% of its TCP "
+                                        "segments while both nodes are clean with others",
+                                        j.pair->a, j.pair->b, j.rate * 100),
+                            "packets on the path between these two nodes are lost: check the "
+                            "switch ports and cables between them"));
+  return checks;
+}
+
 }  // namespace ccscope::diag

@@ -537,5 +537,64 @@ TEST(CounterText, RoundTripsAndRejectsBadText) {
   EXPECT_THROW(serialize(spaced), std::invalid_argument);
 }
 
+// Loss into node1 (1% of what is sent to it): its partners retransmit while
+// sending to it, so the pairs, not the counting ends, point at node1.
+TEST(PairRetransmissions, LossIntoOneNodeNamesIt) {
+  const std::vector<PairRetransmissions> pairs = {
+      {"node0", "node1", 10000, 100, 5000, 0},  // node0 -> node1: 1% retransmitted
+      {"node0", "node2", 10000, 0, 10000, 1},
+      {"node1", "node2", 5000, 0, 10000, 95},  // node2 -> node1
+  };
+  const std::vector<Check> checks = judge_pair_retransmissions(pairs);
+  ASSERT_EQ(checks.size(), 1u);
+  EXPECT_EQ(checks[0].name, "cluster.packet_loss");
+  EXPECT_EQ(checks[0].status, Status::kWarn);
+  EXPECT_EQ(checks[0].host, "node1");
+  EXPECT_NEAR(checks[0].measured, 0.95, 1e-9);  // its cleaner pair's rate, in %
+  EXPECT_NE(checks[0].message.find("with node0 1.00%"), std::string::npos) << checks[0].message;
+}
+
+TEST(PairRetransmissions, CleanPairsPassAndALossyLinkIsALink) {
+  std::vector<PairRetransmissions> pairs = {
+      {"a", "b", 10000, 2, 10000, 0}, {"a", "c", 10000, 0, 10000, 0},
+      {"b", "c", 10000, 0, 10000, 0}, {"a", "d", 10000, 0, 10000, 0},
+      {"b", "d", 10000, 0, 10000, 0}, {"c", "d", 10000, 0, 10000, 3}};
+  std::vector<Check> checks = judge_pair_retransmissions(pairs);
+  ASSERT_EQ(checks.size(), 1u);
+  EXPECT_EQ(checks[0].status, Status::kPass);
+  pairs[0].retransmitted_a = 200;  // a-b at 2%, a and b clean with c and d
+  checks = judge_pair_retransmissions(pairs);
+  ASSERT_EQ(checks.size(), 1u);
+  EXPECT_EQ(checks[0].status, Status::kWarn);
+  EXPECT_EQ(checks[0].host, "a");
+  EXPECT_EQ(checks[0].peer, "b");
+}
+
+TEST(PairRetransmissions, EveryPairLossyIsTheFabricAndTooLittleTrafficSkips) {
+  std::vector<PairRetransmissions> pairs = {{"a", "b", 10000, 100, 10000, 0},
+                                            {"a", "c", 10000, 100, 10000, 0},
+                                            {"b", "c", 10000, 100, 10000, 0}};
+  std::vector<Check> checks = judge_pair_retransmissions(pairs);
+  ASSERT_EQ(checks.size(), 1u);
+  EXPECT_EQ(checks[0].status, Status::kWarn);
+  EXPECT_EQ(checks[0].host, "");
+  for (auto& p : pairs) p.sent_a = p.sent_b = 10;
+  checks = judge_pair_retransmissions(pairs);
+  ASSERT_EQ(checks.size(), 1u);
+  EXPECT_EQ(checks[0].status, Status::kSkip);
+}
+
+TEST(PairRetransmissions, DeltasIgnoreMissingAndResetCounters) {
+  CounterSnapshot before, after;
+  before.values = {{"tcp/OutSegs", 100}, {"tcp/RetransSegs", 5}};
+  after.values = {{"tcp/OutSegs", 1100}, {"tcp/RetransSegs", 3}};
+  uint64_t sent = 0, retransmitted = 7;
+  tcp_segment_deltas(before, after, sent, retransmitted);
+  EXPECT_EQ(sent, 1000u);
+  EXPECT_EQ(retransmitted, 0u);  // went down: a reset, not a negative delta
+  tcp_segment_deltas({}, after, sent, retransmitted);
+  EXPECT_EQ(sent, 0u);
+}
+
 }  // namespace
 }  // namespace ccscope::diag

@@ -6,6 +6,8 @@
 #    with timings);
 #  - node1's link at 1/5 of the rate: cluster.slow_node FAILs naming node1 and
 #    no other node, exit 1;
+#  - 1% of the packets to node1 lost: a WARN names node1 (cluster.packet_loss),
+#    and no other node;
 #  - CCSCOPE_TEST_CLOCK_OFFSET=node2=50: cluster.clock_offset WARNs naming node2;
 #  - --test-corrupt-rank 3: stage 2 FAILs on node1 (rank 3's node) and the
 #    checklist stops there (exit 1, no stage 3);
@@ -56,6 +58,13 @@ diag_run slow -- --stages 3
 named=$(rows_with slow FAIL | awk '$1 == "cluster.slow_node" {print $2}' | sort -u | xargs)
 [[ $named == node1 ]] || { show slow; fail "slow link: cluster.slow_node names '$named', want node1"; }
 vc fault link 1 rate=100mbit
+
+# 1% of the packets to node1 lost: its partners retransmit, the pairs name node1.
+vc fault link 1 loss=1%
+diag_run loss -- --stages 3
+named=$( { rows_with loss WARN; rows_with loss FAIL; } | awk '$2 != "" {print $2}' | sort -u | xargs)
+[[ $named == node1 ]] || { show loss; fail "1% loss on node1: findings name '$named', want node1 only"; }
+vc fault link 1 loss=0%
 
 # A clock 50 ms ahead on node2.
 diag_run clock CCSCOPE_TEST_CLOCK_OFFSET=node2=50 -- --stages 3

@@ -69,4 +69,28 @@ std::vector<Check> judge_counter_deltas(const std::vector<std::string>& hosts,
                                         const std::vector<CounterSnapshot>& after,
                                         const CounterOptions& options = {});
 
+// The TCP retransmissions of one node pair's transfers (node pairs are measured
+// one at a time, so each pair's counter deltas are its own): per end, the
+// segments it sent and retransmitted meanwhile.
+struct PairRetransmissions {
+  std::string a, b;
+  uint64_t sent_a = 0, retransmitted_a = 0;
+  uint64_t sent_b = 0, retransmitted_b = 0;
+};
+// The delta of RetransSegs and OutSegs between two snapshots (0 when a counter
+// is missing or went down).
+void tcp_segment_deltas(const CounterSnapshot& before, const CounterSnapshot& after, uint64_t& sent,
+                        uint64_t& retransmitted);
+
+// cluster.packet_loss, named like a slow node: a pair is lossy when either
+// end retransmitted at least options.retransmission_rate of what it sent
+// (segments lost towards a node are retransmitted by the node sending to it,
+// so the pair, not the counting end, locates the loss). A node all of whose
+// pairs are lossy: WARN naming it, with its pairs' rates; a lossy pair whose
+// ends both have clean pairs: WARN on that link (host, peer); every pair
+// lossy: one cluster-wide WARN. PASS when none is lossy; SKIP when no pair
+// sent options.min_segments.
+std::vector<Check> judge_pair_retransmissions(const std::vector<PairRetransmissions>& pairs,
+                                              const CounterOptions& options = {});
+
 }  // namespace ccscope::diag
