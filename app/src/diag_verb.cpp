@@ -255,6 +255,10 @@ int run_diag(const DiagFlags& flags, const std::vector<Stage>& stages) {
         fmt::format("--backend nccl: rank {} ({}) has no usable GPU or this build "
                     "has no NCCL; use --backend mpi",
                     world.rank(), world.hostname()));
+  // A non-blocking NCCL init (ncclCommGetAsyncError polled under a bound), so
+  // that a rank stuck in communicator creation is cut short like any wait.
+  if (options.backend == "nccl" && std::getenv("NCCL_COMM_BLOCKING") == nullptr)
+    ::setenv("NCCL_COMM_BLOCKING", "0", 1);
   std::string nccl_log;
   if (options.backend == "nccl" && std::getenv("NCCL_DEBUG") == nullptr) {
     nccl_log = nccl_debug_file(world);
