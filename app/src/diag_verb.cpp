@@ -43,6 +43,8 @@ using diag::Status;
 constexpr const char* kDiagVerb = "diag";
 constexpr int kExitFailed = 1;
 constexpr int kExitHang = 3;
+// The exit-code gauge while the run goes on (or after it was cut short).
+constexpr int kRunning = -1;
 
 struct DiagFlags {
   std::vector<std::string> stages;
@@ -72,6 +74,8 @@ std::vector<Stage> parse_stages(const std::vector<std::string>& words) {
                        "' is no stage; name 1-4 or rank, node, cluster, scaling (e.g. 1,2 or 2-4)");
     };
     const size_t dash = item.find('-');
+    if (dash != std::string::npos && (dash == 0 || dash + 1 == item.size()))
+      throw UsageError("--stages: '" + item + "': a range needs both ends, e.g. 2-4");
     if (dash != std::string::npos) {
       const int from = stage_of(item.substr(0, dash)), to = stage_of(item.substr(dash + 1));
       if (from > to)
@@ -85,6 +89,7 @@ std::vector<Stage> parse_stages(const std::vector<std::string>& words) {
   std::vector<Stage> stages;
   for (int i = 1; i <= 4; ++i)
     if (chosen[static_cast<size_t>(i)]) stages.push_back(static_cast<Stage>(i));
+  if (stages.empty()) throw UsageError("--stages names no stage; e.g. 1,2 or 2-4");
   return stages;
 }
 
@@ -160,7 +165,7 @@ class DiagOutputs {
           "stage %d %s: %s (%.1f s)\n\n", static_cast<int>(stage), diag::stage_name(stage),
           diag::status_name(status),
           std::chrono::duration<double>(std::chrono::steady_clock::now() - stage_started_).count());
-    write_documents(false, 0, 0);
+    write_documents(false, kRunning, 0);
   }
   void write_documents(bool complete, int exit_code, double seconds) {
     if (json_target_)
@@ -232,35 +237,51 @@ int run_diag(const DiagFlags& flags, const std::vector<Stage>& stages) {
   options.train_steps = flags.train_steps;
   options.node_bytes = options.cluster_bytes = options.pair_bytes = *parse_size(flags.bytes);
   options.corrupt_rank = flags.test_corrupt_rank;
-  if (flags.test_corrupt_rank >= world.size())
+  // A launcher that started N processes which each see a world of one (an
+  // mpiexec of another MPI than ccscope's) would write N copies of each file.
+  if (const int launched = launcher_rank_count(); launched > 1 && launched != world.size())
+    return fail_usage(
+        fmt::format("the launcher started {} processes but MPI sees a world of {}: launch with the "
+                    "mpiexec of the MPI ccscope was built with ({})",
+                    launched, world.size(), MpiSession::library_version()));
+  if (flags.test_corrupt_rank < -1 || flags.test_corrupt_rank >= world.size())
     return fail_usage(fmt::format("--test-corrupt-rank {} is out of range for {} ranks",
                                   flags.test_corrupt_rank, world.size()));
+  // Whatever one rank finds wrong, every rank returns: a rank leaving alone
+  // would leave the others waiting in the next collective.
+  std::string problem;
   try {
     const char* offset = std::getenv("CCSCOPE_TEST_CLOCK_OFFSET");
     options.injected_clock_offset_s =
         offset ? diag::injected_clock_offset_s(offset, world.hostname()) : 0;
   } catch (const std::exception& e) {
-    return fail_usage(e.what());
+    problem = fmt::format("rank {} ({}): {}", world.rank(), world.hostname(), e.what());
   }
   // The backend: NCCL when every rank has a GPU of its own (or --isolate-ranks), else MPI.
   options.backend = flags.backend;
-  if (options.backend.empty()) {
-    const bool usable =
-        nccl_backend_usable() && (flags.isolate_ranks || visible_gpu_count() >= world.local_size());
-    options.backend =
-        world.all_reduce_sum(static_cast<int64_t>(usable)) == world.size() ? "nccl" : "mpi";
-  }
-  if (options.backend == "nccl" && !nccl_backend_usable())
-    return fail_usage(
-        fmt::format("--backend nccl: rank {} ({}) has no usable GPU or this build "
-                    "has no NCCL; use --backend mpi",
-                    world.rank(), world.hostname()));
+  const bool usable =
+      nccl_backend_usable() && (flags.isolate_ranks || visible_gpu_count() >= world.local_size());
+  const bool all_usable = world.all_reduce_sum(static_cast<int64_t>(usable)) == world.size();
+  if (options.backend.empty()) options.backend = all_usable ? "nccl" : "mpi";
+  if (options.backend == "nccl" && !nccl_backend_usable() && problem.empty())
+    problem = fmt::format(
+        "--backend nccl: rank {} ({}) has no usable GPU or this build has no "
+        "NCCL; use --backend mpi",
+        world.rank(), world.hostname());
+  const std::vector<std::string> problems = world.all_gather(problem);
+  for (const std::string& p : problems)
+    if (!p.empty()) return fail_usage(p);
+
   // A non-blocking NCCL init (ncclCommGetAsyncError polled under a bound), so
   // that a rank stuck in communicator creation is cut short like any wait.
   if (options.backend == "nccl" && std::getenv("NCCL_COMM_BLOCKING") == nullptr)
     ::setenv("NCCL_COMM_BLOCKING", "0", 1);
+  // NCCL's own log of the run, unless the user set NCCL_DEBUG on any rank
+  // (agreed: the analysis gathers over every rank).
   std::string nccl_log;
-  if (options.backend == "nccl" && std::getenv("NCCL_DEBUG") == nullptr) {
+  const bool user_nccl_debug =
+      world.all_reduce_sum(static_cast<int64_t>(std::getenv("NCCL_DEBUG") != nullptr)) > 0;
+  if (options.backend == "nccl" && !user_nccl_debug) {
     nccl_log = nccl_debug_file(world);
     ::setenv("NCCL_DEBUG", "INFO", 1);
     ::setenv("NCCL_DEBUG_FILE", nccl_log.c_str(), 1);
@@ -418,7 +439,6 @@ int diag_verb(const std::vector<std::string>& args, const std::vector<std::strin
     if (!flags.json.empty()) outputs.push_back({"--json", flags.json});
     if (!flags.prometheus.empty()) outputs.push_back({"--prometheus", flags.prometheus});
     reports::refuse_same_file(outputs);
-    for (const auto& [what, path] : outputs) (void)reports::resolve_output(path);
   } catch (const std::exception& e) {
     return bench::launcher_says_rank_zero() ? usage_error(kDiagVerb, e.what()) : kExitUsage;
   }

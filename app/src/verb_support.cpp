@@ -8,6 +8,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "ccscope/bench/benchmark.h"
+
 namespace ccscope::app {
 
 int usage_error(const char* verb, const std::string& what) {
@@ -20,10 +22,11 @@ std::optional<int> parse_flags(CLI::App& app, const char* verb, std::vector<std:
   try {
     app.parse(args);
   } catch (const CLI::CallForHelp&) {
-    std::printf("%s", app.help().c_str());
+    // Under a launcher every rank parses: rank 0 alone speaks.
+    if (bench::launcher_says_rank_zero()) std::printf("%s", app.help().c_str());
     return 0;
   } catch (const CLI::ParseError& e) {
-    return usage_error(verb, e.what());
+    return bench::launcher_says_rank_zero() ? usage_error(verb, e.what()) : kExitUsage;
   }
   return std::nullopt;
 }

@@ -78,18 +78,20 @@ std::string prometheus_text(const std::vector<Check>& checks, const PrometheusRu
       out += fmt::format("ccscope_diag_check_expected{{{},unit=\"{}\"}} {}\n", key,
                          escape_label(c.unit), number(c.expected));
   }
+  // A stage's worst verdict; -1 when all its checks were SKIPped.
   std::map<Stage, int> stages;
   for (const Check& c : checks) {
-    const int v = std::max(0, status_value(c.status));
+    const int v = status_value(c.status);
     auto [it, inserted] = stages.emplace(c.stage, v);
     if (!inserted) it->second = std::max(it->second, v);
   }
   family(out, "ccscope_diag_stage_status",
-         "Worst verdict per checklist stage: 0 PASS, 1 WARN, 2 FAIL.");
+         "Worst verdict per checklist stage: 0 PASS, 1 WARN, 2 FAIL, -1 all SKIP.");
   for (const auto& [stage, v] : stages)
     out += fmt::format("ccscope_diag_stage_status{{stage=\"{}\"}} {}\n", stage_name(stage), v);
   family(out, "ccscope_diag_exit_code",
-         "ccscope diag's exit code: 0 pass, 1 a FAIL, 3 a hang cut short.");
+         "ccscope diag's exit code: 0 pass, 1 a FAIL; -1 while it runs (and when a hang or a death "
+         "cut it short).");
   out += fmt::format("ccscope_diag_exit_code {}\n", run.exit_code);
   family(out, "ccscope_diag_duration_seconds", "Time from start to verdict.");
   out += fmt::format("ccscope_diag_duration_seconds {}\n", number(run.seconds));

@@ -11,7 +11,7 @@ namespace ccscope::diag {
 
 struct PrometheusRun {
   double finished_unix_s = 0;  // when the run ended (a gauge, for staleness alerts)
-  int exit_code = 0;
+  int exit_code = 0;  // -1: still running, or the run was cut short before its end
   double seconds = 0;  // time to the verdict
 };
 
