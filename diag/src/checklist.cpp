@@ -188,9 +188,21 @@ std::vector<int> node_leaders(const World& world) {
 
 void rank_stage(const World& world, PhaseMonitor& monitor, PointToPoint& p2p,
                 const ChecklistOptions& options, StageVerdicts& verdicts) {
+  // One local rank of each node at a time (the same local rank on every node
+  // at once): a rank's cores and memory as it has them alone, comparable
+  // across ranks and nodes. All of a node's ranks at once would measure how
+  // the scheduler shares the node, which is noise when ranks outnumber cores.
   monitor.begin_phase("diag stage 1: GEMM and memory bandwidth");
-  const GemmFigure gemm = measure_gemm(512, 5);
-  const MemoryFigure memory = measure_memory_bandwidth(size_t{4} << 20, 5);
+  GemmFigure gemm;
+  MemoryFigure memory;
+  for (int turn = 0; turn < world.max_ranks_per_node(); ++turn) {
+    if (turn == world.local_rank()) {
+      gemm = measure_gemm(256, 5);
+      memory = measure_memory_bandwidth(size_t{2} << 20, 5);
+    }
+    monitor.operation_started();
+    world.sleeping_barrier(options.timeout);
+  }
   monitor.end_phase();
 
   // A 1-rank all-reduce, every element checked (bench's sweep over a group of one).
@@ -260,7 +272,7 @@ void rank_stage(const World& world, PhaseMonitor& monitor, PointToPoint& p2p,
     if (f["gemm_wrong"].get<size_t>() > 0)
       verdicts.add(make_check(
           Stage::kRank, "rank.gemm_correct", Status::kFail, host, rank,
-          fmt::format("{} of 512 x 512 GEMM outputs wrong", f["gemm_wrong"].get<size_t>()),
+          fmt::format("{} of 256 x 256 GEMM outputs wrong", f["gemm_wrong"].get<size_t>()),
           "the BLAS library or the CPU computes wrong results: check the "
           "OpenBLAS build and the machine's memory (memtest, EDAC counters)"));
     if (f["memory_wrong"].get<size_t>() > 0)

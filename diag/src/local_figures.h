@@ -15,6 +15,7 @@ GemmFigure measure_gemm(size_t n, int repetitions);
 
 struct MemoryFigure {
   double GBps = 0;  // STREAM triad a = b + s c: 3 x 8 bytes per element over the best time
+                    // (repeated for at least 0.3 s)
   size_t wrong = 0;
 };
 MemoryFigure measure_memory_bandwidth(size_t elements, int repetitions);
