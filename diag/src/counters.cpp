@@ -414,19 +414,23 @@ void tcp_segment_deltas(const CounterSnapshot& before, const CounterSnapshot& af
 
 std::vector<Check> judge_pair_retransmissions(const std::vector<PairRetransmissions>& pairs,
                                               const CounterOptions& options) {
-  auto rate = [](uint64_t retransmitted, uint64_t sent) {
-    return sent > 0 ? static_cast<double>(retransmitted) / static_cast<double>(sent) : 0.0;
+  // One figure per direction: what the sending end retransmitted of what it
+  // sent while the pair ran (a lost segment is retransmitted by its sender).
+  struct Direction {
+    std::string from, to;
+    double rate;
   };
-  struct Judged {
-    const PairRetransmissions* pair;
-    double rate;  // the higher of the two ends'
-    bool lossy;
-  };
-  std::vector<Judged> judged;
+  std::vector<Direction> directions;
+  std::set<std::string> nodes;
   for (const PairRetransmissions& p : pairs) {
     if (p.sent_a + p.sent_b < options.min_segments) continue;
-    const double r = std::max(rate(p.retransmitted_a, p.sent_a), rate(p.retransmitted_b, p.sent_b));
-    judged.push_back({&p, r, r >= options.retransmission_rate});
+    auto rate = [](uint64_t retransmitted, uint64_t sent) {
+      return sent > 0 ? static_cast<double>(retransmitted) / static_cast<double>(sent) : 0.0;
+    };
+    directions.push_back({p.a, p.b, rate(p.retransmitted_a, p.sent_a)});
+    directions.push_back({p.b, p.a, rate(p.retransmitted_b, p.sent_b)});
+    nodes.insert(p.a);
+    nodes.insert(p.b);
   }
   auto make = [](Status status, std::string host, std::string peer, double measured,
                  double expected, std::string message, std::string remedy) {
@@ -443,74 +447,77 @@ std::vector<Check> judge_pair_retransmissions(const std::vector<PairRetransmissi
     c.remedy = status == Status::kPass ? "" : std::move(remedy);
     return c;
   };
-  const double threshold = options.retransmission_rate * 100;
-  if (judged.empty()) {
+  if (directions.empty()) {
     Check c = make(Status::kSkip, "", "", std::numeric_limits<double>::quiet_NaN(),
                    std::numeric_limits<double>::quiet_NaN(),
                    "no node pair sent enough TCP segments to judge retransmissions", "");
     c.unit.clear();
     return {c};
   }
-  // Known good: a node with a clean pair (a pair is lossy if either end is).
-  std::set<std::string> nodes, good;
-  for (const Judged& j : judged) {
-    nodes.insert(j.pair->a);
-    nodes.insert(j.pair->b);
-    if (!j.lossy) {
-      good.insert(j.pair->a);
-      good.insert(j.pair->b);
+  const double threshold = options.retransmission_rate * 100;
+  // A node is named when every direction into it (or out of it) retransmits
+  // at least the floor rate and clearly more (outlier_factor x) than every
+  // direction that does not touch it: the loss has that node in common.
+  std::vector<Check> checks;
+  if (nodes.size() > 2) {
+    for (const std::string& node : nodes) {
+      for (bool into : {true, false}) {
+        double lowest = 1, others = 0;
+        std::string evidence;
+        for (const Direction& d : directions) {
+          const bool touches = d.from == node || d.to == node;
+          if (!touches) {
+            others = std::max(others, d.rate);
+          } else if ((into ? d.to : d.from) == node) {
+            lowest = std::min(lowest, d.rate);
+            evidence += fmt::format("{}{} {} {:.2f}%", evidence.empty() ? "" : ", ",
+                                    into ? "from" : "to", into ? d.from : d.to, d.rate * 100);
+          }
+        }
+        if (lowest < options.outlier_floor_rate || lowest < options.outlier_factor * others)
+          continue;
+        checks.push_back(
+            make(Status::kWarn, node, "", lowest * 100, others * 100,
+                 fmt::format("TCP segments {} {} are retransmitted ({}), the directions without it "
+                             "at most {:.2f}%: packets {} {} are lost",
+                             into ? "sent to" : "sent by", node, evidence, others * 100,
+                             into ? "to" : "from", node),
+                 "packets between this node and the others are lost: check its link (ethtool -S "
+                 "errors and drops, the cable and switch port), the MTU on both ends, and any tc "
+                 "qdisc (tc -s qdisc)"));
+        break;  // into or out of: one finding per node
+      }
     }
   }
-  const std::string remedy =
-      "packets between this node and the others are lost: check its link (ethtool -S errors and "
-      "drops, the cable and switch port), the MTU on both ends, and any tc qdisc (tc -s qdisc)";
-  std::vector<Check> checks;
-  size_t lossy_pairs = 0;
-  for (const Judged& j : judged) lossy_pairs += j.lossy;
-  if (lossy_pairs == 0) {
-    double worst = 0;
-    for (const Judged& j : judged) worst = std::max(worst, j.rate);
-    return {make(Status::kPass, "", "", worst * 100, threshold,
-                 fmt::format("{} node pairs, none retransmitted {:.2g}% or more of its TCP "
-                             "segments (worst {:.3f}%)",
-                             judged.size(), threshold, worst * 100),
-                 "")};
+  if (!checks.empty()) return checks;
+  size_t lossy = 0;
+  double worst = 0, lowest = 1;
+  for (const Direction& d : directions) {
+    lossy += d.rate >= options.retransmission_rate;
+    worst = std::max(worst, d.rate);
+    lowest = std::min(lowest, d.rate);
   }
-  if (good.empty()) {
-    double lowest = 1;
-    for (const Judged& j : judged) lowest = std::min(lowest, j.rate);
+  if (lossy == 0)
+    return {make(Status::kPass, "", "", worst * 100, threshold,
+                 fmt::format("{} directions between {} nodes, none retransmitted {:.2g}% or more "
+                             "of its TCP segments (worst {:.3f}%)",
+                             directions.size(), nodes.size(), threshold, worst * 100),
+                 "")};
+  if (lossy == directions.size() && nodes.size() > 2)
     return {make(Status::kWarn, "", "", lowest * 100, threshold,
-                 fmt::format("every one of {} node pairs retransmitted at least {:.3f}% of its "
-                             "TCP segments: loss across the whole fabric, not one node",
-                             judged.size(), lowest * 100),
+                 fmt::format("every direction between {} nodes retransmitted at least {:.3f}% of "
+                             "its TCP segments: loss across the whole fabric, not one node",
+                             nodes.size(), lowest * 100),
                  "check the switch (port error counters, buffer drops), the MTU everywhere, and "
                  "settings every node shares")};
-  }
-  for (const std::string& node : nodes) {
-    if (good.count(node)) continue;
-    std::string evidence;
-    double lowest = 1;
-    for (const Judged& j : judged) {
-      if (j.pair->a != node && j.pair->b != node) continue;
-      const std::string& other = j.pair->a == node ? j.pair->b : j.pair->a;
-      evidence +=
-          fmt::format("{}with {} {:.2f}%", evidence.empty() ? "" : ", ", other, j.rate * 100);
-      lowest = std::min(lowest, j.rate);
-    }
-    checks.push_back(make(Status::kWarn, node, "", lowest * 100, threshold,
-                          fmt::format("every pair with {} retransmitted TCP segments ({}), pairs "
-                                      "without it under {:.2g}%: packets to or from {} are lost",
-                                      node, evidence, threshold, node),
-                          remedy));
-  }
-  for (const Judged& j : judged)
-    if (j.lossy && good.count(j.pair->a) && good.count(j.pair->b))
-      checks.push_back(make(Status::kWarn, j.pair->a, j.pair->b, j.rate * 100, threshold,
-                            fmt::format("the link {} - {} retransmitted {:.2f}% of its TCP "
-                                        "segments while both nodes are clean with others",
-                                        j.pair->a, j.pair->b, j.rate * 100),
-                            "packets on the path between these two nodes are lost: check the "
-                            "switch ports and cables between them"));
+  for (const Direction& d : directions)
+    if (d.rate >= options.retransmission_rate)
+      checks.push_back(make(
+          Status::kWarn, d.from, d.to, d.rate * 100, threshold,
+          fmt::format("{} retransmitted {:.2f}% of its TCP segments to {}{}", d.from, d.rate * 100,
+                      d.to, nodes.size() == 2 ? " (two nodes: either end's link)" : ""),
+          "packets on the path between these two nodes are lost: check the "
+          "switch ports and cables between them"));
   return checks;
 }
 

@@ -561,7 +561,8 @@ TEST(PairRetransmissions, LossIntoOneNodeNamesIt) {
   EXPECT_EQ(checks[0].status, Status::kWarn);
   EXPECT_EQ(checks[0].host, "node1");
   EXPECT_NEAR(checks[0].measured, 0.95, 1e-9);  // its cleaner pair's rate, in %
-  EXPECT_NE(checks[0].message.find("with node0 1.00%"), std::string::npos) << checks[0].message;
+  EXPECT_NE(checks[0].message.find("from node0 1.00%"), std::string::npos) << checks[0].message;
+  EXPECT_NE(checks[0].message.find("sent to node1"), std::string::npos) << checks[0].message;
 }
 
 TEST(PairRetransmissions, CleanPairsPassAndALossyLinkIsALink) {
@@ -581,9 +582,9 @@ TEST(PairRetransmissions, CleanPairsPassAndALossyLinkIsALink) {
 }
 
 TEST(PairRetransmissions, EveryPairLossyIsTheFabricAndTooLittleTrafficSkips) {
-  std::vector<PairRetransmissions> pairs = {{"a", "b", 10000, 100, 10000, 0},
-                                            {"a", "c", 10000, 100, 10000, 0},
-                                            {"b", "c", 10000, 100, 10000, 0}};
+  std::vector<PairRetransmissions> pairs = {{"a", "b", 10000, 100, 10000, 100},
+                                            {"a", "c", 10000, 100, 10000, 100},
+                                            {"b", "c", 10000, 100, 10000, 100}};
   std::vector<Check> checks = judge_pair_retransmissions(pairs);
   ASSERT_EQ(checks.size(), 1u);
   EXPECT_EQ(checks[0].status, Status::kWarn);
@@ -592,6 +593,19 @@ TEST(PairRetransmissions, EveryPairLossyIsTheFabricAndTooLittleTrafficSkips) {
   checks = judge_pair_retransmissions(pairs);
   ASSERT_EQ(checks.size(), 1u);
   EXPECT_EQ(checks[0].status, Status::kSkip);
+}
+
+// Loss out of node2 (what it sends is lost): it retransmits in every pair,
+// the others do not.
+TEST(PairRetransmissions, LossOutOfOneNodeNamesIt) {
+  const std::vector<Check> checks = judge_pair_retransmissions({
+      {"node0", "node1", 10000, 0, 10000, 2},
+      {"node0", "node2", 10000, 1, 10000, 40},  // node2 -> node0: 0.4%
+      {"node1", "node2", 10000, 0, 10000, 90},
+  });
+  ASSERT_EQ(checks.size(), 1u);
+  EXPECT_EQ(checks[0].host, "node2");
+  EXPECT_NE(checks[0].message.find("sent by node2"), std::string::npos) << checks[0].message;
 }
 
 TEST(PairRetransmissions, DeltasIgnoreMissingAndResetCounters) {

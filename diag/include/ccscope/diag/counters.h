@@ -82,13 +82,14 @@ struct PairRetransmissions {
 void tcp_segment_deltas(const CounterSnapshot& before, const CounterSnapshot& after, uint64_t& sent,
                         uint64_t& retransmitted);
 
-// cluster.packet_loss, named like a slow node: a pair is lossy when either
-// end retransmitted at least options.retransmission_rate of what it sent
-// (segments lost towards a node are retransmitted by the node sending to it,
-// so the pair, not the counting end, locates the loss). A node all of whose
-// pairs are lossy: WARN naming it, with its pairs' rates; a lossy pair whose
-// ends both have clean pairs: WARN on that link (host, peer); every pair
-// lossy: one cluster-wide WARN. PASS when none is lossy; SKIP when no pair
+// cluster.packet_loss, per direction (a -> b: what a retransmitted of what it
+// sent during the pair; a segment lost on the way to b is retransmitted by a).
+// A node is named (WARN) when every direction into it, or every direction out
+// of it, retransmits at least options.outlier_floor_rate and outlier_factor
+// times more than any direction that does not touch it: the loss has that
+// node in common, whichever end counted it. Otherwise a direction at or above
+// options.retransmission_rate is a WARN on that link (host, peer), every
+// direction so is one cluster-wide WARN; PASS when none; SKIP when no pair
 // sent options.min_segments.
 std::vector<Check> judge_pair_retransmissions(const std::vector<PairRetransmissions>& pairs,
                                               const CounterOptions& options = {});
