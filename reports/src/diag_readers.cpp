@@ -25,14 +25,6 @@ constexpr std::string_view kSchemaPrefix = "ccscope.diag_check/";
 // holds no record.
 const char* const kColumns[] = {"run_id", "stage", "check", "status"};
 
-std::string_view next_line(std::string_view text, size_t& pos) {
-  const size_t end = std::min(text.find('\n', pos), text.size());
-  std::string_view line = text.substr(pos, end - pos);
-  pos = end + 1;
-  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-  return line;
-}
-
 bool has_column(const std::vector<std::string>& header, const char* name) {
   return std::find(header.begin(), header.end(), name) != header.end();
 }
@@ -41,29 +33,12 @@ bool has_column(const std::vector<std::string>& header, const char* name) {
 // header has the kind's columns. Schema ids hold no character CSV quotes, so
 // the first record is read as is.
 bool is_diag_csv(std::string_view text) {
-  size_t pos = 0;
-  std::string_view header;
-  while (pos < text.size() && (header = next_line(text, pos)).empty()) {
-  }
-  if (!(header.starts_with("schema,") || header.starts_with("\"schema\","))) return false;
-  std::string_view row;
-  while (pos < text.size() && (row = next_line(text, pos)).empty()) {
-  }
-  if (row.empty()) {
-    std::vector<records::CsvRecordLine> head;
-    try {
-      head = records::parse_csv(header);
-    } catch (const records::CsvError&) {
-      return false;
-    }
-    return !head.empty() &&
-           std::all_of(std::begin(kColumns), std::end(kColumns),
-                       [&](const char* c) { return has_column(head[0].fields, c); });
-  }
-  std::string_view cell = row.substr(0, row.find(','));
-  if (cell.size() >= 2 && cell.front() == '"' && cell.back() == '"')
-    cell = cell.substr(1, cell.size() - 2);
-  return cell.starts_with(kSchemaPrefix);
+  const std::optional<CsvKindHead> head = csv_kind_head(text);
+  if (!head) return false;
+  if (head->first_schema.empty())
+    return std::all_of(std::begin(kColumns), std::end(kColumns),
+                       [&](const char* c) { return has_column(head->header_columns, c); });
+  return std::string_view(head->first_schema).starts_with(kSchemaPrefix);
 }
 
 // A JSON object whose "schema" names the kind. The document is parsed only

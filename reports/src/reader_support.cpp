@@ -7,6 +7,7 @@
 #include <map>
 #include <sstream>
 
+#include "ccscope/records/schema.h"
 #include "ccscope/reports/user_files.h"
 
 namespace ccscope::reports::detail {
@@ -429,6 +430,40 @@ void note_foreign_lines(LoadedRun& run, size_t skipped, std::string_view kinds, 
     run.notes.push_back(std::to_string(prefixed) + " " + std::string(tool) +
                         " lines read without their log prefix (mpirun --tag-output, srun "
                         "--label, time stamps)");
+}
+
+std::optional<CsvKindHead> csv_kind_head(std::string_view text) {
+  auto next_line = [&](size_t& pos) {
+    const size_t end = std::min(text.find('\n', pos), text.size());
+    std::string_view line = text.substr(pos, end - pos);
+    pos = end + 1;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    return line;
+  };
+  size_t pos = 0;
+  std::string_view header;
+  while (pos < text.size() && (header = next_line(pos)).empty()) {
+  }
+  if (!(header.starts_with("schema,") || header.starts_with("\"schema\","))) return std::nullopt;
+  std::string_view row;
+  while (pos < text.size() && (row = next_line(pos)).empty()) {
+  }
+  CsvKindHead head;
+  if (row.empty()) {
+    try {
+      const std::vector<records::CsvRecordLine> lines = records::parse_csv(header);
+      if (lines.empty()) return std::nullopt;
+      head.header_columns = lines.front().fields;
+    } catch (const records::CsvError&) {
+      return std::nullopt;
+    }
+    return head;
+  }
+  std::string_view cell = row.substr(0, row.find(','));
+  if (cell.size() >= 2 && cell.front() == '"' && cell.back() == '"')
+    cell = cell.substr(1, cell.size() - 2);
+  head.first_schema = std::string(cell);
+  return head;
 }
 
 }  // namespace ccscope::reports::detail

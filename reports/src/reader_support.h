@@ -18,6 +18,17 @@ using nlohmann::json;
 
 [[noreturn]] void fail(const std::string& where, const std::string& what);
 // "file:line" for messages, the path made printable.
+// How a ccscope CSV of a record kind says which kind it is (training and
+// diag files beside bench ones): nullopt when the first non-empty line is not
+// a header starting with the schema column; else the first record's schema
+// cell (unquoted; schema ids hold no character CSV quotes), or, when the header
+// is followed by no record, "" and the header's columns.
+struct CsvKindHead {
+  std::string first_schema;
+  std::vector<std::string> header_columns;  // only when there is no record
+};
+std::optional<CsvKindHead> csv_kind_head(std::string_view text);
+
 std::string at(const std::string& path, size_t line);
 std::string trim(std::string_view s);
 std::vector<std::string> split_ws(const std::string& line);

@@ -32,14 +32,6 @@ std::string kind_name(const TrainingKind& kind) {
 }
 
 // The next line of `text` from `pos` (without its line break); pos moves past it.
-std::string_view next_line(std::string_view text, size_t& pos) {
-  const size_t end = std::min(text.find('\n', pos), text.size());
-  std::string_view line = text.substr(pos, end - pos);
-  pos = end + 1;
-  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-  return line;
-}
-
 bool has_columns(const std::vector<std::string>& header, const std::vector<const char*>& names) {
   return std::all_of(names.begin(), names.end(), [&](const char* name) {
     return std::find(header.begin(), header.end(), name) != header.end();
@@ -50,31 +42,15 @@ bool has_columns(const std::vector<std::string>& header, const std::vector<const
 // when the header is followed by no record, from the header's columns. Schema
 // ids hold no character CSV quotes, so the first record is read as is.
 const TrainingKind* training_kind(std::string_view text) {
-  size_t pos = 0;
-  std::string_view header;
-  while (pos < text.size() && (header = next_line(text, pos)).empty()) {
-  }
-  if (!(header.starts_with("schema,") || header.starts_with("\"schema\","))) return nullptr;
-  std::string_view row;
-  while (pos < text.size() && (row = next_line(text, pos)).empty()) {
-  }
-  if (row.empty()) {
-    std::vector<records::CsvRecordLine> head;
-    try {
-      head = records::parse_csv(header);
-    } catch (const records::CsvError&) {
-      return nullptr;
-    }
-    if (head.empty()) return nullptr;
+  const std::optional<CsvKindHead> head = csv_kind_head(text);
+  if (!head) return nullptr;
+  if (head->first_schema.empty()) {
     for (const TrainingKind* kind : {&kRank, &kRun, &kStep})
-      if (has_columns(head.front().fields, kind->columns)) return kind;
+      if (has_columns(head->header_columns, kind->columns)) return kind;
     return nullptr;
   }
-  std::string_view cell = row.substr(0, row.find(','));
-  if (cell.size() >= 2 && cell.front() == '"' && cell.back() == '"')
-    cell = cell.substr(1, cell.size() - 2);
   for (const TrainingKind* kind : {&kRun, &kStep, &kRank})
-    if (cell.starts_with(kind->schema)) return kind;
+    if (std::string_view(head->first_schema).starts_with(kind->schema)) return kind;
   return nullptr;
 }
 
