@@ -722,9 +722,14 @@ void scaling_stage(const World& world, PhaseMonitor& monitor, const ChecklistOpt
   // One rank's step with its own share of the batch, every rank at once (each
   // device alone, as a GPU per rank would be): the weak-scaling T(1), over as
   // many steps and warm-up as DDP's T(N).
+  // T(1), T(N) and the loss are judged over the first 100 steps at most (the
+  // bring-up question: the same loss as one GPU over the first 100 steps); a
+  // longer --train-steps only runs DDP longer.
+  const size_t judged_steps = std::min<size_t>(train_options.steps, 100);
   TrainOptions alone = train_options;
   alone.strategy = Strategy::kSingle;
   alone.global_batch = options.train_batch_per_rank;
+  alone.steps = judged_steps;
   monitor.begin_phase("diag stage 4: one rank's steps");
   const TrainResult alone_result = train_single(alone, tick);
   monitor.end_phase();
@@ -753,12 +758,15 @@ void scaling_stage(const World& world, PhaseMonitor& monitor, const ChecklistOpt
   monitor.begin_phase("diag stage 4: DDP steps");
   const TrainResult ddp = train(*comm, train_options, tick);
   monitor.end_phase();
-  const RunSummary summary = summarize(slowest_steps(ddp), warmup, train_options.global_batch);
+  std::vector<StepFigures> ddp_steps = slowest_steps(ddp);
+  ddp_steps.resize(std::min(ddp_steps.size(), judged_steps));
+  const RunSummary summary = summarize(ddp_steps, warmup, train_options.global_batch);
 
   // The loss against one rank training the whole batch. Every rank trains it
   // (it is deterministic), inside a watched phase: no rank waits unwatched.
   TrainOptions reference = train_options;
   reference.strategy = Strategy::kSingle;
+  reference.steps = judged_steps;
   monitor.begin_phase("diag stage 4: one rank, the whole batch");
   const TrainResult single = train_single(reference, tick);
   monitor.end_phase();
@@ -767,7 +775,7 @@ void scaling_stage(const World& world, PhaseMonitor& monitor, const ChecklistOpt
   for (const StepFigures& s : ddp.steps) ddp_losses.push_back(s.loss);
   for (const StepFigures& s : single.steps) single_losses.push_back(s.loss);
   const EquivalenceResult equivalence = compare_losses(
-      ddp_losses, single_losses, loss_tolerance(train_options.precision), train_options.steps);
+      ddp_losses, single_losses, loss_tolerance(train_options.precision), judged_steps);
 
   Check loss = make_check(
       Stage::kScaling, "scaling.loss_equivalence",
