@@ -214,11 +214,9 @@ std::vector<Check> nccl_log_checks(const World& world, const std::string& path) 
   return diag::nccl_log_checks(diag::analyze_nccl_logs(inputs), Stage::kNode);
 }
 
-int run_diag(const DiagFlags& flags, const std::vector<Stage>& stages) {
-  const auto started = std::chrono::steady_clock::now();
-  // NCCL reads NCCL_DEBUG when it starts, so the file is named before MPI
-  // brings anything up; the rank is known only after MPI_Init: the pid names it.
-  MpiSession session(nullptr, nullptr);
+// Inside the caller's MPI session (started is when it began).
+int run_diag(const DiagFlags& flags, const std::vector<Stage>& stages,
+             std::chrono::steady_clock::time_point started) {
   const World world = World::from_mpi();
   const bool leader = world.rank() == 0;
   auto fail_usage = [&](const std::string& what) {
@@ -442,7 +440,9 @@ int diag_verb(const std::vector<std::string>& args, const std::vector<std::strin
   } catch (const std::exception& e) {
     return bench::launcher_says_rank_zero() ? usage_error(kDiagVerb, e.what()) : kExitUsage;
   }
-  return run_diag(flags, stages);
+  const auto started = std::chrono::steady_clock::now();
+  MpiSession session(nullptr, nullptr);
+  return session.finalize(run_diag(flags, stages, started));
 }
 
 }  // namespace ccscope::app

@@ -214,8 +214,8 @@ MeasurePlan plan_measurement(const bench::ClusterTopology& cluster, bool gpu_pai
   return plan;
 }
 
+// Inside the caller's MPI session.
 int run_live(const TopoFlags& flags, const std::vector<topo::HostTopology>& nccl_views) {
-  MpiSession session(nullptr, nullptr);
   const World world = World::from_mpi();
   const bool leader = world.rank() == 0;
   std::unique_ptr<reports::OutputTarget> csv;
@@ -380,7 +380,10 @@ int topo_verb(const std::vector<std::string>& args, const std::vector<std::strin
   std::vector<topo::HostTopology> nccl_views;
   try {
     if (!flags.nccl_topo.empty()) nccl_views = load_topology_file(flags.nccl_topo);
-    if (flags.from.empty()) return run_live(flags, nccl_views);
+    if (flags.from.empty()) {
+      MpiSession session(nullptr, nullptr);
+      return session.finalize(run_live(flags, nccl_views));
+    }
     topo::TopologyReport report;
     for (const std::string& path : flags.from)
       for (topo::HostTopology& node : load_topology_file(path))

@@ -28,12 +28,12 @@
 #include "ccscope/collectives/watchdog.h"
 #include "ccscope/collectives/world.h"
 #include "ccscope/common/sizes.h"
+#include "ccscope/common/statistics.h"
 #include "ccscope/records/training_record.h"
 #include "ccscope/reports/loaded_results.h"
 #include "ccscope/reports/user_files.h"
 #include "ccscope/training_probe/data.h"
 #include "ccscope/training_probe/deepspeed_config.h"
-#include "ccscope/common/statistics.h"
 #include "ccscope/training_probe/equivalence.h"
 #include "ccscope/training_probe/parallel_trainer.h"
 #include "ccscope/training_probe/summary.h"
@@ -141,9 +141,8 @@ std::string options_from_flags(const TrainFlags& f, TrainOptions& o) {
     return "--check-loss with --strategy ep needs --capacity-factor 0: which tokens a capacity "
            "drops depends on how they are grouped over ranks and micro-batches, so single "
            "(one group) would drop others";
-  if (!is_model_parallel(*strategy) &&
-      (f.tp || f.pp || f.dp || f.experts || f.zero_stage || !f.stage_layers.empty() ||
-       f.chunks != 1))
+  if (!is_model_parallel(*strategy) && (f.tp || f.pp || f.dp || f.experts || f.zero_stage ||
+                                        !f.stage_layers.empty() || f.chunks != 1))
     return "--tp, --pp, --dp, --chunks, --stage-layers, --zero-stage and --experts need "
            "--strategy tp, pp, ep or 3d";
   const auto precision = choose<Precision>(f.precision, {{"fp32", Precision::kFloat32},
@@ -270,11 +269,10 @@ std::string split_tensor_groups(const ParallelOptions& layout,
   for (const auto& [color, ranks] : groups) {
     std::vector<std::string> where;
     for (size_t r : ranks)
-      if (std::find(where.begin(), where.end(), hosts[r]) == where.end())
-        where.push_back(hosts[r]);
+      if (std::find(where.begin(), where.end(), hosts[r]) == where.end()) where.push_back(hosts[r]);
     if (where.size() > 1)
-      return fmt::format("tensor-parallel group of ranks {} spans hosts {}",
-                         fmt::join(ranks, ", "), fmt::join(where, ", "));
+      return fmt::format("tensor-parallel group of ranks {} spans hosts {}", fmt::join(ranks, ", "),
+                         fmt::join(where, ", "));
   }
   return "";
 }
@@ -354,7 +352,6 @@ void export_run(const std::string& dir, const TrainOptions& o) {
       o.global_batch, o.steps, samples, o.seed, name(o.precision));
   write("model.json", model.data(), model.size());
 }
-
 
 struct Outputs {
   std::unique_ptr<RowFile> steps;
@@ -562,9 +559,8 @@ RunOutcome run_one(const World& world, const TrainOptions& options, size_t ranks
                            ? moe_parameter_count(options.shape, options.parallel.experts)
                            : parameter_count(options.shape);
     // Samples each data-parallel replica trains on (tensor and pipeline ranks share theirs).
-    const size_t replicas = !model_parallel || options.strategy == Strategy::kExpert
-                                ? ranks
-                                : options.parallel.dp;
+    const size_t replicas =
+        !model_parallel || options.strategy == Strategy::kExpert ? ranks : options.parallel.dp;
     std::printf(
         "# ccscope train: %s, %zu rank(s) (%s%s), model %zu x %zu %s (%s parameters, %s), "
         "global batch %zu (%zu per %s, %zu micro-batch(es)), %s lr %g%s%s\n",
@@ -573,24 +569,24 @@ RunOutcome run_one(const World& world, const TrainOptions& options, size_t ranks
         options.shape.width, std::string(name(options.shape.activation)).c_str(),
         fmt::format("{:.2f} M", static_cast<double>(psi) / 1e6).c_str(),
         std::string(name(options.precision)).c_str(), options.global_batch,
-        options.global_batch / replicas, model_parallel ? "replica" : "rank",
-        options.micro_batches,
+        options.global_batch / replicas, model_parallel ? "replica" : "rank", options.micro_batches,
         std::string(name(options.optimizer.kind)).c_str(), options.optimizer.lr,
         options.grad_clip ? fmt::format(", clip {}", *options.grad_clip).c_str() : "",
         options.strategy == Strategy::kZero3 && !options.prefetch ? ", --no-prefetch" : "");
     if (model_parallel && options.strategy != Strategy::kExpert)
-      std::printf("# layout: tensor parallel %zu x pipeline %zu (%s, %zu chunk(s) per stage, %zu "
-                  "micro-batches) x data parallel %zu%s\n",
-                  options.parallel.tp, options.parallel.pp,
-                  std::string(name(options.parallel.schedule)).c_str(), options.parallel.chunks,
-                  options.micro_batches, options.parallel.dp,
-                  options.parallel.zero1 ? " with ZeRO-1" : "");
+      std::printf(
+          "# layout: tensor parallel %zu x pipeline %zu (%s, %zu chunk(s) per stage, %zu "
+          "micro-batches) x data parallel %zu%s\n",
+          options.parallel.tp, options.parallel.pp,
+          std::string(name(options.parallel.schedule)).c_str(), options.parallel.chunks,
+          options.micro_batches, options.parallel.dp, options.parallel.zero1 ? " with ZeRO-1" : "");
     if (model_parallel && options.strategy != Strategy::kExpert) {
       const std::string split = split_tensor_groups(options.parallel, world.hostnames());
       if (!split.empty())
-        std::printf("# note: %s: its all-reduces cross the network (ranks placed round-robin? "
-                    "place them node by node)\n",
-                    split.c_str());
+        std::printf(
+            "# note: %s: its all-reduces cross the network (ranks placed round-robin? "
+            "place them node by node)\n",
+            split.c_str());
     }
     if (options.strategy == Strategy::kExpert)
       std::printf("# experts: %zu over %zu ranks, top-%zu gate, capacity factor %g%s\n",
@@ -662,10 +658,9 @@ RunOutcome run_one(const World& world, const TrainOptions& options, size_t ranks
     }
   };
   const TrainResult result =
-      model_parallel
-          ? train_parallel({comm.get(), tp_comm.get(), pp_comm.get(), dp_comm.get()}, options,
-                           on_step)
-          : train(*comm, options, on_step);
+      model_parallel ? train_parallel({comm.get(), tp_comm.get(), pp_comm.get(), dp_comm.get()},
+                                      options, on_step)
+                     : train(*comm, options, on_step);
   watchdog.end_phase();
   double memory[3] = {result.memory.parameters, result.memory.gradients, result.memory.optimizer};
   comm->all_reduce(memory, memory, 3, DataType::kFloat64, ReduceOp::kMax);
@@ -680,8 +675,8 @@ RunOutcome run_one(const World& world, const TrainOptions& options, size_t ranks
       for (const RankFigures& rf : ranks_figures)
         out.ranks->append(records::csv_row(
             records::train_rank_kind(),
-            records::train_rank_cells(rank_record(
-                id, options, rf, world.hostnames().at(static_cast<size_t>(rf.rank))))));
+            records::train_rank_cells(
+                rank_record(id, options, rf, world.hostnames().at(static_cast<size_t>(rf.rank))))));
   }
 
   const RunSummary& s = outcome.summary;
@@ -698,12 +693,11 @@ RunOutcome run_one(const World& world, const TrainOptions& options, size_t ranks
   const double bytes_slack = padding * 4 * 3 * m + 64 * (2 + m);
   const double memory_slack = padding * 16 + 64;
   // Model-parallel runs: per group above; the ZeRO formulas are for data parallelism.
-  const bool bytes_ok =
-      model_parallel || agrees(s.bytes_per_step, bytes_expected, bytes_slack);
-  const bool memory_ok = model_parallel ||
-                         (agrees(memory[0], mem_expected.parameters, memory_slack) &&
-                          agrees(memory[1], mem_expected.gradients, memory_slack) &&
-                          agrees(memory[2], mem_expected.optimizer, memory_slack));
+  const bool bytes_ok = model_parallel || agrees(s.bytes_per_step, bytes_expected, bytes_slack);
+  const bool memory_ok =
+      model_parallel || (agrees(memory[0], mem_expected.parameters, memory_slack) &&
+                         agrees(memory[1], mem_expected.gradients, memory_slack) &&
+                         agrees(memory[2], mem_expected.optimizer, memory_slack));
   std::printf(
       "# step median %.3f ms (p90 %.3f) over %zu steps after %zu warm-up; compute %.3f ms, "
       "communication %.3f ms (%.1f%% of the step), exposed %.3f ms (%.1f%%); %.1f samples/s\n",
@@ -719,8 +713,8 @@ RunOutcome run_one(const World& world, const TrainOptions& options, size_t ranks
         bytes_expected /
         std::max(1.0, all_gather_bytes(psi, ranks, element_bytes(options.precision)));
     std::printf("# bytes sent per step per rank: %s; formula %g Psi (n-1)/n = %s: %s\n",
-                mb(s.bytes_per_step).c_str(), ranks > 1 ? factor : 0.0,
-                mb(bytes_expected).c_str(), bytes_ok ? "ok" : "DIFFERS");
+                mb(s.bytes_per_step).c_str(), ranks > 1 ? factor : 0.0, mb(bytes_expected).c_str(),
+                bytes_ok ? "ok" : "DIFFERS");
     std::printf(
         "# memory per rank (parameters, gradients, optimizer state): %s, %s, %s; ZeRO paper's "
         "accounting %s, %s, %s: %s\n",
@@ -806,8 +800,8 @@ RunOutcome run_one(const World& world, const TrainOptions& options, size_t ranks
   return outcome;
 }
 
+// Inside the caller's MPI session.
 int run_training(const TrainFlags& flags, TrainOptions base, const std::vector<size_t>& counts) {
-  MpiSession session(nullptr, nullptr);
   const World world = World::from_mpi();
   const bool leader = world.rank() == 0;
   const size_t world_size = static_cast<size_t>(world.size());
@@ -857,8 +851,9 @@ int run_training(const TrainFlags& flags, TrainOptions base, const std::vector<s
   }
   if (is_model_parallel(base.strategy)) {
     if (!counts.empty() || flags.weak)
-      return fail_usage("--scaling and --weak run data-parallel strategies; a model-parallel run "
-                        "spans the whole job");
+      return fail_usage(
+          "--scaling and --weak run data-parallel strategies; a model-parallel run "
+          "spans the whole job");
     if (!flags.deepspeed_config.empty() || !flags.export_dir.empty() || !flags.offload.empty())
       return fail_usage("--deepspeed-config, --export and --offload apply to single, ddp and zero");
     const std::string problem = complete_layout(base, world_size, flags.ep);
@@ -867,7 +862,8 @@ int run_training(const TrainFlags& flags, TrainOptions base, const std::vector<s
     const std::string batch = validate(base, replicas);
     if (!batch.empty()) return fail_usage(batch);
   } else {
-    if (!flags.ranks_csv.empty()) return fail_usage("--ranks-csv needs --strategy tp, pp, ep or 3d");
+    if (!flags.ranks_csv.empty())
+      return fail_usage("--ranks-csv needs --strategy tp, pp, ep or 3d");
     for (size_t k : rank_counts) {
       TrainOptions o = base;
       if (flags.weak) o.global_batch = base.global_batch * k;
@@ -1092,7 +1088,8 @@ int train_verb(const std::vector<std::string>& args, const std::vector<std::stri
     }
     counts.push_back(static_cast<size_t>(value));
   }
-  return run_training(f, options, counts);
+  MpiSession session(nullptr, nullptr);
+  return session.finalize(run_training(f, options, counts));
 }
 
 }  // namespace ccscope::app

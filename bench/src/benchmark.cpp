@@ -98,9 +98,11 @@ bool launcher_says_rank_zero() {
   return true;
 }
 
-int run_benchmark(const BenchOptions& options, const ReporterSetup& setup_reporters,
-                  const std::vector<std::string>& command_line) {
-  MpiSession session(nullptr, nullptr);
+namespace {
+
+// run_benchmark inside its MPI session; returns the exit code.
+int benchmark_in_session(const BenchOptions& options, const ReporterSetup& setup_reporters,
+                         const std::vector<std::string>& command_line) {
   const World world = World::from_mpi();
   const bool leader = world.rank() == 0;
   const int launched = launcher_rank_count();
@@ -276,6 +278,14 @@ int run_benchmark(const BenchOptions& options, const ReporterSetup& setup_report
     watchdog_say_goodbye();  // an exit on purpose, not a death
     world.abort(kExitFailed);
   }
+}
+
+}  // namespace
+
+int run_benchmark(const BenchOptions& options, const ReporterSetup& setup_reporters,
+                  const std::vector<std::string>& command_line) {
+  MpiSession session(nullptr, nullptr);
+  return session.finalize(benchmark_in_session(options, setup_reporters, command_line));
 }
 
 }  // namespace ccscope::bench

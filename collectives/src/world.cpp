@@ -6,10 +6,13 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <mutex>
+#include <thread>
 
 #include "mpi_error.h"
 
@@ -27,10 +30,36 @@ MpiSession::MpiSession(int* argc, char*** argv) {
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
 }
 
-MpiSession::~MpiSession() {
+MpiSession::~MpiSession() { finalize(1); }
+
+int MpiSession::finalize(int exit_code, std::chrono::milliseconds bound) {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!finalized) MPI_Finalize();
+  if (finalized) return exit_code;
+  int rank = -1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  std::fflush(nullptr);  // what the tool printed is out, whatever happens below
+  std::mutex mutex;
+  std::condition_variable returned;
+  bool done = false;
+  std::thread guard([&] {
+    std::unique_lock lock(mutex);
+    if (returned.wait_for(lock, bound, [&] { return done; })) return;
+    std::fprintf(stderr,
+                 "ccscope: rank %d: MPI_Finalize did not return within %lld ms (every result was "
+                 "already written); ending with exit code %d without it\n",
+                 rank, static_cast<long long>(bound.count()), exit_code);
+    std::fflush(nullptr);
+    _exit(exit_code);
+  });
+  MPI_Finalize();
+  {
+    std::lock_guard lock(mutex);
+    done = true;
+  }
+  returned.notify_one();
+  guard.join();
+  return exit_code;
 }
 
 bool MpiSession::serialized_threads() {

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <string>
 #include <vector>
@@ -7,6 +9,7 @@
 #include "ccscope/common/environment.h"
 #include "ccscope/common/nccl_version.h"
 #include "ccscope/common/sizes.h"
+#include "ccscope/common/small_file.h"
 #include "ccscope/common/statistics.h"
 #include "ccscope/common/utc_time.h"
 
@@ -101,6 +104,22 @@ TEST(NcclVersion, BothCodeLayouts) {
   EXPECT_EQ(nccl_version_text(0), "");
   EXPECT_EQ(nccl_version_code(2, 8, 4), 2804);
   EXPECT_EQ(nccl_version_code(2, 28, 9), 22809);
+}
+
+TEST(SmallFile, ReadsUpToTheLimitAndNothingWhenUnreadable) {
+  char path[] = "/tmp/ccscope-small-file-XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  FILE* file = fdopen(fd, "w");
+  std::fputs("  boot 1234\n", file);
+  std::fclose(file);
+  EXPECT_EQ(read_small_file(path), "  boot 1234\n");
+  EXPECT_EQ(read_small_file(path, 6), "  boot");
+  EXPECT_EQ(trim_blanks(read_small_file(path)), "boot 1234");
+  std::remove(path);
+  EXPECT_EQ(read_small_file(path), "");
+  EXPECT_EQ(read_small_file("/tmp"), "");  // a directory: the read fails
+  EXPECT_EQ(trim_blanks(" \t\n"), "");
 }
 
 }  // namespace

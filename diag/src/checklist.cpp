@@ -22,6 +22,7 @@
 #include "ccscope/collectives/mpi_point_to_point.h"
 #include "ccscope/common/environment.h"
 #include "ccscope/common/sizes.h"
+#include "ccscope/common/small_file.h"
 #include "ccscope/common/statistics.h"
 #include "ccscope/diag/clock_offset.h"
 #include "ccscope/diag/counters.h"
@@ -186,17 +187,27 @@ std::vector<int> node_leaders(const World& world) {
 
 // ---- stage 1: each rank alone ----------------------------------------------
 
+// This rank's machine: its kernel's boot id, or its hostname where that is unreadable.
+std::string machine_identity(const World& world) {
+  const std::string boot_id = trim_blanks(read_small_file("/proc/sys/kernel/random/boot_id", 256));
+  return boot_id.empty() ? "host " + world.hostname() : "boot " + boot_id;
+}
+
 void rank_stage(const World& world, PhaseMonitor& monitor, PointToPoint& p2p,
                 const ChecklistOptions& options, StageVerdicts& verdicts) {
-  // One local rank of each node at a time (the same local rank on every node
-  // at once): a rank's cores and memory as it has them alone, comparable
-  // across ranks and nodes. All of a node's ranks at once would measure how
-  // the scheduler shares the node, which is noise when ranks outnumber cores.
+  // One rank of each machine at a time: a rank's cores and memory as it has
+  // them alone, comparable across ranks and nodes. All of a node's ranks at
+  // once would measure how the scheduler shares the node, which is noise when
+  // ranks outnumber cores. A machine is a kernel (its boot id), not a hostname:
+  // "nodes" that are containers or network namespaces of one machine share it.
   monitor.begin_phase("diag stage 1: GEMM and memory bandwidth");
+  const std::vector<int> turns = measurement_turns(world.all_gather(machine_identity(world)));
+  const int my_turn = turns[static_cast<size_t>(world.rank())];
+  const int turn_count = *std::max_element(turns.begin(), turns.end()) + 1;
   GemmFigure gemm;
   MemoryFigure memory;
-  for (int turn = 0; turn < world.max_ranks_per_node(); ++turn) {
-    if (turn == world.local_rank()) {
+  for (int turn = 0; turn < turn_count; ++turn) {
+    if (turn == my_turn) {
       gemm = measure_gemm(256, 5);
       memory = measure_memory_bandwidth(size_t{2} << 20, 5);
     }
@@ -836,6 +847,14 @@ double allowed_efficiency(double single_step_s, double gradient_bytes, size_t ra
   const double n = static_cast<double>(ranks);
   const double all_reduce_s = gradient_bytes * 2 * (n - 1) / n / (busbw_GBps * 1e9);
   return single_step_s / (single_step_s + all_reduce_s);
+}
+
+std::vector<int> measurement_turns(const std::vector<std::string>& machine_of_rank) {
+  std::map<std::string, int> taken;  // turns given out per machine so far
+  std::vector<int> turns;
+  turns.reserve(machine_of_rank.size());
+  for (const std::string& machine : machine_of_rank) turns.push_back(taken[machine]++);
+  return turns;
 }
 
 ChecklistResult run_checklist(const World& world, HangWatchdog& watchdog,

@@ -7,7 +7,6 @@
 #include <charconv>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <optional>
 #include <set>
@@ -15,6 +14,7 @@
 #include <stdexcept>
 #include <string_view>
 
+#include "ccscope/common/small_file.h"
 #include "ccscope/common/statistics.h"
 
 namespace ccscope::diag {
@@ -73,16 +73,6 @@ std::optional<uint64_t> parse_count(std::string_view text) {
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (text.empty() || error != std::errc() || end != text.data() + text.size()) return std::nullopt;
   return value;
-}
-
-// A small file's text ("" when it cannot be read); sysfs counters are a line.
-std::string read_small_file(const fs::path& path, size_t limit) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return "";
-  std::string text(limit, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(limit));
-  text.resize(static_cast<size_t>(std::max<std::streamsize>(in.gcount(), 0)));
-  return text;
 }
 
 // Sorted entry names of a directory; none when it is absent or unreadable.

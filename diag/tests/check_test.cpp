@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "ccscope/diag/checklist.h"
 #include "ccscope/diag/prometheus.h"
@@ -45,6 +46,19 @@ TEST(Check, AllowedEfficiency) {
   // 4 ranks: 1 GB x 2 x 3/4 at 1 GB/s = 1.5 s of all-reduce beside a 0.5 s step.
   EXPECT_NEAR(allowed_efficiency(0.5, 1e9, 4, 1.0), 0.25, 1e-12);
   EXPECT_EQ(allowed_efficiency(0.5, 1e9, 4, 0.0), 0.0);
+}
+
+TEST(Check, MeasurementTurnsSerializeRanksOfOneMachine) {
+  // Two real nodes of two ranks and a third with one: two turns, nodes at once.
+  EXPECT_EQ(measurement_turns({"boot a", "boot a", "boot b", "boot b", "boot c"}),
+            (std::vector<int>{0, 1, 0, 1, 0}));
+  // Three "nodes" that are network namespaces of one machine: one rank at a time.
+  EXPECT_EQ(measurement_turns({"boot a", "boot a", "boot a", "boot a"}),
+            (std::vector<int>{0, 1, 2, 3}));
+  // Interleaved placement: turns follow rank order within each machine.
+  EXPECT_EQ(measurement_turns({"boot a", "boot b", "boot a", "boot b"}),
+            (std::vector<int>{0, 0, 1, 1}));
+  EXPECT_TRUE(measurement_turns({}).empty());
 }
 
 TEST(Prometheus, OneSeriesPerCheckWithEscapedLabels) {

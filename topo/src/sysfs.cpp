@@ -4,12 +4,7 @@
 // figure unknown; nothing here throws.
 #include "ccscope/topo/sysfs.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cctype>
-#include <cerrno>
 #include <charconv>
 #include <climits>
 #include <filesystem>
@@ -18,32 +13,16 @@
 #include <utility>
 #include <vector>
 
+#include "ccscope/common/small_file.h"
+
 namespace ccscope::topo {
 namespace {
 
 namespace fs = std::filesystem;
 
 // A sysfs attribute's content without surrounding blanks; "" when it cannot
-// be read (sysfs answers EINVAL for the speed of a down or virtual interface).
-// POSIX reads, not streams: libstdc++'s filebuf throws on such a read error.
-std::string read_attribute(const fs::path& file) {
-  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return "";
-  std::string text;
-  char chunk[4096];
-  for (;;) {
-    const ssize_t got = ::read(fd, chunk, sizeof chunk);
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0) text.clear();
-    if (got <= 0) break;
-    text.append(chunk, static_cast<size_t>(got));
-  }
-  ::close(fd);
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
-  size_t first = 0;
-  while (first < text.size() && std::isspace(static_cast<unsigned char>(text[first]))) ++first;
-  return text.substr(first);
-}
+// be read.
+std::string read_attribute(const fs::path& file) { return trim_blanks(read_small_file(file)); }
 
 // The whole text as a decimal integer, or `fallback` when it is not one.
 long long parse_integer(const std::string& text, long long fallback) {

@@ -15,8 +15,18 @@ namespace ccscope {
 // Initialises MPI on construction and finalises it on destruction (RAII).
 class MpiSession {
  public:
+  // How long MPI_Finalize may take before finalize() gives up on it.
+  static constexpr std::chrono::seconds kFinalizeBound{15};
+
   MpiSession(int* argc, char*** argv);
+  // Finalizes (bounded as finalize() is, exit code 1) unless finalize() ran.
   ~MpiSession();
+  // MPI_Finalize, bounded: a tool's results are out when it gets here, and MPICH
+  // 4.0 over UCX now and then never returns from it (one rank flushing an
+  // endpoint, its peers in the PMI barrier). After `bound` this rank says so on
+  // stderr and ends with `exit_code` without it (_exit; Hydra then ends the
+  // others). Returns `exit_code`, for `return session.finalize(code);`.
+  int finalize(int exit_code, std::chrono::milliseconds bound = kFinalizeBound);
   MpiSession(const MpiSession&) = delete;
   MpiSession& operator=(const MpiSession&) = delete;
   // MPI_Get_library_version, first line.

@@ -81,4 +81,10 @@ Status judge_against_expected(double measured, double expected, double warn_frac
 double allowed_efficiency(double single_step_s, double gradient_bytes, size_t ranks,
                           double busbw_GBps);
 
+// Pure: stage 1's schedule. machine_of_rank[r] names rank r's machine (its kernel's boot id:
+// hosts that are containers or network namespaces of one machine share it). Ranks of one
+// machine measure one at a time, in rank order; ranks of different machines at once.
+// Returns each rank's turn (0-based); the number of turns is the largest turn + 1.
+std::vector<int> measurement_turns(const std::vector<std::string>& machine_of_rank);
+
 }  // namespace ccscope::diag

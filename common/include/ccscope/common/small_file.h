@@ -1,0 +1,17 @@
+#pragma once
+// Reading a small system file (sysfs attributes, /proc entries) that may be
+// absent, unreadable or answer a read with an error.
+#include <cstddef>
+#include <string>
+
+namespace ccscope {
+
+// Up to `limit` bytes of the file at `path`; "" when it cannot be opened or a
+// read fails (sysfs answers EINVAL for the speed of a down interface). POSIX
+// reads, not streams: libstdc++'s filebuf throws on such a read error.
+std::string read_small_file(const std::string& path, size_t limit = 1 << 20);
+
+// `text` without leading and trailing white space.
+std::string trim_blanks(const std::string& text);
+
+}  // namespace ccscope

@@ -1,0 +1,36 @@
+#include "ccscope/common/small_file.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <vector>
+
+namespace ccscope {
+
+std::string read_small_file(const std::string& path, size_t limit) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "";
+  std::string text;
+  std::vector<char> chunk(4096);
+  while (text.size() < limit) {
+    const ssize_t got = ::read(fd, chunk.data(), std::min(chunk.size(), limit - text.size()));
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) text.clear();
+    if (got <= 0) break;
+    text.append(chunk.data(), static_cast<size_t>(got));
+  }
+  ::close(fd);
+  return text;
+}
+
+std::string trim_blanks(const std::string& text) {
+  size_t first = 0, last = text.size();
+  while (first < last && std::isspace(static_cast<unsigned char>(text[first]))) ++first;
+  while (last > first && std::isspace(static_cast<unsigned char>(text[last - 1]))) --last;
+  return text.substr(first, last - first);
+}
+
+}  // namespace ccscope
