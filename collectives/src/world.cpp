@@ -12,6 +12,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <string>
 #include <thread>
 
 #include "mpi_error.h"
@@ -50,6 +51,17 @@ int MpiSession::finalize(int exit_code, std::chrono::milliseconds bound) {
                  "already written); ending with exit code %d without it\n",
                  rank, static_cast<long long>(bound.count()), exit_code);
     std::fflush(nullptr);
+    // After a plain exit here, Hydra with several nodes now and then fails the
+    // barrier the other ranks wait in and exits 255 (1 run in 8 measured). An
+    // abort carries the code, but MPI_Abort inside MPI_Finalize finds
+    // MPI_COMM_WORLD gone: say it to the launcher as MPICH's own PMI_Abort does
+    // (PMI-1 over PMI_FD, which Hydra and Slurm's PMI-1 set), and give it a
+    // moment to end the job.
+    if (const char* pmi_fd = std::getenv("PMI_FD")) {
+      const std::string line = "cmd=abort exitcode=" + std::to_string(exit_code) + "\n";
+      if (::write(std::atoi(pmi_fd), line.data(), line.size()) == static_cast<ssize_t>(line.size()))
+        std::this_thread::sleep_for(std::chrono::seconds(5));
+    }
     _exit(exit_code);
   });
   MPI_Finalize();

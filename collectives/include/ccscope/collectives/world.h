@@ -24,8 +24,9 @@ class MpiSession {
   // MPI_Finalize, bounded: a tool's results are out when it gets here, and MPICH
   // 4.0 over UCX now and then never returns from it (one rank flushing an
   // endpoint, its peers in the PMI barrier). After `bound` this rank says so on
-  // stderr and ends with `exit_code` without it (_exit; Hydra then ends the
-  // others). Returns `exit_code`, for `return session.finalize(code);`.
+  // stderr and ends the job with `exit_code` without it (an abort through the
+  // launcher's PMI-1 where it has one, then _exit). Returns `exit_code`, for
+  // `return session.finalize(code);`.
   int finalize(int exit_code, std::chrono::milliseconds bound = kFinalizeBound);
   MpiSession(const MpiSession&) = delete;
   MpiSession& operator=(const MpiSession&) = delete;
