@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <map>
 #include <memory>
@@ -193,6 +194,27 @@ std::string machine_identity(const World& world) {
   return boot_id.empty() ? "host " + world.hostname() : "boot " + boot_id;
 }
 
+// The ranks whose `mine` (NaN: none) is a low outlier among every rank's
+// (low_outliers), the same list on every rank. A figure below the others may be
+// a burst of other load on a shared or virtual machine, so suspects measure
+// again, alone, and keep the better figure; a slow part stays slow. With turns
+// alone, rank.memory_bandwidth read 29% below the median in 1 healthy run of
+// about 8 on the virtual cluster (a VM with 8% steal), node.busbw 39% below in one.
+std::vector<int> low_outlier_ranks(const World& world, PhaseMonitor& monitor, double mine) {
+  const std::vector<std::string> all = gather(world, monitor, fmt::format("{:.17g}", mine));
+  std::vector<double> figures;
+  std::vector<int> ranks;
+  for (size_t r = 0; r < all.size(); ++r) {
+    const double value = std::strtod(all[r].c_str(), nullptr);
+    if (!std::isfinite(value)) continue;
+    figures.push_back(value);
+    ranks.push_back(static_cast<int>(r));
+  }
+  std::vector<int> outliers;
+  for (size_t i : low_outliers(figures)) outliers.push_back(ranks[i]);
+  return outliers;
+}
+
 struct Turns {
   int mine = 0;
   int count = 1;
@@ -233,6 +255,24 @@ void rank_stage(const World& world, PhaseMonitor& monitor, PointToPoint& p2p,
     if (turn == turns.mine) {
       gemm = measure_gemm(256, 5);
       memory = measure_memory_bandwidth(size_t{2} << 20, 5);
+    }
+    monitor.operation_started();
+    world.sleeping_barrier(options.timeout);
+  }
+  // Ranks whose figure is below the others' measure again, alone, keeping the better figure.
+  std::vector<int> suspects = low_outlier_ranks(world, monitor, gemm.GFLOPs);
+  for (int rank : low_outlier_ranks(world, monitor, memory.GBps))
+    if (std::find(suspects.begin(), suspects.end(), rank) == suspects.end())
+      suspects.push_back(rank);
+  std::sort(suspects.begin(), suspects.end());
+  for (int suspect : suspects) {
+    if (suspect == world.rank()) {
+      const GemmFigure gemm_again = measure_gemm(256, 5);
+      const MemoryFigure memory_again = measure_memory_bandwidth(size_t{2} << 20, 5);
+      gemm.GFLOPs = std::max(gemm.GFLOPs, gemm_again.GFLOPs);
+      gemm.wrong += gemm_again.wrong;
+      memory.GBps = std::max(memory.GBps, memory_again.GBps);
+      memory.wrong += memory_again.wrong;
     }
     monitor.operation_started();
     world.sleeping_barrier(options.timeout);
@@ -372,6 +412,46 @@ void node_stage(const World& world, PhaseMonitor& monitor, PointToPoint& p2p,
   // in time, so that a burst of other load during one does not make a slow node
   // (with turns alone, node2 still measured 74% below the others once in 4 runs).
   constexpr int kBusbwRounds = 3;
+  // One collective over the node: the whole sweep (first round), or the
+  // all-reduce at node_bytes alone (later rounds, re-tests) for its busbw.
+  auto run_collective = [&](const CollectiveDescription& d, bool busbw_only) {
+    const bool all_reduce = d.id == Collective::kAllReduce;
+    CollectingReporter collected;
+    // Sizes x8 apart: all-reduce from node_bytes / 8^4 up to node_bytes
+    // itself (its busbw), the others 1 KiB to 256 KiB (their correctness).
+    bench::BenchOptions sweep = sweep_options(
+        options, d.id,
+        all_reduce ? busbw_only ? options.node_bytes : std::max<size_t>(options.node_bytes >> 12, 8)
+                   : size_t{1} << 10,
+        all_reduce ? options.node_bytes : size_t{256} << 10, 5);
+    // Test only: the named world rank corrupts one element of its results.
+    if (options.corrupt_rank == world.rank()) sweep.corrupt_rank = node_p2p->rank();
+    const bench::SweepOutcome outcome =
+        bench::run_sweep(sweep, *node_control, shape, *comm, monitor,
+                         node_p2p->rank() == 0 ? &collected : nullptr, 0, no_signal);
+    if (node_p2p->rank() != 0) return;
+    double busbw = 0;
+    size_t from = 0, to = 0;
+    for (const reports::BenchRecord& r : collected.records) {
+      if (!r.in_place) busbw = r.busbw_GBps;  // the sweep's last size, node_bytes
+      from = from == 0 ? r.size_bytes : std::min(from, r.size_bytes);
+      to = std::max(to, r.size_bytes);
+    }
+    json& figures = mine["collectives"][std::string(name(d.id))];
+    if (!busbw_only) {
+      figures = {{"wrong", outcome.wrong_elements},
+                 {"records", outcome.records},
+                 {"busbw", busbw},
+                 {"from", from},
+                 {"to", to}};
+    } else {
+      figures["wrong"] =
+          figures["wrong"].get<int64_t>() + static_cast<int64_t>(outcome.wrong_elements);
+      figures["records"] = figures["records"].get<size_t>() + outcome.records;
+      figures["busbw"] = std::max(figures["busbw"].get<double>(), busbw);
+    }
+  };
+  const CollectiveDescription& all_reduce_description = describe(Collective::kAllReduce);
   const Turns turns = machine_turns(world, true);
   for (int round = 0; round < kBusbwRounds; ++round) {
     for (int turn = 0; turn < turns.count; ++turn) {
@@ -380,48 +460,23 @@ void node_stage(const World& world, PhaseMonitor& monitor, PointToPoint& p2p,
         world.sleeping_barrier(2 * options.timeout);
       }
       if (turn != turns.mine || !comm) continue;
-      for (const CollectiveDescription& d : all_collectives()) {
-        if (d.id == Collective::kSendRecv && members.size() < 2) continue;
-        const bool all_reduce = d.id == Collective::kAllReduce;
-        if (round > 0 && !all_reduce) continue;
-        CollectingReporter collected;
-        // Sizes x8 apart: all-reduce from node_bytes / 8^4 up to node_bytes
-        // itself (its busbw; later rounds that size only), the others 1 KiB to
-        // 256 KiB (their correctness).
-        bench::BenchOptions sweep =
-            sweep_options(options, d.id,
-                          all_reduce ? round > 0 ? options.node_bytes
-                                                 : std::max<size_t>(options.node_bytes >> 12, 8)
-                                     : size_t{1} << 10,
-                          all_reduce ? options.node_bytes : size_t{256} << 10, 5);
-        // Test only: the named world rank corrupts one element of its results.
-        if (options.corrupt_rank == world.rank()) sweep.corrupt_rank = node_p2p->rank();
-        const bench::SweepOutcome outcome =
-            bench::run_sweep(sweep, *node_control, shape, *comm, monitor,
-                             node_p2p->rank() == 0 ? &collected : nullptr, 0, no_signal);
-        if (node_p2p->rank() != 0) continue;
-        double busbw = 0;
-        size_t from = 0, to = 0;
-        for (const reports::BenchRecord& r : collected.records) {
-          if (!r.in_place) busbw = r.busbw_GBps;  // the sweep's last size, node_bytes
-          from = from == 0 ? r.size_bytes : std::min(from, r.size_bytes);
-          to = std::max(to, r.size_bytes);
-        }
-        json& figures = mine["collectives"][std::string(name(d.id))];
-        if (round == 0) {
-          figures = {{"wrong", outcome.wrong_elements},
-                     {"records", outcome.records},
-                     {"busbw", busbw},
-                     {"from", from},
-                     {"to", to}};
-        } else {
-          figures["wrong"] =
-              figures["wrong"].get<int64_t>() + static_cast<int64_t>(outcome.wrong_elements);
-          figures["records"] = figures["records"].get<size_t>() + outcome.records;
-          figures["busbw"] = std::max(figures["busbw"].get<double>(), busbw);
-        }
+      if (round > 0) {
+        run_collective(all_reduce_description, true);
+        continue;
       }
+      for (const CollectiveDescription& d : all_collectives())
+        if (d.id != Collective::kSendRecv || members.size() >= 2) run_collective(d, false);
     }
+  }
+  // Nodes whose busbw is below the others' measure it again, alone.
+  const bool busbw_leader = comm && node_p2p->rank() == 0 && members.size() >= 2;
+  const double my_busbw = busbw_leader ? mine["collectives"]["allreduce"]["busbw"].get<double>()
+                                       : std::numeric_limits<double>::quiet_NaN();
+  for (int suspect : low_outlier_ranks(world, monitor, my_busbw)) {
+    if (comm && world.hostnames()[static_cast<size_t>(suspect)] == world.hostname())
+      run_collective(all_reduce_description, true);
+    monitor.operation_started();
+    world.sleeping_barrier(2 * options.timeout);
   }
   const std::vector<std::string> all = gather(world, monitor, mine.dump());
   if (world.rank() != 0) return;
