@@ -56,8 +56,10 @@ int MpiSession::finalize(int exit_code, std::chrono::milliseconds bound) {
     // abort carries the code, but MPI_Abort inside MPI_Finalize finds
     // MPI_COMM_WORLD gone: say it to the launcher as MPICH's own PMI_Abort does
     // (PMI-1 over PMI_FD, which Hydra and Slurm's PMI-1 set), and give it a
-    // moment to end the job.
+    // moment to end the job. First a pause: Hydra drops output still in its
+    // pipes when the abort arrives (the line above, 1 run in 2 in CI).
     if (const char* pmi_fd = std::getenv("PMI_FD")) {
+      std::this_thread::sleep_for(std::chrono::seconds(1));
       const std::string line = "cmd=abort exitcode=" + std::to_string(exit_code) + "\n";
       if (::write(std::atoi(pmi_fd), line.data(), line.size()) == static_cast<ssize_t>(line.size()))
         std::this_thread::sleep_for(std::chrono::seconds(5));
