@@ -213,6 +213,96 @@ class MpiCommunicator : public Communicator {
         "MPI_Alltoall");
   }
 
+  void reduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op,
+              int root) override {
+    const int mpi_count = to_int_count(count);
+    const bool on_root = rank_ == root;
+    // MPI's in-place form is the root's alone; elsewhere recv is not used.
+    const void* source = on_root && send == recv ? MPI_IN_PLACE : send;
+    if (op == ReduceOp::kMulSum) {
+      // No MPI op for it: this rank's input times its scalar in a scratch
+      // buffer (a non-root's recv is not touched), then an MPI sum from there.
+      if (scratch_.size() < count * element_size(type)) scratch_.resize(count * element_size(type));
+      premultiply_elements(scratch_.data(), send, count, type, premul_scalar(rank_));
+      source = scratch_.data();
+    }
+    collective(
+        "MPI_Reduce",
+        [&] {
+          return MPI_Reduce(source, recv, mpi_count, mpi_type(type), mpi_op(type, op), root,
+                            comm_);
+        },
+        [&](MPI_Request* r) {
+          return MPI_Ireduce(source, recv, mpi_count, mpi_type(type), mpi_op(type, op), root,
+                             comm_, r);
+        });
+    if (op == ReduceOp::kAvg && on_root) divide_by_size(recv, count, type);
+  }
+
+  void gather(const void* send, void* recv, size_t send_count, DataType type, int root) override {
+    const size_t block = send_count * element_size(type);
+    const bool in_place = rank_ == root && send == static_cast<const char*>(recv) +
+                                                       static_cast<size_t>(rank_) * block;
+    const void* source = in_place ? MPI_IN_PLACE : send;
+    const int count = to_int_count(send_count);
+    collective(
+        "MPI_Gather",
+        [&] {
+          return MPI_Gather(source, count, mpi_type(type), recv, count, mpi_type(type), root,
+                            comm_);
+        },
+        [&](MPI_Request* r) {
+          return MPI_Igather(source, count, mpi_type(type), recv, count, mpi_type(type), root,
+                             comm_, r);
+        });
+  }
+
+  void scatter(const void* send, void* recv, size_t recv_count, DataType type, int root) override {
+    const size_t block = recv_count * element_size(type);
+    const bool in_place = rank_ == root && recv == static_cast<const char*>(send) +
+                                                       static_cast<size_t>(rank_) * block;
+    void* target = in_place ? MPI_IN_PLACE : recv;
+    const int count = to_int_count(recv_count);
+    collective(
+        "MPI_Scatter",
+        [&] {
+          return MPI_Scatter(send, count, mpi_type(type), target, count, mpi_type(type), root,
+                             comm_);
+        },
+        [&](MPI_Request* r) {
+          return MPI_Iscatter(send, count, mpi_type(type), target, count, mpi_type(type), root,
+                              comm_, r);
+        });
+  }
+
+  void all_to_all_v(const void* send, std::span<const size_t> send_counts,
+                    std::span<const size_t> send_displacements, void* recv,
+                    std::span<const size_t> recv_counts,
+                    std::span<const size_t> recv_displacements, DataType type) override {
+    const size_t n = static_cast<size_t>(size_);
+    if (send_counts.size() != n || send_displacements.size() != n || recv_counts.size() != n ||
+        recv_displacements.size() != n)
+      throw UsageError("MPI backend: all_to_all_v needs one count and displacement per rank (" +
+                       std::to_string(n) + ")");
+    auto ints = [](std::span<const size_t> values) {
+      std::vector<int> out;
+      for (size_t v : values) out.push_back(to_int_count(v));
+      return out;
+    };
+    const std::vector<int> sc = ints(send_counts), sd = ints(send_displacements),
+                           rc = ints(recv_counts), rd = ints(recv_displacements);
+    collective(
+        "MPI_Alltoallv",
+        [&] {
+          return MPI_Alltoallv(send, sc.data(), sd.data(), mpi_type(type), recv, rc.data(),
+                               rd.data(), mpi_type(type), comm_);
+        },
+        [&](MPI_Request* r) {
+          return MPI_Ialltoallv(send, sc.data(), sd.data(), mpi_type(type), recv, rc.data(),
+                                rd.data(), mpi_type(type), comm_, r);
+        });
+  }
+
   void send_recv(const void* send, int send_peer, void* recv, int recv_peer, size_t count,
                  DataType type) override {
     constexpr int kTag = 7101;
@@ -427,7 +517,7 @@ class MpiCommunicator : public Communicator {
   MPI_Op op_prod_opaque_ = MPI_OP_NULL;
   MPI_Op op_min_opaque_ = MPI_OP_NULL;
   MPI_Op op_max_opaque_ = MPI_OP_NULL;
-  std::vector<unsigned char> scratch_;  // kMulSum reduce_scatter's premultiplied input
+  std::vector<unsigned char> scratch_;  // kMulSum reduce_scatter's and reduce's premultiplied input
 };
 
 }  // namespace
