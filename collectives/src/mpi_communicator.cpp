@@ -74,6 +74,20 @@ bool is_opaque(DataType type) {
          type == DataType::kFloat8E4M3 || type == DataType::kFloat8E5M2;
 }
 
+// Whether the library is MPICH older than 4.2 (its "MPICH Version:" line).
+bool mpich_before_4_2() {
+  char text[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+  int length = 0;
+  if (MPI_Get_library_version(text, &length) != MPI_SUCCESS) return false;
+  const std::string version(text, static_cast<size_t>(length));
+  const std::string key = "MPICH Version:";
+  const size_t at = version.find(key);
+  if (at == std::string::npos) return false;
+  int major = 0, minor = 0;
+  if (std::sscanf(version.c_str() + at + key.size(), " %d.%d", &major, &minor) != 2) return false;
+  return major < 4 || (major == 4 && minor < 2);
+}
+
 int to_int_count(size_t count) {
   if (count > static_cast<size_t>(INT_MAX))
     throw UsageError("MPI backend: " + std::to_string(count) +
@@ -92,6 +106,7 @@ class MpiCommunicator : public Communicator {
       : comm_(comm), owned_(owned), yielding_waits_(yielding_waits) {
     check_mpi(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
     check_mpi(MPI_Comm_size(comm_, &size_), "MPI_Comm_size");
+    in_place_reduce_crashes_ = mpich_before_4_2();
     if (g_communicators == 0) {
       for (auto [handle, bytes] : {std::pair{&g_float16, 2}, std::pair{&g_bfloat16, 2},
                                    std::pair{&g_fp8_e4m3, 1}, std::pair{&g_fp8_e5m2, 1}}) {
@@ -219,6 +234,13 @@ class MpiCommunicator : public Communicator {
     const bool on_root = rank_ == root;
     // MPI's in-place form is the root's alone; elsewhere recv is not used.
     const void* source = on_root && send == recv ? MPI_IN_PLACE : send;
+    if (source == MPI_IN_PLACE && root != 0 && in_place_reduce_crashes_) {
+      // MPICH 4.0.2-4.1.x crashes in MPI_Reduce(MPI_IN_PLACE) at a root other
+      // than 0 from a few KiB (pmodels/mpich#6540): reduce from a copy.
+      if (scratch_.size() < count * element_size(type)) scratch_.resize(count * element_size(type));
+      std::memcpy(scratch_.data(), send, count * element_size(type));
+      source = scratch_.data();
+    }
     if (op == ReduceOp::kMulSum) {
       // No MPI op for it: this rank's input times its scalar in a scratch
       // buffer (a non-root's recv is not touched), then an MPI sum from there.
@@ -511,6 +533,7 @@ class MpiCommunicator : public Communicator {
   MPI_Comm comm_;
   bool owned_;
   bool yielding_waits_;
+  bool in_place_reduce_crashes_ = false;
   int rank_ = 0;
   int size_ = 1;
   MPI_Op op_sum_opaque_ = MPI_OP_NULL;
