@@ -367,10 +367,10 @@ std::string read_bandwidth(const std::vector<std::string>& files, AdvisorCluster
     for (const auto& p : curve) peak = std::max(peak, p.busbw_GBps);
     std::string from;
     for (const auto& src : s.sources) from += (from.empty() ? "" : ", ") + reports::printable(src);
-    summary.push_back(
-        fmt::format("{} {}: {} sizes {}..{}, peak busbw {:.3g} GB/s, {} ranks ({})", name(scope),
-                    advice_name(coll), curve.size(), format_size(static_cast<size_t>(curve.front().bytes)),
-                    format_size(static_cast<size_t>(curve.back().bytes)), peak, ranks, from));
+    summary.push_back(fmt::format(
+        "{} {}: {} sizes {}..{}, peak busbw {:.3g} GB/s, {} ranks ({})", name(scope),
+        advice_name(coll), curve.size(), format_size(static_cast<size_t>(curve.front().bytes)),
+        format_size(static_cast<size_t>(curve.back().bytes)), peak, ranks, from));
   }
   return "";
 }

@@ -397,13 +397,14 @@ void Sweep::prepare(const Placement& at, const Layout& layout, bool in_place,
                     const DataPattern& pattern, bool clear_output) {
   // A stale output must not pass the check: the output is filled first, unless
   // (in place) the input about to be written covers all of it.
-  const bool input_covers_output =
-      in_place && layout.send_in_place_offset <= layout.recv_in_place_offset &&
-      layout.recv_in_place_offset + layout.recv_count <=
-          layout.send_in_place_offset + layout.send_count;
+  const bool input_covers_output = in_place &&
+                                   layout.send_in_place_offset <= layout.recv_in_place_offset &&
+                                   layout.recv_in_place_offset + layout.recv_count <=
+                                       layout.send_in_place_offset + layout.send_count;
   if (clear_output && !input_covers_output)
-    access_.write(*at.output_buffer, at.output_offset, layout.recv_count,
-                  [&](size_t, size_t n, void* out) { std::memset(out, kOutputFill, n * element_bytes_); });
+    access_.write(
+        *at.output_buffer, at.output_offset, layout.recv_count,
+        [&](size_t, size_t n, void* out) { std::memset(out, kOutputFill, n * element_bytes_); });
   access_.write(
       *at.input_buffer, at.input_offset, layout.send_count,
       [&](size_t first, size_t n, void* out) { pattern.fill_input(rank_, first, n, out); });
@@ -432,8 +433,7 @@ void Sweep::inject_faults(const Placement& at, const Layout& layout) {
     // offset would deliver it.
     // One rank's block where the output is made of blocks (param_count is then
     // smaller than the output), else the whole output.
-    const size_t block =
-        std::min({layout.param_count, layout.recv_count, size_t{1} << 20});
+    const size_t block = std::min({layout.param_count, layout.recv_count, size_t{1} << 20});
     if (block < 2) return;
     std::vector<unsigned char> data(block * element_bytes_);
     access_.read(*at.output_buffer, at.output_offset, block,
@@ -594,7 +594,6 @@ reports::BenchRecord Sweep::make_record(const Layout& layout, bool in_place, con
   record.repeat = repeat_;
   return record;
 }
-
 
 }  // namespace
 

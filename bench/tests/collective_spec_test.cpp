@@ -122,14 +122,14 @@ const NcclTestsRow kNcclTestsRows[] = {
     {Collective::kReduce, 4, k128M, 33554432, k128M},
     // 8 B: 2 floats / n -> 0 elements at every rank count.
     {Collective::kGather, 2, 8, 0, 0},
-    {Collective::kGather, 2, 32, 4, 32},               // 8 / 2 = 4
-    {Collective::kGather, 3, 32, 0, 0},                // 8 / 3 = 2 -> 0
-    {Collective::kGather, 3, 64, 4, 48},               // 16 / 3 = 5 -> 4
-    {Collective::kGather, 3, 1024, 84, 1008},          // 256 / 3 = 85 -> 84
+    {Collective::kGather, 2, 32, 4, 32},                   // 8 / 2 = 4
+    {Collective::kGather, 3, 32, 0, 0},                    // 8 / 3 = 2 -> 0
+    {Collective::kGather, 3, 64, 4, 48},                   // 16 / 3 = 5 -> 4
+    {Collective::kGather, 3, 1024, 84, 1008},              // 256 / 3 = 85 -> 84
     {Collective::kGather, 3, k128M, 11184808, 134217696},  // 33554432 / 3 = 11184810 -> ..808
-    {Collective::kGather, 4, 32, 0, 0},                // 8 / 4 = 2 -> 0
+    {Collective::kGather, 4, 32, 0, 0},                    // 8 / 4 = 2 -> 0
     {Collective::kGather, 4, k128M, 8388608, k128M},
-    {Collective::kScatter, 2, 16, 0, 0},               // 4 / 2 = 2 -> 0
+    {Collective::kScatter, 2, 16, 0, 0},  // 4 / 2 = 2 -> 0
     {Collective::kScatter, 3, 1024, 84, 1008},
     {Collective::kScatter, 4, 64, 4, 64},
     {Collective::kScatter, 4, k128M, 8388608, k128M},
@@ -154,9 +154,8 @@ const NcclTestsRow kNcclTestsRows[] = {
 
 TEST(CollectiveSpec, ReduceGatherScatterAllToAllVSizesAreNcclTests219) {
   for (const NcclTestsRow& row : kNcclTestsRows) {
-    const std::string what = std::string(name(row.collective)) + " x" +
-                             std::to_string(row.ranks) + " " + std::to_string(row.requested) +
-                             " B";
+    const std::string what = std::string(name(row.collective)) + " x" + std::to_string(row.ranks) +
+                             " " + std::to_string(row.requested) + " B";
     for (int rank = 0; rank < row.ranks; ++rank) {
       const Layout l = layout_for(row.collective, row.requested, 4, row.ranks, rank);
       EXPECT_EQ(l.param_count, row.count) << what;
@@ -180,7 +179,8 @@ TEST(CollectiveSpec, AllToAllVPerPeerBlocksAreNcclTestsDistanceWeighted) {
         return static_cast<size_t>(distance * total / sum_of_distances) & ~size_t{15};
       };
       std::vector<Layout> layouts;
-      for (int r = 0; r < n; ++r) layouts.push_back(layout_for(Collective::kAllToAllV, size, 4, n, r));
+      for (int r = 0; r < n; ++r)
+        layouts.push_back(layout_for(Collective::kAllToAllV, size, 4, n, r));
       for (size_t r = 0; r < un; ++r) {
         const Layout& l = layouts[r];
         size_t sent = 0;

@@ -232,8 +232,8 @@ std::vector<unsigned char> correct_output(const DataPattern& p, Collective c, Da
       // Each sender's own layout says how much it sends to whom, in peer order.
       size_t at = 0;
       for (int src = 0; src < ranks; ++src) {
-        const Layout from = layout_for(c, layout.param_count * static_cast<size_t>(ranks) * w, w,
-                                       ranks, src);
+        const Layout from =
+            layout_for(c, layout.param_count * static_cast<size_t>(ranks) * w, w, ranks, src);
         std::vector<unsigned char> send(from.send_count * w);
         p.fill_input(src, 0, from.send_count, send.data());
         const size_t r = static_cast<size_t>(rank);

@@ -94,8 +94,8 @@ class RecordingCommunicator : public Communicator {
   }
   void all_to_all_v(const void* send, std::span<const size_t> send_counts,
                     std::span<const size_t> send_displacements, void* recv,
-                    std::span<const size_t> recv_counts,
-                    std::span<const size_t> recv_displacements, DataType type) override {
+                    std::span<const size_t> recv_counts, std::span<const size_t> recv_displacements,
+                    DataType type) override {
     inner_->all_to_all_v(send, send_counts, send_displacements, recv, recv_counts,
                          recv_displacements, type);
   }

@@ -25,8 +25,7 @@ void Communicator::scatter(const void*, void*, size_t, DataType, int) {
   not_supported(*this, "scatter");
 }
 void Communicator::all_to_all_v(const void*, std::span<const size_t>, std::span<const size_t>,
-                                void*, std::span<const size_t>, std::span<const size_t>,
-                                DataType) {
+                                void*, std::span<const size_t>, std::span<const size_t>, DataType) {
   not_supported(*this, "all_to_all_v");
 }
 

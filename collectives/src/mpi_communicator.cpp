@@ -251,12 +251,11 @@ class MpiCommunicator : public Communicator {
     collective(
         "MPI_Reduce",
         [&] {
-          return MPI_Reduce(source, recv, mpi_count, mpi_type(type), mpi_op(type, op), root,
-                            comm_);
+          return MPI_Reduce(source, recv, mpi_count, mpi_type(type), mpi_op(type, op), root, comm_);
         },
         [&](MPI_Request* r) {
-          return MPI_Ireduce(source, recv, mpi_count, mpi_type(type), mpi_op(type, op), root,
-                             comm_, r);
+          return MPI_Ireduce(source, recv, mpi_count, mpi_type(type), mpi_op(type, op), root, comm_,
+                             r);
         });
     if (op == ReduceOp::kAvg && on_root) divide_by_size(recv, count, type);
   }
@@ -299,8 +298,8 @@ class MpiCommunicator : public Communicator {
 
   void all_to_all_v(const void* send, std::span<const size_t> send_counts,
                     std::span<const size_t> send_displacements, void* recv,
-                    std::span<const size_t> recv_counts,
-                    std::span<const size_t> recv_displacements, DataType type) override {
+                    std::span<const size_t> recv_counts, std::span<const size_t> recv_displacements,
+                    DataType type) override {
     const size_t n = static_cast<size_t>(size_);
     if (send_counts.size() != n || send_displacements.size() != n || recv_counts.size() != n ||
         recv_displacements.size() != n)

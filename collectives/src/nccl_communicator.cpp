@@ -771,8 +771,8 @@ class NcclCommunicator : public Communicator {
     std::vector<PeerRecv> blocks;
     if (rank_ == root)
       for (int from = 0; from < size_; ++from)
-        blocks.push_back({from, static_cast<char*>(recv) + static_cast<size_t>(from) * block,
-                          send_count});
+        blocks.push_back(
+            {from, static_cast<char*>(recv) + static_cast<size_t>(from) * block, send_count});
     batch_send_recv({&to_root, 1}, blocks, type);
   }
 
@@ -791,8 +791,8 @@ class NcclCommunicator : public Communicator {
 
   void all_to_all_v(const void* send, std::span<const size_t> send_counts,
                     std::span<const size_t> send_displacements, void* recv,
-                    std::span<const size_t> recv_counts,
-                    std::span<const size_t> recv_displacements, DataType type) override {
+                    std::span<const size_t> recv_counts, std::span<const size_t> recv_displacements,
+                    DataType type) override {
     const size_t n = static_cast<size_t>(size_);
     if (send_counts.size() != n || send_displacements.size() != n || recv_counts.size() != n ||
         recv_displacements.size() != n)

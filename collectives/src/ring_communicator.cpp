@@ -69,8 +69,8 @@ class RingCommunicator : public Communicator {
   }
   void all_to_all_v(const void* send, std::span<const size_t> send_counts,
                     std::span<const size_t> send_displacements, void* recv,
-                    std::span<const size_t> recv_counts,
-                    std::span<const size_t> recv_displacements, DataType type) override {
+                    std::span<const size_t> recv_counts, std::span<const size_t> recv_displacements,
+                    DataType type) override {
     const size_t es = element_size(type);
     std::vector<const void*> send_blocks;
     std::vector<void*> recv_blocks;

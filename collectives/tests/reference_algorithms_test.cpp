@@ -162,9 +162,9 @@ void run_case(PointToPoint& p2p, const Case& c, Findings& findings) {
   }
   // Reduce and gather leave a non-root's output alone: it must still hold what
   // it held (the canary bytes out of place; in place, the input around zeros).
-  const bool untouched = (c.algorithm == Algorithm::kBinomialReduce ||
-                          c.algorithm == Algorithm::kLinearGather) &&
-                         r != c.root;
+  const bool untouched =
+      (c.algorithm == Algorithm::kBinomialReduce || c.algorithm == Algorithm::kLinearGather) &&
+      r != c.root;
   std::vector<unsigned char> expected(out_count * es);
   for (size_t i = 0; i < out_count; ++i) {
     if (untouched) {

@@ -35,12 +35,15 @@ TEST(Collective, NamesAsToolsSpellThem) {
 TEST(Collective, OsuTitlesOfEveryCollective) {
   EXPECT_EQ(collective_from_osu_title("# OSU MPI Allreduce Latency Test v7.3"),
             Collective::kAllReduce);
-  EXPECT_EQ(collective_from_osu_title("# OSU MPI All-to-All Personalized Exchange Latency Test v5.6.2"),
-            Collective::kAllToAll);
-  EXPECT_EQ(collective_from_osu_title("# OSU MPI Allgather Latency Test v7.4"), Collective::kAllGather);
+  EXPECT_EQ(
+      collective_from_osu_title("# OSU MPI All-to-All Personalized Exchange Latency Test v5.6.2"),
+      Collective::kAllToAll);
+  EXPECT_EQ(collective_from_osu_title("# OSU MPI Allgather Latency Test v7.4"),
+            Collective::kAllGather);
   EXPECT_EQ(collective_from_osu_title("# OSU MPI Reduce_scatter Latency Test v6.1"),
             Collective::kReduceScatter);
-  EXPECT_EQ(collective_from_osu_title("# OSU MPI Broadcast Latency Test v7.0"), Collective::kBroadcast);
+  EXPECT_EQ(collective_from_osu_title("# OSU MPI Broadcast Latency Test v7.0"),
+            Collective::kBroadcast);
   EXPECT_EQ(collective_from_osu_title("# OSU MPI Reduce Scatter Latency Test v7.3"),
             Collective::kReduceScatter);  // not scatter
   EXPECT_EQ(collective_from_osu_title("# OSU MPI Scatter Latency Test v7.3"), Collective::kScatter);

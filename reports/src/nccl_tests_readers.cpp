@@ -69,8 +69,8 @@ const std::vector<Signature>& signatures() {
       const bool per_count_n = l.size_bytes == l.param_count * 4 * 8;
       // Read by name only where size is neither (alltoallv: its per-peer sizes vary).
       if (!per_count_n && l.size_bytes != l.param_count * 4) continue;
-      out.push_back({d.name, d.nccl_tests_program, d.nccl_tests_op, d.has_root, per_count_n,
-                     d.id, nullptr, d.nccl_tests_old_columns});
+      out.push_back({d.name, d.nccl_tests_program, d.nccl_tests_op, d.has_root, per_count_n, d.id,
+                     nullptr, d.nccl_tests_old_columns});
     }
     out.insert(out.end(), std::begin(kOtherSignatures), std::end(kOtherSignatures));
     return out;
