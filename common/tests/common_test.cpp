@@ -57,6 +57,13 @@ TEST(Sizes, Formats) {
   EXPECT_EQ(format_size(std::numeric_limits<size_t>::max()), "16 EiB");
 }
 
+TEST(Statistics, MedianOfOddAndEvenCountsInAnyOrder) {
+  EXPECT_EQ(median(std::vector<double>{}), 0);
+  EXPECT_EQ(median(std::vector<double>{3, 1, 2}), 2);
+  EXPECT_EQ(median(std::vector<double>{4, 1, 3, 2}), 2.5);
+  EXPECT_EQ(median(std::vector<double>{9, 9, 1, 9}), 9);
+}
+
 TEST(Sizes, ExactFormsNameEachSizeExactly) {
   EXPECT_EQ(format_exact_size(1536), "1536 B");
   EXPECT_EQ(format_exact_size(65536), "64 KiB");
