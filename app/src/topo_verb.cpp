@@ -16,7 +16,7 @@
 #include "ccscope/collectives/backends.h"
 #include "ccscope/collectives/error.h"
 #include "ccscope/collectives/mpi_point_to_point.h"
-#include "ccscope/collectives/watchdog.h"
+#include "ccscope/job/watchdog.h"
 #include "ccscope/collectives/world.h"
 #include "ccscope/common/sizes.h"
 #include "ccscope/records/topology_record.h"

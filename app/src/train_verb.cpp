@@ -25,7 +25,7 @@
 #include "ccscope/bench/benchmark.h"
 #include "ccscope/collectives/backends.h"
 #include "ccscope/collectives/error.h"
-#include "ccscope/collectives/watchdog.h"
+#include "ccscope/job/watchdog.h"
 #include "ccscope/collectives/world.h"
 #include "ccscope/common/sizes.h"
 #include "ccscope/common/statistics.h"

@@ -9,15 +9,15 @@
 #include <thread>
 #include <vector>
 
-#include "backend_choice.h"
 #include "ccscope/collectives/backends.h"
 #include "ccscope/collectives/error.h"
-#include "ccscope/collectives/watchdog.h"
 #include "ccscope/collectives/world.h"
+#include "ccscope/job/backend_registry.h"
+#include "ccscope/job/interruption.h"
+#include "ccscope/job/watchdog.h"
 #include "ccscope/reports/loaded_results.h"
 #include "ccscope/reports/reporter.h"
 #include "collective_spec.h"
-#include "interruption.h"
 #include "run_metadata.h"
 #include "sweep_runner.h"
 
@@ -34,8 +34,8 @@ static_assert(kBenchTimeout == kTimeoutExitCode);
 std::string default_backend(const BenchOptions& options, const World& world) {
   const std::vector<std::string> gpu_ids =
       world.all_gather(gpu_identity_for_local_rank(world.local_rank()));
-  const BackendChoice choice =
-      choose_default_backend(world.hostnames(), gpu_ids, options.isolate_ranks);
+  const job::BackendChoice choice =
+      job::choose_default_backend(world.hostnames(), gpu_ids, options.isolate_ranks);
   if (!choice.note.empty() && world.rank() == 0)
     std::fprintf(stderr, "ccscope bench: note: %s\n", choice.note.c_str());
   return choice.backend;
@@ -90,13 +90,6 @@ int leave_together(const World& world, int exit_code) {
 }
 
 }  // namespace
-
-bool launcher_says_rank_zero() {
-  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"}) {
-    if (const char* value = std::getenv(name)) return std::string(value) == "0";
-  }
-  return true;
-}
 
 namespace {
 
@@ -197,7 +190,10 @@ int benchmark_in_session(const BenchOptions& options, const ReporterSetup& setup
     return leave_together(world, kExitUsage);
   }
 
-  InterruptHandlers interrupts(leader);
+  job::InterruptHandlers interrupts(leader
+                                        ? "ccscope bench: stopping after the current size (signal "
+                                          "received; send it again to stop at once)\n"
+                                        : "");
   try {
     reports::RunMetadata metadata = collect_run_metadata(world, *comm, command_line);
     if (leader) reporters.begin(metadata);
@@ -210,7 +206,7 @@ int benchmark_in_session(const BenchOptions& options, const ReporterSetup& setup
       for (const BenchOptions& one : runs) {
         const SweepOutcome part =
             run_sweep(one, world, *comm, *watchdog, leader ? &reporters : nullptr, repeat,
-                      &InterruptHandlers::pending_signal);
+                      &job::InterruptHandlers::pending_signal);
         outcome.wrong_elements += part.wrong_elements;
         outcome.records += part.records;
         outcome.stopped_by_signal = part.stopped_by_signal;
@@ -220,7 +216,8 @@ int benchmark_in_session(const BenchOptions& options, const ReporterSetup& setup
       if (repeat == std::numeric_limits<int>::max() - 1) break;  // -N 0 for 2^31 sweeps
     }
     metadata.end_time_utc = utc_now_iso8601();
-    if (outcome.stopped_by_signal) metadata.stopped_by = signal_name(outcome.stopped_by_signal);
+    if (outcome.stopped_by_signal)
+      metadata.stopped_by = job::signal_name(outcome.stopped_by_signal);
     // The last write (the JSON's final version) failing on rank 0 is a failed
     // run, but every rank still ends normally: no abort, one line.
     bool end_failed = false;
@@ -243,7 +240,7 @@ int benchmark_in_session(const BenchOptions& options, const ReporterSetup& setup
     if (!outcome.refused.empty()) return kExitUsage;  // rank 0 said what fits
     if (end_failed) return kExitFailed;
     if (outcome.stopped_by_signal) {
-      const int code = exit_code_for_signal(outcome.stopped_by_signal);
+      const int code = job::exit_code_for_signal(outcome.stopped_by_signal);
       if (leader)
         std::fprintf(stderr, "ccscope bench: stopped by %s after %zu record(s); exit %d\n",
                      metadata.stopped_by.c_str(), outcome.records, code);
