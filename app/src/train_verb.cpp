@@ -25,10 +25,11 @@
 #include "ccscope/bench/benchmark.h"
 #include "ccscope/collectives/backends.h"
 #include "ccscope/collectives/error.h"
-#include "ccscope/collectives/watchdog.h"
 #include "ccscope/collectives/world.h"
 #include "ccscope/common/sizes.h"
 #include "ccscope/common/statistics.h"
+#include "ccscope/job/run_job.h"
+#include "ccscope/job/watchdog.h"
 #include "ccscope/records/training_record.h"
 #include "ccscope/reports/loaded_results.h"
 #include "ccscope/reports/user_files.h"
@@ -48,8 +49,8 @@ namespace train_verb_detail {
 using namespace ccscope::training_probe;
 
 constexpr const char* kTrainVerb = "train";
-constexpr int kExitCheckFailed = 1;
-constexpr int kExitTimeout = 3;
+constexpr int kExitCheckFailed = job::kExitCheckFailed;
+constexpr int kExitTimeout = job::kExitHang;
 
 struct TrainFlags {
   std::string strategy = "ddp";
@@ -800,10 +801,11 @@ RunOutcome run_one(const World& world, const TrainOptions& options, size_t ranks
   return outcome;
 }
 
-// Inside the caller's MPI session.
-int run_training(const TrainFlags& flags, TrainOptions base, const std::vector<size_t>& counts) {
-  const World world = World::from_mpi();
-  const bool leader = world.rank() == 0;
+// The training runs as the body of their job.
+int run_training(job::JobContext& job, const TrainFlags& flags, TrainOptions base,
+                 const std::vector<size_t>& counts) {
+  const World& world = job.world();
+  const bool leader = job.leader();
   const size_t world_size = static_cast<size_t>(world.size());
   auto fail_usage = [&](const std::string& what) {
     return leader ? usage_error(kTrainVerb, what) : kExitUsage;
@@ -881,48 +883,31 @@ int run_training(const TrainFlags& flags, TrainOptions base, const std::vector<s
   set_compute_threads(flags.threads);
 
   Outputs out;
-  std::string open_error;
-  if (leader) {
-    try {
-      if (!flags.csv.empty())
-        out.steps = std::make_unique<RowFile>(reports::resolve_output(flags.csv),
-                                              records::train_step_kind());
-      if (!flags.runs_csv.empty())
-        out.runs = std::make_unique<RowFile>(reports::resolve_output(flags.runs_csv),
-                                             records::train_run_kind());
-      if (!flags.ranks_csv.empty())
-        out.ranks = std::make_unique<RowFile>(reports::resolve_output(flags.ranks_csv),
-                                              records::train_rank_kind());
-      if (!flags.export_dir.empty()) {
-        if (std::filesystem::exists(flags.export_dir) &&
-            !std::filesystem::is_directory(flags.export_dir))
-          throw std::runtime_error("--export " + flags.export_dir +
-                                   " exists and is not a directory; name a directory");
-        export_run(flags.export_dir, base);
-      }
-    } catch (const std::exception& e) {
-      open_error = e.what();
-    }
-  }
-  if (world.all_reduce_sum(static_cast<int64_t>(open_error.empty() ? 0 : 1)) != 0)
+  if (const std::string open_error = job.open_outputs([&] {
+        if (!flags.csv.empty())
+          out.steps = std::make_unique<RowFile>(reports::resolve_output(flags.csv),
+                                                records::train_step_kind());
+        if (!flags.runs_csv.empty())
+          out.runs = std::make_unique<RowFile>(reports::resolve_output(flags.runs_csv),
+                                               records::train_run_kind());
+        if (!flags.ranks_csv.empty())
+          out.ranks = std::make_unique<RowFile>(reports::resolve_output(flags.ranks_csv),
+                                                records::train_rank_kind());
+        if (!flags.export_dir.empty()) {
+          if (std::filesystem::exists(flags.export_dir) &&
+              !std::filesystem::is_directory(flags.export_dir))
+            throw std::runtime_error("--export " + flags.export_dir +
+                                     " exists and is not a directory; name a directory");
+          export_run(flags.export_dir, base);
+        }
+      });
+      !open_error.empty())
     return fail_usage(open_error);
 
-  std::unique_ptr<HangWatchdog> watchdog;
-  try {
-    watchdog = std::make_unique<HangWatchdog>(world, base.timeout);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "ccscope train: rank %d (%s): cannot start the watchdog: %s\n",
-                 world.rank(), world.hostname().c_str(), e.what());
-    world.abort(1);
-  }
-  base.on_timeout = [&world](const std::string& what) {
-    std::fprintf(stderr, "ccscope train: rank %d (%s): %s\n", world.rank(),
-                 world.hostname().c_str(), what.c_str());
-    watchdog_say_goodbye();
-    world.abort(kExitTimeout);
-  };
+  HangWatchdog& watchdog = job.start_watchdog(base.timeout);
+  base.on_timeout = [&job](const std::string& what) { job.end_job(kExitTimeout, what); };
   int exit_code = 0;
-  try {
+  {
     // The single-rank references, computed on rank 0 while the others wait asleep.
     std::map<size_t, std::vector<double>> references;  // by global batch
     if (flags.check_loss && leader) {
@@ -949,32 +934,15 @@ int run_training(const TrainFlags& flags, TrainOptions base, const std::vector<s
       std::optional<std::vector<double>> reference;
       if (auto it = references.find(o.global_batch); it != references.end()) reference = it->second;
       const RunOutcome outcome = run_one(world, o, k, flags.weak, !flags.busy_poll, reference, out,
-                                         flags.print_every, *watchdog, one_rank_step_s);
+                                         flags.print_every, watchdog, one_rank_step_s);
       if (outcome.ran && leader) {
         if (k == 1) one_rank_step_s = outcome.summary.step_median_s;
         if (!outcome.checks_pass) exit_code = kExitCheckFailed;
       }
       world.sleeping_barrier(run_bound);
     }
-  } catch (const TimeoutError& e) {
-    std::fprintf(stderr, "ccscope train: rank %d (%s): %s\n", world.rank(),
-                 world.hostname().c_str(), e.what());
-    watchdog_say_goodbye();
-    world.abort(kExitTimeout);
-  } catch (const UsageError& e) {
-    if (leader) std::fprintf(stderr, "ccscope train: error: %s\n", e.what());
-    watchdog_say_goodbye();
-    world.abort(kExitUsage);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "ccscope train: rank %d (%s): %s\n", world.rank(),
-                 world.hostname().c_str(), e.what());
-    watchdog_say_goodbye();
-    world.abort(1);
-  }
-  int64_t failed = world.all_reduce_sum(static_cast<int64_t>(exit_code != 0));
-  watchdog_say_goodbye();
-  world.barrier();
-  return failed ? kExitCheckFailed : 0;
+  }  // a wait cut short or a failure ends the job (run_job: exit 3, 2 or 1)
+  return job.leave_together(job.agree_on_exit_code(exit_code));
 }
 
 }  // namespace train_verb_detail
@@ -1088,8 +1056,8 @@ int train_verb(const std::vector<std::string>& args, const std::vector<std::stri
     }
     counts.push_back(static_cast<size_t>(value));
   }
-  MpiSession session(nullptr, nullptr);
-  return session.finalize(run_training(f, options, counts));
+  return job::run_job({kTrainVerb},
+                      [&](job::JobContext& job) { return run_training(job, f, options, counts); });
 }
 
 }  // namespace ccscope::app
