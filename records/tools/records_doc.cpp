@@ -70,8 +70,9 @@ int main() {
          "  to its own; a field a file's version lacks reads as **absent reads as** (empty:\n"
          "  absent); a newer version is refused; columns the table does not know are ignored.\n"
          "- **in CSV**: `JSON only` fields are known only when the run ends.\n\n";
-  print_kind(bench_kind(), "`ccscope bench --csv/--json`, and what `report --csv/--json` writes "
-                           "for any results file it reads.");
+  print_kind(bench_kind(),
+             "`ccscope bench --csv/--json`, and what `report --csv/--json` writes "
+             "for any results file it reads.");
   print_kind(topology_path_kind(), "`ccscope topo --csv`: one row per GPU pair and node pair.");
   print_kind(diag_check_kind(), "`ccscope diag --csv/--json`: one row per check.");
   print_kind(train_step_kind(), "`ccscope train --csv`: one row per step.");
