@@ -361,27 +361,24 @@ int diag_verb(const std::vector<std::string>& args, const std::vector<std::strin
       ->check(CLI::IsMember({"mpi", "nccl"}));
   app.add_flag("--isolate-ranks", flags.isolate_ranks,
                "nccl: a NCCL_HOSTID per rank, so ranks sharing one GPU connect over NET/Socket");
-  app.add_option("--timeout", flags.timeout_s,
-                 "seconds any one wait may take before the stuck rank is named (exit 3)")
-      ->check(CLI::Range(1.0, 86400.0));
-  app.add_option("--csv", flags.csv, "ccscope.diag_check/1 rows, one per check, as judged");
-  app.add_option("--json", flags.json,
-                 "the checks as one JSON document (rewritten after each stage)");
-  app.add_option("--prometheus", flags.prometheus,
-                 "Prometheus text file for node-exporter's textfile collector (NAME.prom)");
-  app.add_option("--warn-fraction", flags.warn_fraction,
-                 "bandwidth below this fraction of the expected WARNs (default 0.5)")
-      ->check(CLI::Range(0.0, 1.0));
-  app.add_option("--fail-fraction", flags.fail_fraction,
-                 "bandwidth below this fraction of the expected FAILs (default 0.25)")
-      ->check(CLI::Range(0.0, 1.0));
-  app.add_option("--clock-warn-ms", flags.clock_warn_ms,
-                 "a node's clock offset surely above this WARNs (default 10)")
-      ->check(CLI::Range(0.0, 1e6));
-  app.add_option("--min-efficiency", flags.min_efficiency,
-                 "stage 4 WARNs when DDP's weak-scaling efficiency is below this fraction of "
-                 "what the all-reduce measured over the same ranks allows (default 0.7)")
-      ->check(CLI::Range(0.0, 1.0));
+  add_number_option(app, "--timeout", flags.timeout_s,
+                    "seconds any one wait may take before the stuck rank is named (exit 3)",
+                    {1, 86400});
+  add_output_option(app, "--csv", flags.csv, "ccscope.diag_check/1 rows, one per check, as judged");
+  add_output_option(app, "--json", flags.json,
+                    "the checks as one JSON document (rewritten after each stage)");
+  add_output_option(app, "--prometheus", flags.prometheus,
+                    "Prometheus text file for node-exporter's textfile collector (NAME.prom)");
+  add_number_option(app, "--warn-fraction", flags.warn_fraction,
+                    "bandwidth below this fraction of the expected WARNs (default 0.5)", {0, 1});
+  add_number_option(app, "--fail-fraction", flags.fail_fraction,
+                    "bandwidth below this fraction of the expected FAILs (default 0.25)", {0, 1});
+  add_number_option(app, "--clock-warn-ms", flags.clock_warn_ms,
+                    "a node's clock offset surely above this WARNs (default 10)", {0, 1e6});
+  add_number_option(app, "--min-efficiency", flags.min_efficiency,
+                    "stage 4 WARNs when DDP's weak-scaling efficiency is below this fraction of "
+                    "what the all-reduce measured over the same ranks allows (default 0.7)",
+                    {0, 1});
   app.add_option("--bytes", flags.bytes,
                  "message size of the busbw all-reduces (stages 2, 3) and of the node-pair "
                  "transfers (default 4M; smaller on slow links for a quicker verdict)");

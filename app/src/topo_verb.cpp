@@ -132,8 +132,7 @@ int write_outputs(const TopoFlags& flags, const reports::OutputTarget* csv,
     try {
       reports::write_whole_file(*csv, path_records_csv(report));
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "ccscope topo: error: %s\n", e.what());
-      return 1;
+      return write_error(kVerb, e.what());
     }
   }
   std::cout << (flags.json ? topo::topology_json(report) : topo::render_topology_text(report))
@@ -224,7 +223,9 @@ int run_live(job::JobContext& job, const TopoFlags& flags,
   std::unique_ptr<reports::OutputTarget> csv;
   if (const std::string open_error = job.open_outputs([&] {
         if (!flags.csv.empty())
-          csv = std::make_unique<reports::OutputTarget>(reports::resolve_output(flags.csv));
+          csv = std::make_unique<reports::OutputTarget>(
+              reports::resolve_outputs({{"--csv", flags.csv}}, {{"--nccl-topo", flags.nccl_topo}})
+                  .front());
       });
       !open_error.empty())
     return job.refuse(open_error);
@@ -337,19 +338,20 @@ int topo_verb(const std::vector<std::string>& args, const std::vector<std::strin
                  "NCCL's own view (an NCCL_TOPO_DUMP_FILE dump of this node) to cross-check with");
   app.add_flag("--json", flags.json,
                "print the JSON document (README: Topology JSON) instead of text");
-  app.add_option("--csv", flags.csv, "write the path records (ccscope.topo_path/1) to FILE");
+  add_output_option(app, "--csv", flags.csv,
+                    "write the path records (ccscope.topo_path/1) to FILE");
   app.add_flag("--measure", flags.measure,
                "measure point-to-point bandwidth between every pair of nodes (and of GPUs inside a "
                "node on the NCCL backend), in rounds of disjoint pairs");
-  app.add_option("--threshold", flags.threshold, "flag measured pairs below this share of expected")
-      ->check(CLI::Range(0.0, 1.0));
+  add_number_option(app, "--threshold", flags.threshold,
+                    "flag measured pairs below this share of expected", {0, 1});
   app.add_option("-b,--bytes", flags.bytes_text, "bytes per direction per exchange (16M)");
   app.add_option("-n,--iters", flags.iterations, "timed exchanges per pair (median taken)")
       ->check(CLI::Range(1, 100000));
   app.add_option("--backend", flags.backend, "mpi, nccl or auto (nccl when a GPU is usable)")
       ->check(CLI::IsMember({"auto", "mpi", "nccl"}));
-  app.add_option("--timeout", flags.timeout_seconds, "seconds before a stuck exchange is reported")
-      ->check(CLI::Range(1.0, 86400.0));
+  add_number_option(app, "--timeout", flags.timeout_seconds,
+                    "seconds before a stuck exchange is reported", {1, 86400});
   app.add_flag("--no-hwloc", flags.no_hwloc, "do not read hwloc (the PCI tree)");
   app.add_flag("--no-nvml", flags.no_nvml, "do not load NVML");
   app.add_option("--sysfs", flags.sysfs_root, "sysfs root to read NICs from (tests)");
@@ -384,8 +386,12 @@ int topo_verb(const std::vector<std::string>& args, const std::vector<std::strin
     report.env = topo::nccl_environment_from_process();
     report.threshold = flags.threshold;
     std::unique_ptr<reports::OutputTarget> csv;
-    if (!flags.csv.empty() && speaks)
-      csv = std::make_unique<reports::OutputTarget>(reports::resolve_output(flags.csv));
+    if (!flags.csv.empty() && speaks) {
+      std::vector<std::pair<std::string, std::string>> inputs = {{"--nccl-topo", flags.nccl_topo}};
+      for (const std::string& path : flags.from) inputs.emplace_back("--from", path);
+      csv = std::make_unique<reports::OutputTarget>(
+          reports::resolve_outputs({{"--csv", flags.csv}}, inputs).front());
+    }
     topo::complete_report(report);
     cross_check(report, nccl_views);
     return speaks ? write_outputs(flags, csv.get(), report) : 0;

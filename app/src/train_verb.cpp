@@ -106,6 +106,15 @@ std::optional<T> choose(const std::string& text,
   return std::nullopt;
 }
 
+// The CSV flags given, as (flag, path).
+std::vector<std::pair<std::string, std::string>> output_files(const TrainFlags& f) {
+  std::vector<std::pair<std::string, std::string>> outputs;
+  if (!f.csv.empty()) outputs.emplace_back("--csv", f.csv);
+  if (!f.runs_csv.empty()) outputs.emplace_back("--runs-csv", f.runs_csv);
+  if (!f.ranks_csv.empty()) outputs.emplace_back("--ranks-csv", f.ranks_csv);
+  return outputs;
+}
+
 // Flags into options; "" or the one-line problem.
 std::string options_from_flags(const TrainFlags& f, TrainOptions& o) {
   const auto strategy = choose<Strategy>(f.strategy, {{"single", Strategy::kSingle},
@@ -324,7 +333,7 @@ bool agrees(double measured, double expected, double slack) {
 
 // --export DIR: what compare-with-pytorch loads (format in its README).
 void export_run(const std::string& dir, const TrainOptions& o) {
-  std::filesystem::create_directories(dir);
+  reports::create_output_directory(dir);
   auto write = [&](const std::string& file, const void* data, size_t bytes) {
     const std::string path = (std::filesystem::path(dir) / file).string();
     reports::write_whole_file(reports::resolve_output(path),
@@ -883,26 +892,37 @@ int run_training(job::JobContext& job, const TrainFlags& flags, TrainOptions bas
   set_compute_threads(flags.threads);
 
   Outputs out;
-  if (const std::string open_error = job.open_outputs([&] {
-        if (!flags.csv.empty())
-          out.steps = std::make_unique<RowFile>(reports::resolve_output(flags.csv),
-                                                records::train_step_kind());
-        if (!flags.runs_csv.empty())
-          out.runs = std::make_unique<RowFile>(reports::resolve_output(flags.runs_csv),
-                                               records::train_run_kind());
-        if (!flags.ranks_csv.empty())
-          out.ranks = std::make_unique<RowFile>(reports::resolve_output(flags.ranks_csv),
-                                                records::train_rank_kind());
-        if (!flags.export_dir.empty()) {
-          if (std::filesystem::exists(flags.export_dir) &&
-              !std::filesystem::is_directory(flags.export_dir))
-            throw std::runtime_error("--export " + flags.export_dir +
-                                     " exists and is not a directory; name a directory");
-          export_run(flags.export_dir, base);
-        }
-      });
-      !open_error.empty())
-    return fail_usage(open_error);
+  std::string open_error;
+  int open_exit = 0;
+  if (leader) {
+    try {
+      const auto outputs = output_files(flags);
+      const std::vector<reports::OutputTarget> targets =
+          reports::resolve_outputs(outputs, {{"--deepspeed-config", flags.deepspeed_config}});
+      for (size_t i = 0; i < outputs.size(); ++i) {
+        const std::string& what = outputs[i].first;
+        if (what == "--csv")
+          out.steps = std::make_unique<RowFile>(targets[i], records::train_step_kind());
+        if (what == "--runs-csv")
+          out.runs = std::make_unique<RowFile>(targets[i], records::train_run_kind());
+        if (what == "--ranks-csv")
+          out.ranks = std::make_unique<RowFile>(targets[i], records::train_rank_kind());
+      }
+      if (!flags.export_dir.empty()) export_run(flags.export_dir, base);
+    } catch (const reports::WriteError& e) {
+      open_error = e.what();
+      open_exit = kExitWriteFailed;
+    } catch (const std::exception& e) {
+      open_error = e.what();
+      open_exit = kExitUsage;
+    }
+  }
+  // Rank 0 alone opens them: every rank ends with its code.
+  if (const int64_t code = world.all_reduce_sum(static_cast<int64_t>(open_exit)); code != 0) {
+    if (!leader) return static_cast<int>(code);
+    return open_exit == kExitWriteFailed ? write_error(kTrainVerb, open_error)
+                                         : usage_error(kTrainVerb, open_error);
+  }
 
   HangWatchdog& watchdog = job.start_watchdog(base.timeout);
   base.on_timeout = [&job](const std::string& what) { job.end_job(kExitTimeout, what); };
@@ -970,20 +990,26 @@ int train_verb(const std::vector<std::string>& args, const std::vector<std::stri
   app.add_option("--samples", f.samples, "data set size (default 8 global batches)");
   app.add_option("--optimizer", f.optimizer, "sgd (with momentum), adam, adamw")
       ->capture_default_str();
-  app.add_option("--lr", f.lr, "learning rate")->capture_default_str();
-  app.add_option("--momentum", f.momentum, "SGD momentum")->capture_default_str();
-  app.add_option("--weight-decay", f.weight_decay, "weight decay (AdamW: decoupled)")
+  // The probe's ranges: what torch.optim takes, bounded where a larger value only diverges.
+  add_number_option(app, "--lr", f.lr, "learning rate", {0, 10, true})->capture_default_str();
+  add_number_option(app, "--momentum", f.momentum, "SGD momentum", {0, 1, false, true})
       ->capture_default_str();
-  app.add_option("--beta1", f.beta1, "Adam beta1")->capture_default_str();
-  app.add_option("--beta2", f.beta2, "Adam beta2")->capture_default_str();
-  app.add_option("--eps", f.eps, "Adam epsilon")->capture_default_str();
+  add_number_option(app, "--weight-decay", f.weight_decay, "weight decay (AdamW: decoupled)",
+                    {0, 10})
+      ->capture_default_str();
+  add_number_option(app, "--beta1", f.beta1, "Adam beta1", {0, 1, false, true})
+      ->capture_default_str();
+  add_number_option(app, "--beta2", f.beta2, "Adam beta2", {0, 1, false, true})
+      ->capture_default_str();
+  add_number_option(app, "--eps", f.eps, "Adam epsilon", {0, 1, true, true})->capture_default_str();
   app.add_option("--precision", f.precision,
                  "fp32, bf16 (FSDP MixedPrecision: bf16 parameters and reduction, fp32 master), "
                  "fp16 (dynamic loss scaling)")
       ->capture_default_str();
   app.add_option("--initial-scale-power", f.initial_scale_power, "fp16: initial loss scale 2^N")
       ->capture_default_str();
-  app.add_option("--bucket-mb", f.bucket_mb, "DDP bucket_cap_mb / ZeRO reduce bucket (MiB)")
+  add_number_option(app, "--bucket-mb", f.bucket_mb, "DDP bucket_cap_mb / ZeRO reduce bucket (MiB)",
+                    {0, 1e6, true})
       ->capture_default_str();
   app.add_flag("--no-overlap", f.no_overlap,
                "communication on the training thread (for comparison)");
@@ -991,7 +1017,8 @@ int train_verb(const std::vector<std::string>& args, const std::vector<std::stri
                "MPI's blocking calls (they spin) instead of waits that yield the core to compute");
   app.add_flag("--no-prefetch", f.no_prefetch,
                "ZeRO-3: no gather of the next layer during compute");
-  app.add_option("--grad-clip", f.grad_clip, "clip gradients to this global norm (0: off)");
+  add_number_option(app, "--grad-clip", f.grad_clip, "clip gradients to this global norm (0: off)",
+                    {0, 1e6});
   app.add_option("--deepspeed-config", f.deepspeed_config, "a DeepSpeed JSON config to run");
   app.add_option("--offload", f.offload,
                  "optimizer or params (DeepSpeed's offload; GPU path only)");
@@ -1006,13 +1033,14 @@ int train_verb(const std::vector<std::string>& args, const std::vector<std::stri
                "after every step, check that parameters agree across ranks");
   app.add_option("--threads", f.threads, "OpenBLAS threads per rank")->capture_default_str();
   app.add_option("--seed", f.seed, "data, initial weights and sampler seed")->capture_default_str();
-  app.add_option("--csv", f.csv, "per-step records (ccscope.train_step)");
-  app.add_option("--runs-csv", f.runs_csv, "per-run records (ccscope.train_run)");
+  add_output_option(app, "--csv", f.csv, "per-step records (ccscope.train_step)");
+  add_output_option(app, "--runs-csv", f.runs_csv, "per-run records (ccscope.train_run)");
   app.add_option("--export", f.export_dir,
                  "write the initial weights, data and batches to DIR (compare-with-pytorch)");
   app.add_option("--print-every", f.print_every, "print every Nth step (0: none)")
       ->capture_default_str();
-  app.add_option("--timeout", f.timeout_seconds, "seconds any one wait may last")
+  add_number_option(app, "--timeout", f.timeout_seconds, "seconds any one wait may last",
+                    {0, 1e6, true})
       ->capture_default_str();
   app.add_option("--tp", f.tp, "tensor-parallel degree (tp, 3d)");
   app.add_option("--pp", f.pp, "pipeline stages (pp, 3d)");
@@ -1030,17 +1058,23 @@ int train_verb(const std::vector<std::string>& args, const std::vector<std::stri
       ->capture_default_str();
   app.add_option("--experts", f.experts, "ep: experts per mixture layer");
   app.add_option("--top-k", f.top_k, "ep: experts per token")->capture_default_str();
-  app.add_option("--capacity-factor", f.capacity_factor,
-                 "ep: expert capacity factor (0: no limit, nothing dropped)")
+  add_number_option(app, "--capacity-factor", f.capacity_factor,
+                    "ep: expert capacity factor (0: no limit, nothing dropped)", {0, 1e6})
       ->capture_default_str();
-  app.add_option("--ranks-csv", f.ranks_csv,
-                 "model-parallel runs: per-rank records (ccscope.train_rank)");
+  add_output_option(app, "--ranks-csv", f.ranks_csv,
+                    "model-parallel runs: per-rank records (ccscope.train_rank)");
   app.add_option("--fault", f.fault,
                  "tests only: sum, sampler, bucket, clip, microbatch, tp-allreduce, expert")
       ->group("");
   if (const std::optional<int> done = parse_flags(app, kTrainVerb, args)) return *done;
   TrainOptions options;
-  const std::string problem = options_from_flags(f, options);
+  std::string problem;
+  try {  // before MPI starts: the same file twice is refused at once
+    (void)reports::resolve_outputs(output_files(f), {{"--deepspeed-config", f.deepspeed_config}});
+  } catch (const reports::InputError& e) {
+    problem = e.what();
+  }
+  if (problem.empty()) problem = options_from_flags(f, options);
   if (!problem.empty()) {
     if (bench::launcher_says_rank_zero()) return usage_error(kTrainVerb, problem);
     return kExitUsage;
