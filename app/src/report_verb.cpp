@@ -83,9 +83,11 @@ int report_verb(const std::vector<std::string>& args, const std::vector<std::str
   app.add_option("--title", options.title, "page title")->capture_default_str();
   add_output_option(app, "--csv", csv_output,
                     "also write every record read, from any format, as ccscope CSV (- = stdout); "
-                    "alone, only that");
+                    "alone, only that")
+      ->type_name("FILE");
   add_output_option(app, "--json", json_output,
-                    "the same as one ccscope JSON document (the files must be of one run)");
+                    "the same as one ccscope JSON document (the files must be of one run)")
+      ->type_name("FILE");
   app.add_flag("--schema", schema, "print the fields of ccscope's records (the schema's table)");
   try {
     std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 wants them reversed

@@ -337,7 +337,7 @@ int topo_verb(const std::vector<std::string>& args, const std::vector<std::strin
   app.add_option("--nccl-topo", flags.nccl_topo,
                  "NCCL's own view (an NCCL_TOPO_DUMP_FILE dump of this node) to cross-check with");
   app.add_flag("--json", flags.json,
-               "print the JSON document (README: Topology JSON) instead of text");
+               "print the JSON document (docs/topo.md: Topology JSON) instead of text");
   add_output_option(app, "--csv", flags.csv,
                     "write the path records (ccscope.topo_path/1) to FILE");
   app.add_flag("--measure", flags.measure,

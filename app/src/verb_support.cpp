@@ -60,8 +60,8 @@ CLI::Option* add_output_option(CLI::App& app, const std::string& name, std::stri
       [](std::string& text) -> std::string {
         return text.empty() ? "an empty file name: name a file, or leave the flag out" : "";
       },
-      "FILE");
-  return app.add_option(name, path, help)->check(named)->type_name("FILE");
+      "");  // no description: the help keeps CLI11's own "TEXT", as before the check
+  return app.add_option(name, path, help)->check(named);
 }
 
 std::optional<int> parse_flags(CLI::App& app, const char* verb, std::vector<std::string> args) {

@@ -193,7 +193,7 @@ int benchmark_job(job::JobContext& job, const BenchOptions& options,
     std::fflush(nullptr);
     // Every record is written. MPICH's mpiexec (Hydra 4.0) often loses the
     // ranks' exit status after it forwarded a signal and reports 0; an abort
-    // with the code reaches it (measured: see README, "Stopping a run").
+    // with the code reaches it (measured: see docs/bench.md, "Stopping a run").
     if (world.size() > 1) {
       world.barrier();         // rank 0 has written and printed everything
       watchdog_say_goodbye();  // every rank: the abort below is on purpose
