@@ -161,6 +161,18 @@ TEST(JsonText, RefusesDocumentsNestedDeeperThanTheLimitAtOnce) {
   EXPECT_THROW((void)parse_json_text(nested("[", "]", kMaxJsonDepth + 1)), JsonLimitError);
 }
 
+TEST(JsonText, CountsOnlyTheBracketsOutsideStringsAndComments) {
+  const std::string many(300, '[');
+  // In a string (after an escaped quote) and in comments: not nesting.
+  const auto doc = parse_json_text("{\"k\": \"\\\"" + many + "\"}");
+  EXPECT_EQ(doc.at("k").get<std::string>(), "\"" + many);
+  EXPECT_EQ(parse_json_text("// " + many + "\n/* " + many + " */ [1]", /*ignore_comments=*/true)
+                .dump(),
+            "[1]");
+  // Where comments are not allowed, the text is not a comment: its brackets count.
+  EXPECT_THROW((void)parse_json_text("/* " + many + " */ [1]"), JsonLimitError);
+}
+
 TEST(JsonText, RefusesATextLargerThanTheLimitBeforeParsing) {
   // Untouched anonymous pages: the limit is checked before a byte is read.
   const size_t size = kMaxJsonBytes + 1;
