@@ -1,5 +1,19 @@
 find_package(GTest REQUIRED)
 include(GoogleTest)
+
+# The unit tests (every gtest_discover_tests executable). CI runs them once, in the sanitizer
+# tree (ci/sanitize), and configures its Release tree with -DCCSCOPE_UNIT_TESTS=OFF, which
+# runs the integration, MPI and virtual-cluster tests against the optimised binary: the unit
+# test executables are half of a tree's compile time. OFF keeps them out of `all` and
+# registers none of their tests (a developer's tree keeps the default ON).
+option(CCSCOPE_UNIT_TESTS "Build and register the unit tests (gtest_discover_tests)" ON)
+if(NOT CCSCOPE_UNIT_TESTS)
+  # One place instead of a condition in every tests/CMakeLists.txt: this definition
+  # replaces GoogleTest's for the rest of the configure.
+  function(gtest_discover_tests target)
+    set_target_properties(${target} PROPERTIES EXCLUDE_FROM_ALL TRUE)
+  endfunction()
+endif()
 # Where MPI integration tests find mpiexec and how many ranks the machine may run.
 set(CCSCOPE_MPIEXEC ${MPIEXEC_EXECUTABLE})
 

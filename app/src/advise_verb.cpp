@@ -481,29 +481,32 @@ int advise_verb(const std::vector<std::string>& args, const std::vector<std::str
   app.add_option("--global-batch-tokens", f.global_batch_tokens, "tokens per step, e.g. 4M");
   app.add_option("--precision", f.precision, "bf16 (default), fp16, fp32 (probe's default)");
   app.add_option("--optimizer", f.optimizer, "adam (default), adamw, sgd (probe's default)");
-  app.add_option("--momentum", f.momentum, "SGD momentum (0: no optimizer state)")
+  add_number_option(app, "--momentum", f.momentum, "SGD momentum (0: no optimizer state)",
+                    {0, 1, false, true})
       ->capture_default_str();
   app.add_option("--gpu-memory", f.gpu_memory, "memory per GPU, e.g. 80G (binary: GiB)");
   app.add_option("--ranks", f.ranks, "ranks (GPUs) to train on");
   app.add_option("--ranks-per-node", f.ranks_per_node,
                  "ranks per node (default: the inter-node records', else 8)");
-  app.add_option("--usable-memory", f.usable,
-                 "the fraction of GPU (and host) memory a framework can use")
+  add_number_option(app, "--usable-memory", f.usable,
+                    "the fraction of GPU (and host) memory a framework can use", {0, 1, true})
       ->capture_default_str();
   app.add_option("--host-memory", f.host_memory, "host memory per node, for offload (e.g. 1T)");
-  app.add_option("--pcie-GBps", f.pcie_GBps, "host-device bandwidth per rank, GB/s (offload)")
+  add_number_option(app, "--pcie-GBps", f.pcie_GBps,
+                    "host-device bandwidth per rank, GB/s (offload)", {0, 1e6, true})
       ->capture_default_str();
   app.add_option("--host-optimizer-rate", f.host_optimizer_rate,
                  "parameters per second one rank's CPU optimizer steps (offload)")
       ->capture_default_str();
   app.add_option("--flops", f.flops, "achieved FLOP/s per rank, e.g. 400e12");
-  app.add_option("--compute-seconds", f.compute_seconds,
-                 "measured: one rank's compute for the whole global batch, seconds");
-  app.add_option("--intra-busbw", f.intra_busbw,
-                 "intra-node busbw, GB/s, for every collective (instead of records)");
-  app.add_option("--inter-busbw", f.inter_busbw,
-                 "inter-node busbw, GB/s, for every collective (instead of records)");
-  app.add_option("--bucket-mb", f.bucket_mb, "DDP/ZeRO bucket size, MiB")->capture_default_str();
+  add_number_option(app, "--compute-seconds", f.compute_seconds,
+                    "measured: one rank's compute for the whole global batch, seconds", {0, 1e9});
+  add_number_option(app, "--intra-busbw", f.intra_busbw,
+                    "intra-node busbw, GB/s, for every collective (instead of records)", {0, 1e6});
+  add_number_option(app, "--inter-busbw", f.inter_busbw,
+                    "inter-node busbw, GB/s, for every collective (instead of records)", {0, 1e6});
+  add_number_option(app, "--bucket-mb", f.bucket_mb, "DDP/ZeRO bucket size, MiB", {0, 1e6, true})
+      ->capture_default_str();
   app.add_option("--min-micro-batch", f.min_micro_batch,
                  "samples per micro-batch at least (default 1; probe 32 rows)");
   app.add_flag("--no-overlap", f.no_overlap, "DDP/ZeRO communication not overlapped with compute");

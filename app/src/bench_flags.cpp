@@ -1,6 +1,5 @@
 // nccl-tests' flags (and ccscope's own) into bench::BenchOptions, with CLI11.
 #include "ccscope/app/bench_flags.h"
-#include "ccscope/records/collective.h"
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -10,6 +9,8 @@
 
 #include "ccscope/collectives/error.h"
 #include "ccscope/common/sizes.h"
+#include "ccscope/records/collective.h"
+#include "verb_support.h"
 
 namespace ccscope::app {
 using namespace ccscope::bench;
@@ -44,8 +45,9 @@ void build_app(CLI::App& app, RawArguments& raw) {
       "algbw/busbw as nccl-tests does.\nLaunch with mpiexec/mpirun/srun; one rank per GPU "
       "for NCCL. Every nccl-tests 2.19 flag is accepted; those ccscope cannot honour refuse "
       "values other than their default with one line.");
-  app.add_option("collective", raw.collective,
-                 collective_choices() + "; several separated by commas are run one after the other");
+  app.add_option(
+      "collective", raw.collective,
+      collective_choices() + "; several separated by commas are run one after the other");
   app.add_option("-b,--minbytes", raw.min_bytes, "smallest size, e.g. 8, 1K, 64M (default 32M)");
   app.add_option("-e,--maxbytes", raw.max_bytes, "largest size (default 32M)");
   app.add_option("-i,--stepbytes", raw.step_bytes,
@@ -124,8 +126,9 @@ void build_app(CLI::App& app, RawArguments& raw) {
   app.add_flag("--isolate-ranks", raw.isolate_ranks,
                "give every rank its own NCCL_HOSTID: ranks of one node talk through NCCL's network "
                "transport");
-  app.add_option("--csv", raw.csv, "write one CSV row per (size, in-place) as it completes");
-  app.add_option("--json", raw.json, "write a JSON document, rewritten after every size");
+  add_output_option(app, "--csv", raw.csv,
+                    "write one CSV row per (size, in-place) as it completes");
+  add_output_option(app, "--json", raw.json, "write a JSON document, rewritten after every size");
   app.add_flag("--no-rotate", raw.no_rotate,
                "every timed iteration uses the same buffer offset (default: iteration k uses "
                "offset size x (k mod (buffer / size)), as nccl-tests)");

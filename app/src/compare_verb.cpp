@@ -72,9 +72,8 @@ int compare_verb(const std::vector<std::string>& args, const std::vector<std::st
                  "compare against a saved baseline (ccscope baseline save)");
   app.add_option("--dir", dir,
                  "baselines directory (default $CCSCOPE_BASELINE_DIR or ./baselines)");
-  app.add_option("--threshold", threshold_pct,
-                 "smallest busbw drop that counts, in percent (default 5)")
-      ->check(CLI::Range(0.0, 100.0));
+  add_number_option(app, "--threshold", threshold_pct,
+                    "smallest busbw drop that counts, in percent (default 5)", {0, 100});
   app.add_option("--sizes", sizes,
                  "size window MIN:MAX, e.g. 1M:1G (default: busbw >= half its peak)");
   app.add_flag("--ignore-fingerprint", ignore_fingerprint,

@@ -19,7 +19,6 @@
 #include "ccscope/bench/benchmark.h"
 #include "ccscope/collectives/backends.h"
 #include "ccscope/collectives/error.h"
-#include "ccscope/collectives/watchdog.h"
 #include "ccscope/collectives/world.h"
 #include "ccscope/common/sizes.h"
 #include "ccscope/common/utc_time.h"
@@ -28,6 +27,9 @@
 #include "ccscope/diag/clock_offset.h"
 #include "ccscope/diag/nccl_log.h"
 #include "ccscope/diag/prometheus.h"
+#include "ccscope/job/backend_registry.h"
+#include "ccscope/job/run_job.h"
+#include "ccscope/job/watchdog.h"
 #include "ccscope/records/diag_record.h"
 #include "ccscope/reports/diag_results.h"
 #include "ccscope/reports/user_files.h"
@@ -41,8 +43,7 @@ using diag::Stage;
 using diag::Status;
 
 constexpr const char* kDiagVerb = "diag";
-constexpr int kExitFailed = 1;
-constexpr int kExitHang = 3;
+constexpr int kExitFailed = job::kExitCheckFailed;
 // The exit-code gauge while the run goes on (or after it was cut short).
 constexpr int kRunning = -1;
 
@@ -214,11 +215,11 @@ std::vector<Check> nccl_log_checks(const World& world, const std::string& path) 
   return diag::nccl_log_checks(diag::analyze_nccl_logs(inputs), Stage::kNode);
 }
 
-// Inside the caller's MPI session (started is when it began).
-int run_diag(const DiagFlags& flags, const std::vector<Stage>& stages,
+// The checklist as the body of its job (started is when it began).
+int run_diag(job::JobContext& job, const DiagFlags& flags, const std::vector<Stage>& stages,
              std::chrono::steady_clock::time_point started) {
-  const World world = World::from_mpi();
-  const bool leader = world.rank() == 0;
+  const World& world = job.world();
+  const bool leader = job.leader();
   auto fail_usage = [&](const std::string& what) {
     return leader ? usage_error(kDiagVerb, what) : kExitUsage;
   };
@@ -255,20 +256,18 @@ int run_diag(const DiagFlags& flags, const std::vector<Stage>& stages,
   } catch (const std::exception& e) {
     problem = fmt::format("rank {} ({}): {}", world.rank(), world.hostname(), e.what());
   }
-  // The backend: NCCL when every rank has a GPU of its own (or --isolate-ranks), else MPI.
-  options.backend = flags.backend;
-  const bool usable =
-      nccl_backend_usable() && (flags.isolate_ranks || visible_gpu_count() >= world.local_size());
-  const bool all_usable = world.all_reduce_sum(static_cast<int64_t>(usable)) == world.size();
-  if (options.backend.empty()) options.backend = all_usable ? "nccl" : "mpi";
-  if (options.backend == "nccl" && !nccl_backend_usable() && problem.empty())
+  // The backend: the job's default rule (a device backend when every rank has
+  // a GPU of its own, or --isolate-ranks), else the one named.
+  options.backend = flags.backend.empty() ? job::default_backend(world, flags.isolate_ranks).backend
+                                          : flags.backend;
+  const job::Backend* chosen = job::find_backend(options.backend);
+  if (chosen && chosen->capabilities.device == job::DeviceKind::kDevice &&
+      !(chosen->built() && chosen->usable()) && problem.empty())
     problem = fmt::format(
-        "--backend nccl: rank {} ({}) has no usable GPU or this build has no "
-        "NCCL; use --backend mpi",
-        world.rank(), world.hostname());
-  const std::vector<std::string> problems = world.all_gather(problem);
-  for (const std::string& p : problems)
-    if (!p.empty()) return fail_usage(p);
+        "--backend {}: rank {} ({}) has no usable GPU or this build has no "
+        "{}; use --backend mpi",
+        options.backend, world.rank(), world.hostname(), chosen->library);
+  if (const std::string p = job.first_problem(problem); !p.empty()) return fail_usage(p);
 
   // A non-blocking NCCL init (ncclCommGetAsyncError polled under a bound), so
   // that a rank stuck in communicator creation is cut short like any wait.
@@ -286,15 +285,9 @@ int run_diag(const DiagFlags& flags, const std::vector<Stage>& stages,
   }
 
   std::unique_ptr<DiagOutputs> outputs;
-  std::string open_error;
-  if (leader) {
-    try {
-      outputs = std::make_unique<DiagOutputs>(flags, "diag-" + utc_now_iso8601());
-    } catch (const std::exception& e) {
-      open_error = e.what();
-    }
-  }
-  if (world.all_reduce_sum(static_cast<int64_t>(open_error.empty() ? 0 : 1)) != 0)
+  if (const std::string open_error = job.open_outputs(
+          [&] { outputs = std::make_unique<DiagOutputs>(flags, "diag-" + utc_now_iso8601()); });
+      !open_error.empty())
     return fail_usage(open_error);
   if (leader && !flags.quiet) {
     std::string stage_list;
@@ -309,31 +302,12 @@ int run_diag(const DiagFlags& flags, const std::vector<Stage>& stages,
     options.on_stage_end = [&](Stage s, Status st) { outputs->stage_end(s, st); };
   }
 
-  std::unique_ptr<HangWatchdog> watchdog;
-  try {
-    watchdog = std::make_unique<HangWatchdog>(world, options.timeout);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "ccscope diag: rank %d (%s): cannot start the watchdog: %s\n",
-                 world.rank(), world.hostname().c_str(), e.what());
-    world.abort(kExitFailed);
-  }
-  diag::ChecklistResult result;
-  try {
-    result = diag::run_checklist(world, *watchdog, options);
-    if (!nccl_log.empty())
-      for (Check& c : nccl_log_checks(world, nccl_log))
-        if (leader) outputs->add(c);
-  } catch (const TimeoutError& e) {
-    std::fprintf(stderr, "ccscope diag: rank %d (%s): %s\n", world.rank(), world.hostname().c_str(),
-                 e.what());
-    watchdog_say_goodbye();
-    world.abort(kExitHang);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "ccscope diag: rank %d (%s): %s\n", world.rank(), world.hostname().c_str(),
-                 e.what());
-    watchdog_say_goodbye();
-    world.abort(kExitFailed);
-  }
+  HangWatchdog& watchdog = job.start_watchdog(options.timeout);
+  // A wait cut short or a failure ends the job (run_job: exit 3 or 1).
+  const diag::ChecklistResult result = diag::run_checklist(world, watchdog, options);
+  if (!nccl_log.empty())
+    for (Check& c : nccl_log_checks(world, nccl_log))
+      if (leader) outputs->add(c);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   int exit_code = 0;
@@ -357,10 +331,7 @@ int run_diag(const DiagFlags& flags, const std::vector<Stage>& stages,
       std::printf("\n");
     }
   }
-  int64_t failed = world.all_reduce_sum(static_cast<int64_t>(exit_code));
-  watchdog_say_goodbye();
-  watchdog.reset();
-  return failed != 0 ? kExitFailed : 0;
+  return job.leave_together(job.agree_on_exit_code(exit_code));
 }
 
 }  // namespace diag_verb_detail
@@ -390,27 +361,24 @@ int diag_verb(const std::vector<std::string>& args, const std::vector<std::strin
       ->check(CLI::IsMember({"mpi", "nccl"}));
   app.add_flag("--isolate-ranks", flags.isolate_ranks,
                "nccl: a NCCL_HOSTID per rank, so ranks sharing one GPU connect over NET/Socket");
-  app.add_option("--timeout", flags.timeout_s,
-                 "seconds any one wait may take before the stuck rank is named (exit 3)")
-      ->check(CLI::Range(1.0, 86400.0));
-  app.add_option("--csv", flags.csv, "ccscope.diag_check/1 rows, one per check, as judged");
-  app.add_option("--json", flags.json,
-                 "the checks as one JSON document (rewritten after each stage)");
-  app.add_option("--prometheus", flags.prometheus,
-                 "Prometheus text file for node-exporter's textfile collector (NAME.prom)");
-  app.add_option("--warn-fraction", flags.warn_fraction,
-                 "bandwidth below this fraction of the expected WARNs (default 0.5)")
-      ->check(CLI::Range(0.0, 1.0));
-  app.add_option("--fail-fraction", flags.fail_fraction,
-                 "bandwidth below this fraction of the expected FAILs (default 0.25)")
-      ->check(CLI::Range(0.0, 1.0));
-  app.add_option("--clock-warn-ms", flags.clock_warn_ms,
-                 "a node's clock offset surely above this WARNs (default 10)")
-      ->check(CLI::Range(0.0, 1e6));
-  app.add_option("--min-efficiency", flags.min_efficiency,
-                 "stage 4 WARNs when DDP's weak-scaling efficiency is below this fraction of "
-                 "what the all-reduce measured over the same ranks allows (default 0.7)")
-      ->check(CLI::Range(0.0, 1.0));
+  add_number_option(app, "--timeout", flags.timeout_s,
+                    "seconds any one wait may take before the stuck rank is named (exit 3)",
+                    {1, 86400});
+  add_output_option(app, "--csv", flags.csv, "ccscope.diag_check/1 rows, one per check, as judged");
+  add_output_option(app, "--json", flags.json,
+                    "the checks as one JSON document (rewritten after each stage)");
+  add_output_option(app, "--prometheus", flags.prometheus,
+                    "Prometheus text file for node-exporter's textfile collector (NAME.prom)");
+  add_number_option(app, "--warn-fraction", flags.warn_fraction,
+                    "bandwidth below this fraction of the expected WARNs (default 0.5)", {0, 1});
+  add_number_option(app, "--fail-fraction", flags.fail_fraction,
+                    "bandwidth below this fraction of the expected FAILs (default 0.25)", {0, 1});
+  add_number_option(app, "--clock-warn-ms", flags.clock_warn_ms,
+                    "a node's clock offset surely above this WARNs (default 10)", {0, 1e6});
+  add_number_option(app, "--min-efficiency", flags.min_efficiency,
+                    "stage 4 WARNs when DDP's weak-scaling efficiency is below this fraction of "
+                    "what the all-reduce measured over the same ranks allows (default 0.7)",
+                    {0, 1});
   app.add_option("--bytes", flags.bytes,
                  "message size of the busbw all-reduces (stages 2, 3) and of the node-pair "
                  "transfers (default 4M; smaller on slow links for a quicker verdict)");
@@ -441,8 +409,8 @@ int diag_verb(const std::vector<std::string>& args, const std::vector<std::strin
     return bench::launcher_says_rank_zero() ? usage_error(kDiagVerb, e.what()) : kExitUsage;
   }
   const auto started = std::chrono::steady_clock::now();
-  MpiSession session(nullptr, nullptr);
-  return session.finalize(run_diag(flags, stages, started));
+  return job::run_job({kDiagVerb},
+                      [&](job::JobContext& job) { return run_diag(job, flags, stages, started); });
 }
 
 }  // namespace ccscope::app

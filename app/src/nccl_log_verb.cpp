@@ -79,7 +79,7 @@ int nccl_log_verb(const std::vector<std::string>& args, const std::vector<std::s
       "ccscope diag nccl-log"};
   app.add_option("files", files, "NCCL debug logs ('-' for stdin)")->required();
   app.add_flag("--json", json, "the analysis as JSON (ccscope.nccl_log/1) on stdout");
-  app.add_option("--json-file", json_file, "also write the JSON to this file");
+  add_output_option(app, "--json-file", json_file, "also write the JSON to this file");
   if (const auto done = parse_flags(app, verb, args)) return *done;
 
   std::vector<diag::NcclLogInput> inputs;
@@ -91,8 +91,10 @@ int nccl_log_verb(const std::vector<std::string>& args, const std::vector<std::s
   }
   reports::OutputTarget json_target;
   if (!json_file.empty()) {
+    std::vector<std::pair<std::string, std::string>> logs;
+    for (const auto& path : files) logs.emplace_back("log file", path);
     try {
-      json_target = reports::resolve_output(json_file);
+      json_target = reports::resolve_outputs({{"--json-file", json_file}}, logs).front();
     } catch (const std::exception& e) {
       return usage_error(verb, e.what());
     }
@@ -107,9 +109,7 @@ int nccl_log_verb(const std::vector<std::string>& args, const std::vector<std::s
     try {
       reports::write_whole_file(json_target, json_text);
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "ccscope %s: error: cannot write %s: %s\n", verb,
-                   reports::quote_name(json_file).c_str(), e.what());
-      return 2;
+      return write_error(verb, e.what());
     }
   }
   return diag::worst_severity(analysis) == diag::NcclSeverity::kInfo ? 0 : 1;

@@ -11,14 +11,15 @@
 #include <vector>
 
 #include "ccscope/app/verbs.h"
+#include "ccscope/records/schema.h"
 #include "ccscope/reports/diag_results.h"
 #include "ccscope/reports/html_report.h"
 #include "ccscope/reports/loaded_results.h"
-#include "ccscope/records/schema.h"
 #include "ccscope/reports/markdown_report.h"
 #include "ccscope/reports/record_export.h"
 #include "ccscope/reports/training_results.h"
 #include "ccscope/reports/user_files.h"
+#include "verb_support.h"
 
 namespace ccscope::app {
 using namespace ccscope::reports;
@@ -42,8 +43,8 @@ std::string schema_table() {
            std::string(records::name(f.type)) + " | " +
            (f.scope == records::FieldScope::kRun ? "run" : "record") + " | " +
            std::to_string(f.since) + " | " + (f.in_csv ? "yes" : "JSON only") + " | " +
-           std::string(f.meaning) + (f.absent.empty() ? "" : " (older files: " + std::string(f.absent) + ")") +
-           " |\n";
+           std::string(f.meaning) +
+           (f.absent.empty() ? "" : " (older files: " + std::string(f.absent) + ")") + " |\n";
   return out;
 }
 
@@ -51,12 +52,12 @@ std::string schema_table() {
 int write_output(const std::string& path, const std::string& text, const OutputTarget* target) {
   if (path == "-") {
     std::cout << text << std::flush;
-    return std::cout ? 0 : usage_error("cannot write to standard output");
+    return std::cout ? 0 : write_error("report", "cannot write to standard output");
   }
   try {
     write_whole_file(*target, text);
   } catch (const std::exception& e) {
-    return usage_error(std::string(e.what()) + "; check the directory and permissions");
+    return write_error("report", e.what());
   }
   return 0;
 }
@@ -77,15 +78,15 @@ int report_verb(const std::vector<std::string>& args, const std::vector<std::str
   std::string csv_output, json_output;
   bool schema = false;
   app.add_option("results", files, "results files, one run each (overlaid in that order)");
-  app.add_option("-o,--output", output, "write to FILE (default: standard output)");
+  add_output_option(app, "-o,--output", output, "write to FILE (default: standard output)");
   app.add_flag("--markdown", markdown, "markdown tables instead of HTML");
   app.add_option("--title", options.title, "page title")->capture_default_str();
-  app.add_option("--csv", csv_output,
-                 "also write every record read, from any format, as ccscope CSV (- = stdout); "
-                 "alone, only that")
+  add_output_option(app, "--csv", csv_output,
+                    "also write every record read, from any format, as ccscope CSV (- = stdout); "
+                    "alone, only that")
       ->type_name("FILE");
-  app.add_option("--json", json_output,
-                 "the same as one ccscope JSON document (the files must be of one run)")
+  add_output_option(app, "--json", json_output,
+                    "the same as one ccscope JSON document (the files must be of one run)")
       ->type_name("FILE");
   app.add_flag("--schema", schema, "print the fields of ccscope's records (the schema's table)");
   try {
@@ -119,17 +120,16 @@ int report_verb(const std::vector<std::string>& args, const std::vector<std::str
   std::string diag_file;
   std::vector<std::optional<OutputTarget>> targets;
   try {
-    std::vector<std::pair<std::string, std::string>> uses;
-    for (const auto& use : outputs)
-      if (use.second != "-") uses.push_back(use);
-    for (const std::string& file : files) uses.emplace_back("results file", file);
-    refuse_same_file(uses);
-    if (std::count_if(outputs.begin(), outputs.end(), [](const auto& u) { return u.second == "-"; }) > 1)
+    if (std::count_if(outputs.begin(), outputs.end(),
+                      [](const auto& u) { return u.second == "-"; }) > 1)
       return usage_error("only one output can be standard output (-)");
     // Before reading: a bad output path fails at once.
-    for (const auto& use : outputs)
-      targets.push_back(use.second == "-" ? std::nullopt
-                                          : std::optional<OutputTarget>(resolve_output(use.second)));
+    std::vector<std::pair<std::string, std::string>> inputs;
+    for (const std::string& file : files) inputs.emplace_back("results file", file);
+    const std::vector<OutputTarget> resolved = resolve_outputs(outputs, inputs);
+    for (size_t i = 0; i < outputs.size(); ++i)
+      targets.push_back(outputs[i].second == "-" ? std::nullopt
+                                                 : std::optional<OutputTarget>(resolved[i]));
     for (const std::string& file : files) {
       const std::string text = read_input_file(file);
       if (is_diag_file(text)) {
@@ -172,7 +172,8 @@ int report_verb(const std::vector<std::string>& args, const std::vector<std::str
       return usage_error(e.what());
     }
     const OutputTarget* target = targets[i] ? &*targets[i] : nullptr;
-    if (const int status = write_output(outputs[i].second, text, target); status != 0) return status;
+    if (const int status = write_output(outputs[i].second, text, target); status != 0)
+      return status;
   }
   return 0;
 }

@@ -16,9 +16,11 @@
 #include "ccscope/collectives/backends.h"
 #include "ccscope/collectives/error.h"
 #include "ccscope/collectives/mpi_point_to_point.h"
-#include "ccscope/collectives/watchdog.h"
 #include "ccscope/collectives/world.h"
 #include "ccscope/common/sizes.h"
+#include "ccscope/job/backend_registry.h"
+#include "ccscope/job/run_job.h"
+#include "ccscope/job/watchdog.h"
 #include "ccscope/records/topology_record.h"
 #include "ccscope/reports/loaded_results.h"
 #include "ccscope/reports/user_files.h"
@@ -130,8 +132,7 @@ int write_outputs(const TopoFlags& flags, const reports::OutputTarget* csv,
     try {
       reports::write_whole_file(*csv, path_records_csv(report));
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "ccscope topo: error: %s\n", e.what());
-      return 1;
+      return write_error(kVerb, e.what());
     }
   }
   std::cout << (flags.json ? topo::topology_json(report) : topo::render_topology_text(report))
@@ -214,54 +215,43 @@ MeasurePlan plan_measurement(const bench::ClusterTopology& cluster, bool gpu_pai
   return plan;
 }
 
-// Inside the caller's MPI session.
-int run_live(const TopoFlags& flags, const std::vector<topo::HostTopology>& nccl_views) {
-  const World world = World::from_mpi();
-  const bool leader = world.rank() == 0;
+// The live probe, as the body of its job.
+int run_live(job::JobContext& job, const TopoFlags& flags,
+             const std::vector<topo::HostTopology>& nccl_views) {
+  const World& world = job.world();
+  const bool leader = job.leader();
   std::unique_ptr<reports::OutputTarget> csv;
-  std::string open_error;
-  if (leader && !flags.csv.empty()) {
-    try {
-      csv = std::make_unique<reports::OutputTarget>(reports::resolve_output(flags.csv));
-    } catch (const std::exception& e) {
-      open_error = e.what();
-    }
-  }
-  if (world.all_reduce_sum(static_cast<int64_t>(open_error.empty() ? 0 : 1)) != 0) {
-    if (leader) std::fprintf(stderr, "ccscope topo: error: %s\n", open_error.c_str());
-    return kExitUsage;
-  }
-  // The watchdog names a rank whose probe or exchange hangs. It is kept until
-  // every rank has said goodbye (as bench does): a peer's watchdog must not take
-  // this rank's exit for a death.
-  std::unique_ptr<HangWatchdog> watchdog;
-  try {
-    watchdog = std::make_unique<HangWatchdog>(
-        world, std::chrono::milliseconds(static_cast<long long>(flags.timeout_seconds * 1000)));
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "ccscope topo: rank %d (%s): cannot start the watchdog: %s\n",
-                 world.rank(), world.hostname().c_str(), e.what());
-    world.abort(1);
-  }
-  std::string backend = flags.backend;
-  if (backend == "auto") backend = nccl_backend_usable() ? "nccl" : "mpi";
-  if (backend == "nccl" && !nccl_backend_compiled()) {
-    if (leader)
-      std::fprintf(stderr,
-                   "ccscope topo: error: --backend nccl: this ccscope was built without NCCL\n");
-    return kExitUsage;
-  }
+  if (const std::string open_error = job.open_outputs([&] {
+        if (!flags.csv.empty())
+          csv = std::make_unique<reports::OutputTarget>(
+              reports::resolve_outputs({{"--csv", flags.csv}}, {{"--nccl-topo", flags.nccl_topo}})
+                  .front());
+      });
+      !open_error.empty())
+    return job.refuse(open_error);
+  // Chosen and judged before the watchdog starts: a refusal ends every rank
+  // before any watch connection exists to be taken for a death.
+  const std::string backend =
+      flags.backend == "auto" ? job::default_backend(world, false).backend : flags.backend;
+  const job::Backend* chosen = job::find_backend(backend);
+  if (!chosen || !chosen->built())
+    return job.refuse("--backend " + backend + ": this ccscope was built without " +
+                      (chosen ? chosen->library : backend));
+  const bool on_device = chosen->capabilities.device == job::DeviceKind::kDevice;
+  // The watchdog names a rank whose probe or exchange hangs.
+  HangWatchdog& watchdog = job.start_watchdog(
+      std::chrono::milliseconds(static_cast<long long>(flags.timeout_seconds * 1000)));
   topo::ProbeOptions probe;
   probe.use_hwloc = !flags.no_hwloc;
   probe.use_nvml = !flags.no_nvml;
   probe.sysfs_root = flags.sysfs_root;
-  const std::string bus = backend == "nccl" ? gpu_identity_for_local_rank(world.local_rank()) : "";
+  const std::string bus = on_device ? gpu_identity_for_local_rank(world.local_rank()) : "";
   bench::ClusterTopology cluster;
   try {
-    watchdog->begin_phase("topology probe and gather");
-    watchdog->operation_started();
+    watchdog.begin_phase("topology probe and gather");
+    watchdog.operation_started();
     cluster = bench::gather_cluster_topology(world, probe, bus);
-    watchdog->end_phase();
+    watchdog.end_phase();
   } catch (const topo::TopologyError& e) {
     if (leader)
       std::fprintf(stderr, "ccscope topo: error: a node's topology did not read back: %s\n",
@@ -271,14 +261,14 @@ int run_live(const TopoFlags& flags, const std::vector<topo::HostTopology>& nccl
   topo::TopologyReport report;
   report.nodes = cluster.nodes;
   report.env = topo::nccl_environment_from_process();
-  report.sockets_only = backend != "nccl";
+  report.sockets_only = !on_device;
   report.threshold = flags.threshold;
   if (leader)
     std::fprintf(stderr, "ccscope topo: probed %zu node(s) in %.3f s (the slowest node's probe)\n",
                  cluster.nodes.size(), cluster.probe_seconds);
 
   if (flags.measure && world.size() > 1) {
-    const MeasurePlan plan = plan_measurement(cluster, backend == "nccl");
+    const MeasurePlan plan = plan_measurement(cluster, on_device);
     if (plan.rounds.empty() && leader)
       std::fprintf(stderr,
                    "ccscope topo: note: --measure: one node and no GPU pairs on the %s backend: "
@@ -291,21 +281,18 @@ int run_live(const TopoFlags& flags, const std::vector<topo::HostTopology>& nccl
       options.repetitions = flags.iterations;
       options.timeout =
           std::chrono::milliseconds(static_cast<long long>(flags.timeout_seconds * 1000));
-      watchdog->begin_phase("topo --measure: pair bandwidth rounds");
-      watchdog->operation_started();
-      if (backend == "nccl") {
-        std::unique_ptr<Communicator> comm = make_nccl_communicator(world, {});
+      watchdog.begin_phase("topo --measure: pair bandwidth rounds");
+      watchdog.operation_started();
+      if (on_device) {
+        std::unique_ptr<Communicator> comm = job::make_backend(backend, world, {});
         figures = bench::measure_pair_rounds(*comm, world, plan.rounds, options);
       } else {
         std::unique_ptr<PointToPoint> p2p = make_mpi_point_to_point();
         figures = bench::measure_pair_rounds_one_way(*p2p, world, plan.rounds, options);
       }
-      watchdog->end_phase();
+      watchdog.end_phase();
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "ccscope topo: rank %d (%s): --measure failed: %s\n", world.rank(),
-                   world.hostname().c_str(), e.what());
-      watchdog_say_goodbye();
-      world.abort(1);
+      job.end_job(job::kExitCheckFailed, std::string("--measure failed: ") + e.what());
     }
     // figures come round by round, pair by pair, in the plan's order.
     size_t next = 0;
@@ -329,9 +316,7 @@ int run_live(const TopoFlags& flags, const std::vector<topo::HostTopology>& nccl
     cross_check(report, nccl_views);
     rc = write_outputs(flags, csv.get(), report);
   }
-  watchdog_say_goodbye();
-  world.barrier();
-  return rc;
+  return job.leave_together(rc);
 }
 
 }  // namespace
@@ -352,38 +337,48 @@ int topo_verb(const std::vector<std::string>& args, const std::vector<std::strin
   app.add_option("--nccl-topo", flags.nccl_topo,
                  "NCCL's own view (an NCCL_TOPO_DUMP_FILE dump of this node) to cross-check with");
   app.add_flag("--json", flags.json,
-               "print the JSON document (README: Topology JSON) instead of text");
-  app.add_option("--csv", flags.csv, "write the path records (ccscope.topo_path/1) to FILE");
+               "print the JSON document (docs/topo.md: Topology JSON) instead of text");
+  add_output_option(app, "--csv", flags.csv,
+                    "write the path records (ccscope.topo_path/1) to FILE");
   app.add_flag("--measure", flags.measure,
                "measure point-to-point bandwidth between every pair of nodes (and of GPUs inside a "
                "node on the NCCL backend), in rounds of disjoint pairs");
-  app.add_option("--threshold", flags.threshold, "flag measured pairs below this share of expected")
-      ->check(CLI::Range(0.0, 1.0));
+  add_number_option(app, "--threshold", flags.threshold,
+                    "flag measured pairs below this share of expected", {0, 1});
   app.add_option("-b,--bytes", flags.bytes_text, "bytes per direction per exchange (16M)");
   app.add_option("-n,--iters", flags.iterations, "timed exchanges per pair (median taken)")
       ->check(CLI::Range(1, 100000));
   app.add_option("--backend", flags.backend, "mpi, nccl or auto (nccl when a GPU is usable)")
       ->check(CLI::IsMember({"auto", "mpi", "nccl"}));
-  app.add_option("--timeout", flags.timeout_seconds, "seconds before a stuck exchange is reported")
-      ->check(CLI::Range(1.0, 86400.0));
+  add_number_option(app, "--timeout", flags.timeout_seconds,
+                    "seconds before a stuck exchange is reported", {1, 86400});
   app.add_flag("--no-hwloc", flags.no_hwloc, "do not read hwloc (the PCI tree)");
   app.add_flag("--no-nvml", flags.no_nvml, "do not load NVML");
   app.add_option("--sysfs", flags.sysfs_root, "sysfs root to read NICs from (tests)");
   if (const std::optional<int> done = parse_flags(app, kVerb, args)) return *done;
+  // Before MPI is up every process of a launch reads the same flags and files:
+  // one of them (the launcher's rank 0) speaks and writes for all.
+  const bool speaks = job::launcher_says_rank_zero();
+  auto refuse = [&](const std::string& what) {
+    return speaks ? usage_error(kVerb, what) : kExitUsage;
+  };
   const std::optional<size_t> bytes = parse_size(flags.bytes_text);
   if (!bytes || *bytes == 0)
-    return usage_error(kVerb, "-b/--bytes '" + flags.bytes_text +
-                                  "' is not a size of at least 1 byte (e.g. 16M, 1G, 4096)");
+    return refuse("-b/--bytes '" + flags.bytes_text +
+                  "' is not a size of at least 1 byte (e.g. 16M, 1G, 4096)");
   flags.bytes = *bytes;
   if (!flags.from.empty() && flags.measure)
-    return usage_error(kVerb, "--measure runs on the live job; it cannot measure a --from file");
+    return refuse("--measure runs on the live job; it cannot measure a --from file");
   std::vector<topo::HostTopology> nccl_views;
   try {
     if (!flags.nccl_topo.empty()) nccl_views = load_topology_file(flags.nccl_topo);
-    if (flags.from.empty()) {
-      MpiSession session(nullptr, nullptr);
-      return session.finalize(run_live(flags, nccl_views));
-    }
+  } catch (const reports::InputError& e) {
+    return refuse(e.what());
+  }
+  if (flags.from.empty())
+    return job::run_job({kVerb},
+                        [&](job::JobContext& job) { return run_live(job, flags, nccl_views); });
+  try {
     topo::TopologyReport report;
     for (const std::string& path : flags.from)
       for (topo::HostTopology& node : load_topology_file(path))
@@ -391,13 +386,17 @@ int topo_verb(const std::vector<std::string>& args, const std::vector<std::strin
     report.env = topo::nccl_environment_from_process();
     report.threshold = flags.threshold;
     std::unique_ptr<reports::OutputTarget> csv;
-    if (!flags.csv.empty())
-      csv = std::make_unique<reports::OutputTarget>(reports::resolve_output(flags.csv));
+    if (!flags.csv.empty() && speaks) {
+      std::vector<std::pair<std::string, std::string>> inputs = {{"--nccl-topo", flags.nccl_topo}};
+      for (const std::string& path : flags.from) inputs.emplace_back("--from", path);
+      csv = std::make_unique<reports::OutputTarget>(
+          reports::resolve_outputs({{"--csv", flags.csv}}, inputs).front());
+    }
     topo::complete_report(report);
     cross_check(report, nccl_views);
-    return write_outputs(flags, csv.get(), report);
+    return speaks ? write_outputs(flags, csv.get(), report) : 0;
   } catch (const reports::InputError& e) {
-    return usage_error(kVerb, e.what());
+    return refuse(e.what());
   }
 }
 

@@ -25,10 +25,11 @@
 #include "ccscope/bench/benchmark.h"
 #include "ccscope/collectives/backends.h"
 #include "ccscope/collectives/error.h"
-#include "ccscope/collectives/watchdog.h"
 #include "ccscope/collectives/world.h"
 #include "ccscope/common/sizes.h"
 #include "ccscope/common/statistics.h"
+#include "ccscope/job/run_job.h"
+#include "ccscope/job/watchdog.h"
 #include "ccscope/records/training_record.h"
 #include "ccscope/reports/loaded_results.h"
 #include "ccscope/reports/user_files.h"
@@ -48,8 +49,8 @@ namespace train_verb_detail {
 using namespace ccscope::training_probe;
 
 constexpr const char* kTrainVerb = "train";
-constexpr int kExitCheckFailed = 1;
-constexpr int kExitTimeout = 3;
+constexpr int kExitCheckFailed = job::kExitCheckFailed;
+constexpr int kExitTimeout = job::kExitHang;
 
 struct TrainFlags {
   std::string strategy = "ddp";
@@ -103,6 +104,15 @@ std::optional<T> choose(const std::string& text,
   for (const auto& [word, value] : choices)
     if (text == word) return value;
   return std::nullopt;
+}
+
+// The CSV flags given, as (flag, path).
+std::vector<std::pair<std::string, std::string>> output_files(const TrainFlags& f) {
+  std::vector<std::pair<std::string, std::string>> outputs;
+  if (!f.csv.empty()) outputs.emplace_back("--csv", f.csv);
+  if (!f.runs_csv.empty()) outputs.emplace_back("--runs-csv", f.runs_csv);
+  if (!f.ranks_csv.empty()) outputs.emplace_back("--ranks-csv", f.ranks_csv);
+  return outputs;
 }
 
 // Flags into options; "" or the one-line problem.
@@ -323,7 +333,7 @@ bool agrees(double measured, double expected, double slack) {
 
 // --export DIR: what compare-with-pytorch loads (format in its README).
 void export_run(const std::string& dir, const TrainOptions& o) {
-  std::filesystem::create_directories(dir);
+  reports::create_output_directory(dir);
   auto write = [&](const std::string& file, const void* data, size_t bytes) {
     const std::string path = (std::filesystem::path(dir) / file).string();
     reports::write_whole_file(reports::resolve_output(path),
@@ -800,10 +810,11 @@ RunOutcome run_one(const World& world, const TrainOptions& options, size_t ranks
   return outcome;
 }
 
-// Inside the caller's MPI session.
-int run_training(const TrainFlags& flags, TrainOptions base, const std::vector<size_t>& counts) {
-  const World world = World::from_mpi();
-  const bool leader = world.rank() == 0;
+// The training runs as the body of their job.
+int run_training(job::JobContext& job, const TrainFlags& flags, TrainOptions base,
+                 const std::vector<size_t>& counts) {
+  const World& world = job.world();
+  const bool leader = job.leader();
   const size_t world_size = static_cast<size_t>(world.size());
   auto fail_usage = [&](const std::string& what) {
     return leader ? usage_error(kTrainVerb, what) : kExitUsage;
@@ -882,47 +893,41 @@ int run_training(const TrainFlags& flags, TrainOptions base, const std::vector<s
 
   Outputs out;
   std::string open_error;
+  int open_exit = 0;
   if (leader) {
     try {
-      if (!flags.csv.empty())
-        out.steps = std::make_unique<RowFile>(reports::resolve_output(flags.csv),
-                                              records::train_step_kind());
-      if (!flags.runs_csv.empty())
-        out.runs = std::make_unique<RowFile>(reports::resolve_output(flags.runs_csv),
-                                             records::train_run_kind());
-      if (!flags.ranks_csv.empty())
-        out.ranks = std::make_unique<RowFile>(reports::resolve_output(flags.ranks_csv),
-                                              records::train_rank_kind());
-      if (!flags.export_dir.empty()) {
-        if (std::filesystem::exists(flags.export_dir) &&
-            !std::filesystem::is_directory(flags.export_dir))
-          throw std::runtime_error("--export " + flags.export_dir +
-                                   " exists and is not a directory; name a directory");
-        export_run(flags.export_dir, base);
+      const auto outputs = output_files(flags);
+      const std::vector<reports::OutputTarget> targets =
+          reports::resolve_outputs(outputs, {{"--deepspeed-config", flags.deepspeed_config}});
+      for (size_t i = 0; i < outputs.size(); ++i) {
+        const std::string& what = outputs[i].first;
+        if (what == "--csv")
+          out.steps = std::make_unique<RowFile>(targets[i], records::train_step_kind());
+        if (what == "--runs-csv")
+          out.runs = std::make_unique<RowFile>(targets[i], records::train_run_kind());
+        if (what == "--ranks-csv")
+          out.ranks = std::make_unique<RowFile>(targets[i], records::train_rank_kind());
       }
+      if (!flags.export_dir.empty()) export_run(flags.export_dir, base);
+    } catch (const reports::WriteError& e) {
+      open_error = e.what();
+      open_exit = kExitWriteFailed;
     } catch (const std::exception& e) {
       open_error = e.what();
+      open_exit = kExitUsage;
     }
   }
-  if (world.all_reduce_sum(static_cast<int64_t>(open_error.empty() ? 0 : 1)) != 0)
-    return fail_usage(open_error);
-
-  std::unique_ptr<HangWatchdog> watchdog;
-  try {
-    watchdog = std::make_unique<HangWatchdog>(world, base.timeout);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "ccscope train: rank %d (%s): cannot start the watchdog: %s\n",
-                 world.rank(), world.hostname().c_str(), e.what());
-    world.abort(1);
+  // Rank 0 alone opens them: every rank ends with its code.
+  if (const int64_t code = world.all_reduce_sum(static_cast<int64_t>(open_exit)); code != 0) {
+    if (!leader) return static_cast<int>(code);
+    return open_exit == kExitWriteFailed ? write_error(kTrainVerb, open_error)
+                                         : usage_error(kTrainVerb, open_error);
   }
-  base.on_timeout = [&world](const std::string& what) {
-    std::fprintf(stderr, "ccscope train: rank %d (%s): %s\n", world.rank(),
-                 world.hostname().c_str(), what.c_str());
-    watchdog_say_goodbye();
-    world.abort(kExitTimeout);
-  };
+
+  HangWatchdog& watchdog = job.start_watchdog(base.timeout);
+  base.on_timeout = [&job](const std::string& what) { job.end_job(kExitTimeout, what); };
   int exit_code = 0;
-  try {
+  {
     // The single-rank references, computed on rank 0 while the others wait asleep.
     std::map<size_t, std::vector<double>> references;  // by global batch
     if (flags.check_loss && leader) {
@@ -949,32 +954,15 @@ int run_training(const TrainFlags& flags, TrainOptions base, const std::vector<s
       std::optional<std::vector<double>> reference;
       if (auto it = references.find(o.global_batch); it != references.end()) reference = it->second;
       const RunOutcome outcome = run_one(world, o, k, flags.weak, !flags.busy_poll, reference, out,
-                                         flags.print_every, *watchdog, one_rank_step_s);
+                                         flags.print_every, watchdog, one_rank_step_s);
       if (outcome.ran && leader) {
         if (k == 1) one_rank_step_s = outcome.summary.step_median_s;
         if (!outcome.checks_pass) exit_code = kExitCheckFailed;
       }
       world.sleeping_barrier(run_bound);
     }
-  } catch (const TimeoutError& e) {
-    std::fprintf(stderr, "ccscope train: rank %d (%s): %s\n", world.rank(),
-                 world.hostname().c_str(), e.what());
-    watchdog_say_goodbye();
-    world.abort(kExitTimeout);
-  } catch (const UsageError& e) {
-    if (leader) std::fprintf(stderr, "ccscope train: error: %s\n", e.what());
-    watchdog_say_goodbye();
-    world.abort(kExitUsage);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "ccscope train: rank %d (%s): %s\n", world.rank(),
-                 world.hostname().c_str(), e.what());
-    watchdog_say_goodbye();
-    world.abort(1);
-  }
-  int64_t failed = world.all_reduce_sum(static_cast<int64_t>(exit_code != 0));
-  watchdog_say_goodbye();
-  world.barrier();
-  return failed ? kExitCheckFailed : 0;
+  }  // a wait cut short or a failure ends the job (run_job: exit 3, 2 or 1)
+  return job.leave_together(job.agree_on_exit_code(exit_code));
 }
 
 }  // namespace train_verb_detail
@@ -1002,20 +990,26 @@ int train_verb(const std::vector<std::string>& args, const std::vector<std::stri
   app.add_option("--samples", f.samples, "data set size (default 8 global batches)");
   app.add_option("--optimizer", f.optimizer, "sgd (with momentum), adam, adamw")
       ->capture_default_str();
-  app.add_option("--lr", f.lr, "learning rate")->capture_default_str();
-  app.add_option("--momentum", f.momentum, "SGD momentum")->capture_default_str();
-  app.add_option("--weight-decay", f.weight_decay, "weight decay (AdamW: decoupled)")
+  // The probe's ranges: what torch.optim takes, bounded where a larger value only diverges.
+  add_number_option(app, "--lr", f.lr, "learning rate", {0, 10, true})->capture_default_str();
+  add_number_option(app, "--momentum", f.momentum, "SGD momentum", {0, 1, false, true})
       ->capture_default_str();
-  app.add_option("--beta1", f.beta1, "Adam beta1")->capture_default_str();
-  app.add_option("--beta2", f.beta2, "Adam beta2")->capture_default_str();
-  app.add_option("--eps", f.eps, "Adam epsilon")->capture_default_str();
+  add_number_option(app, "--weight-decay", f.weight_decay, "weight decay (AdamW: decoupled)",
+                    {0, 10})
+      ->capture_default_str();
+  add_number_option(app, "--beta1", f.beta1, "Adam beta1", {0, 1, false, true})
+      ->capture_default_str();
+  add_number_option(app, "--beta2", f.beta2, "Adam beta2", {0, 1, false, true})
+      ->capture_default_str();
+  add_number_option(app, "--eps", f.eps, "Adam epsilon", {0, 1, true, true})->capture_default_str();
   app.add_option("--precision", f.precision,
                  "fp32, bf16 (FSDP MixedPrecision: bf16 parameters and reduction, fp32 master), "
                  "fp16 (dynamic loss scaling)")
       ->capture_default_str();
   app.add_option("--initial-scale-power", f.initial_scale_power, "fp16: initial loss scale 2^N")
       ->capture_default_str();
-  app.add_option("--bucket-mb", f.bucket_mb, "DDP bucket_cap_mb / ZeRO reduce bucket (MiB)")
+  add_number_option(app, "--bucket-mb", f.bucket_mb, "DDP bucket_cap_mb / ZeRO reduce bucket (MiB)",
+                    {0, 1e6, true})
       ->capture_default_str();
   app.add_flag("--no-overlap", f.no_overlap,
                "communication on the training thread (for comparison)");
@@ -1023,7 +1017,8 @@ int train_verb(const std::vector<std::string>& args, const std::vector<std::stri
                "MPI's blocking calls (they spin) instead of waits that yield the core to compute");
   app.add_flag("--no-prefetch", f.no_prefetch,
                "ZeRO-3: no gather of the next layer during compute");
-  app.add_option("--grad-clip", f.grad_clip, "clip gradients to this global norm (0: off)");
+  add_number_option(app, "--grad-clip", f.grad_clip, "clip gradients to this global norm (0: off)",
+                    {0, 1e6});
   app.add_option("--deepspeed-config", f.deepspeed_config, "a DeepSpeed JSON config to run");
   app.add_option("--offload", f.offload,
                  "optimizer or params (DeepSpeed's offload; GPU path only)");
@@ -1038,13 +1033,14 @@ int train_verb(const std::vector<std::string>& args, const std::vector<std::stri
                "after every step, check that parameters agree across ranks");
   app.add_option("--threads", f.threads, "OpenBLAS threads per rank")->capture_default_str();
   app.add_option("--seed", f.seed, "data, initial weights and sampler seed")->capture_default_str();
-  app.add_option("--csv", f.csv, "per-step records (ccscope.train_step)");
-  app.add_option("--runs-csv", f.runs_csv, "per-run records (ccscope.train_run)");
+  add_output_option(app, "--csv", f.csv, "per-step records (ccscope.train_step)");
+  add_output_option(app, "--runs-csv", f.runs_csv, "per-run records (ccscope.train_run)");
   app.add_option("--export", f.export_dir,
                  "write the initial weights, data and batches to DIR (compare-with-pytorch)");
   app.add_option("--print-every", f.print_every, "print every Nth step (0: none)")
       ->capture_default_str();
-  app.add_option("--timeout", f.timeout_seconds, "seconds any one wait may last")
+  add_number_option(app, "--timeout", f.timeout_seconds, "seconds any one wait may last",
+                    {0, 1e6, true})
       ->capture_default_str();
   app.add_option("--tp", f.tp, "tensor-parallel degree (tp, 3d)");
   app.add_option("--pp", f.pp, "pipeline stages (pp, 3d)");
@@ -1062,17 +1058,23 @@ int train_verb(const std::vector<std::string>& args, const std::vector<std::stri
       ->capture_default_str();
   app.add_option("--experts", f.experts, "ep: experts per mixture layer");
   app.add_option("--top-k", f.top_k, "ep: experts per token")->capture_default_str();
-  app.add_option("--capacity-factor", f.capacity_factor,
-                 "ep: expert capacity factor (0: no limit, nothing dropped)")
+  add_number_option(app, "--capacity-factor", f.capacity_factor,
+                    "ep: expert capacity factor (0: no limit, nothing dropped)", {0, 1e6})
       ->capture_default_str();
-  app.add_option("--ranks-csv", f.ranks_csv,
-                 "model-parallel runs: per-rank records (ccscope.train_rank)");
+  add_output_option(app, "--ranks-csv", f.ranks_csv,
+                    "model-parallel runs: per-rank records (ccscope.train_rank)");
   app.add_option("--fault", f.fault,
                  "tests only: sum, sampler, bucket, clip, microbatch, tp-allreduce, expert")
       ->group("");
   if (const std::optional<int> done = parse_flags(app, kTrainVerb, args)) return *done;
   TrainOptions options;
-  const std::string problem = options_from_flags(f, options);
+  std::string problem;
+  try {  // before MPI starts: the same file twice is refused at once
+    (void)reports::resolve_outputs(output_files(f), {{"--deepspeed-config", f.deepspeed_config}});
+  } catch (const reports::InputError& e) {
+    problem = e.what();
+  }
+  if (problem.empty()) problem = options_from_flags(f, options);
   if (!problem.empty()) {
     if (bench::launcher_says_rank_zero()) return usage_error(kTrainVerb, problem);
     return kExitUsage;
@@ -1088,8 +1090,8 @@ int train_verb(const std::vector<std::string>& args, const std::vector<std::stri
     }
     counts.push_back(static_cast<size_t>(value));
   }
-  MpiSession session(nullptr, nullptr);
-  return session.finalize(run_training(f, options, counts));
+  return job::run_job({kTrainVerb},
+                      [&](job::JobContext& job) { return run_training(job, f, options, counts); });
 }
 
 }  // namespace ccscope::app

@@ -1,6 +1,7 @@
 #pragma once
 // What the verbs share: running CLI11 over the words after the verb, the
-// one-line usage error (exit 2), comma lists of files, CSV rows flushed as
+// one-line usage error (exit 2), validated number and output-file flags, the
+// one-line write failure (exit 1), comma lists of files, CSV rows flushed as
 // measured.
 #include <CLI/CLI.hpp>
 #include <memory>
@@ -14,6 +15,8 @@
 namespace ccscope::app {
 
 inline constexpr int kExitUsage = 2;
+// An output that could not be written (a full disk): bench's code, every verb's.
+inline constexpr int kExitWriteFailed = 1;
 
 // "ccscope VERB: error: WHAT (ccscope VERB --help)" on stderr; returns 2.
 int usage_error(const char* verb, const std::string& what);
@@ -22,16 +25,41 @@ int usage_error(const char* verb, const std::string& what);
 // (help printed: 0; a bad flag: usage_error), nullopt to go on.
 std::optional<int> parse_flags(CLI::App& app, const char* verb, std::vector<std::string> args);
 
+// "ccscope VERB: error: WHAT" on stderr (an output that could not be written:
+// no --help hint, the flags were right); returns kExitWriteFailed.
+int write_error(const char* verb, const std::string& what);
+
+// The values a floating-point flag accepts: a finite number from `low` to
+// `high`, each bound included unless marked open.
+struct NumberRange {
+  double low = 0;
+  double high = 0;
+  bool low_open = false;
+  bool high_open = false;
+};
+
+// A floating-point flag: NaN, inf and values outside `range` are refused by
+// CLI11 with one line (exit 2 through parse_flags), e.g. "--lr: nan is not a
+// finite number: give one in (0, 10]".
+CLI::Option* add_number_option(CLI::App& app, const std::string& name, double& value,
+                               const std::string& help, NumberRange range);
+
+// An output-file flag: an empty name is refused (one line, exit 2) instead of
+// being taken for "not given".
+CLI::Option* add_output_option(CLI::App& app, const std::string& name, std::string& path,
+                               const std::string& help);
+
 // "a.csv,b.csv" and separate words alike: every non-empty item in order.
 std::vector<std::string> split_commas(const std::vector<std::string>& words);
 
 // Rows of a CSV of one record kind flushed as they are measured (a failed run
-// keeps them). Throws std::runtime_error (with strerror) when a row cannot be written.
+// keeps them). Throws reports::WriteError (the file and the system's reason)
+// when a row cannot be written.
 class RowFile {
  public:
   template <typename Kind>
   RowFile(const reports::OutputTarget& target, const Kind& kind)
-      : fd_(reports::open_stream_output(target)) {
+      : fd_(reports::open_stream_output(target)), path_(target.path) {
     append(records::csv_line(records::csv_columns(kind)));
   }
   ~RowFile();
@@ -41,6 +69,7 @@ class RowFile {
 
  private:
   int fd_ = -1;
+  std::string path_;  // as the user named it, for the message
 };
 
 }  // namespace ccscope::app

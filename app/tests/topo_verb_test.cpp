@@ -1,6 +1,6 @@
 // `ccscope topo --from FILE` (app/src/topo_verb.cpp) on the saved topologies of
 // ../shared/fixtures/topo (copied to topo/tests/data): the text view, the JSON
-// the README documents, the path records, and bad input (one line, exit 2).
+// docs/topo.md documents, the path records, and bad input (one line, exit 2).
 #include <gtest/gtest.h>
 
 #include <filesystem>

@@ -11,7 +11,7 @@
 
 #include "ccscope/collectives/communicator.h"
 #include "ccscope/collectives/control_plane.h"
-#include "ccscope/collectives/watchdog.h"
+#include "ccscope/job/watchdog.h"
 #include "ccscope/collectives/world.h"
 #include "ccscope/reports/reporter.h"
 #include "ccscope/bench/sweep.h"

@@ -24,7 +24,18 @@ double percentile(std::span<const double> values, double p) {
   return sorted[below] + (sorted[above] - sorted[below]) * fraction;
 }
 
-double median(std::span<const double> values) { return percentile(values, 50); }
+// The middle value, or the mean of the two middle values: equal to percentile(values, 50)
+// but exact (no interpolation rounding), so a median of equal figures is that figure.
+double median(std::span<const double> values) {
+  if (values.empty()) return 0;
+  std::vector<double> sorted(values.begin(), values.end());
+  const size_t middle = sorted.size() / 2;
+  std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(middle), sorted.end());
+  const double upper = sorted[middle];
+  if (sorted.size() % 2) return upper;
+  const double lower = *std::max_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(middle));
+  return (lower + upper) / 2;
+}
 
 double median_absolute_deviation(std::span<const double> values) {
   if (values.empty()) return 0;

@@ -1,12 +1,15 @@
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ccscope/common/environment.h"
+#include "ccscope/common/json_text.h"
 #include "ccscope/common/nccl_version.h"
 #include "ccscope/common/sizes.h"
 #include "ccscope/common/small_file.h"
@@ -55,6 +58,13 @@ TEST(Sizes, Formats) {
   EXPECT_EQ(format_size(size_t{64} << 20), "64 MiB");
   EXPECT_EQ(format_size(1234567), "1.18 MiB");
   EXPECT_EQ(format_size(std::numeric_limits<size_t>::max()), "16 EiB");
+}
+
+TEST(Statistics, MedianOfOddAndEvenCountsInAnyOrder) {
+  EXPECT_EQ(median(std::vector<double>{}), 0);
+  EXPECT_EQ(median(std::vector<double>{3, 1, 2}), 2);
+  EXPECT_EQ(median(std::vector<double>{4, 1, 3, 2}), 2.5);
+  EXPECT_EQ(median(std::vector<double>{9, 9, 1, 9}), 9);
 }
 
 TEST(Sizes, ExactFormsNameEachSizeExactly) {
@@ -120,6 +130,76 @@ TEST(SmallFile, ReadsUpToTheLimitAndNothingWhenUnreadable) {
   EXPECT_EQ(read_small_file(path), "");
   EXPECT_EQ(read_small_file("/tmp"), "");  // a directory: the read fails
   EXPECT_EQ(trim_blanks(" \t\n"), "");
+}
+
+}  // namespace
+}  // namespace ccscope
+
+namespace ccscope {
+namespace {
+
+std::string nested(const std::string& open, const std::string& close, size_t depth) {
+  std::string text;
+  for (size_t i = 0; i < depth; ++i) text += open;
+  text += "1";
+  for (size_t i = 0; i < depth; ++i) text += close;
+  return text;
+}
+
+TEST(JsonText, RefusesDocumentsNestedDeeperThanTheLimitAtOnce) {
+  EXPECT_EQ(parse_json_text(nested("[", "]", kMaxJsonDepth)).dump().size(),
+            2 * static_cast<size_t>(kMaxJsonDepth) + 1);
+  for (const auto& [open, close] : {std::pair<std::string, std::string>{"[", "]"},
+                                    std::pair<std::string, std::string>{"{\"a\":", "}"}}) {
+    try {
+      (void)parse_json_text(nested(open, close, 100000));
+      FAIL() << open << " x 100000 was accepted";
+    } catch (const JsonLimitError& e) {
+      EXPECT_STREQ(e.what(), "nested deeper than 256 levels: not a JSON document ccscope reads");
+    }
+  }
+  EXPECT_THROW((void)parse_json_text(nested("[", "]", kMaxJsonDepth + 1)), JsonLimitError);
+}
+
+TEST(JsonText, CountsOnlyTheBracketsOutsideStringsAndComments) {
+  const std::string many(300, '[');
+  // In a string (after an escaped quote) and in comments: not nesting.
+  const auto doc = parse_json_text("{\"k\": \"\\\"" + many + "\"}");
+  EXPECT_EQ(doc.at("k").get<std::string>(), "\"" + many);
+  EXPECT_EQ(parse_json_text("// " + many + "\n/* " + many + " */ [1]", /*ignore_comments=*/true)
+                .dump(),
+            "[1]");
+  // Where comments are not allowed, the text is not a comment: its brackets count.
+  EXPECT_THROW((void)parse_json_text("/* " + many + " */ [1]"), JsonLimitError);
+}
+
+TEST(JsonText, RefusesATextLargerThanTheLimitBeforeParsing) {
+  // Untouched anonymous pages: the limit is checked before a byte is read.
+  const size_t size = kMaxJsonBytes + 1;
+  void* pages = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(pages, MAP_FAILED);
+  const std::string_view big(static_cast<const char*>(pages), size);
+  try {
+    (void)parse_json_text(big);
+    ::munmap(pages, size);
+    FAIL() << "accepted";
+  } catch (const JsonLimitError& e) {
+    ::munmap(pages, size);
+    EXPECT_STREQ(e.what(), "larger than 256 MiB: not a JSON document ccscope reads");
+  }
+}
+
+TEST(JsonText, CallsTheCallersCallbackAndHonoursComments) {
+  int keys = 0;
+  const auto doc = parse_json_text<nlohmann::ordered_json>(
+      "// a comment\n{\"b\": 1, \"a\": [2]}", /*ignore_comments=*/true,
+      [&keys](int, nlohmann::ordered_json::parse_event_t event, nlohmann::ordered_json&) {
+        keys += event == nlohmann::ordered_json::parse_event_t::key;
+        return true;
+      });
+  EXPECT_EQ(keys, 2);
+  EXPECT_EQ(doc.dump(), "{\"b\":1,\"a\":[2]}");
+  EXPECT_THROW((void)parse_json_text("{\"a\": }"), nlohmann::json::parse_error);
 }
 
 }  // namespace

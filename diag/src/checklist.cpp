@@ -22,6 +22,7 @@
 #include "ccscope/collectives/group_point_to_point.h"
 #include "ccscope/collectives/mpi_point_to_point.h"
 #include "ccscope/common/environment.h"
+#include "ccscope/common/json_text.h"
 #include "ccscope/common/sizes.h"
 #include "ccscope/common/small_file.h"
 #include "ccscope/common/statistics.h"
@@ -346,7 +347,7 @@ void rank_stage(const World& world, PhaseMonitor& monitor, PointToPoint& p2p,
 
   std::vector<Subject> gemm_subjects, memory_subjects, h2d_subjects;
   for (size_t r = 0; r < all.size(); ++r) {
-    const json f = json::parse(all[r]);
+    const json f = parse_json_text(all[r]);
     const std::string& host = world.hostnames()[r];
     const int rank = static_cast<int>(r);
     if (f["gemm_wrong"].get<size_t>() > 0)
@@ -489,7 +490,7 @@ void node_stage(const World& world, PhaseMonitor& monitor, PointToPoint& p2p,
 
   std::vector<Subject> busbw_subjects;
   for (size_t r = 0; r < all.size(); ++r) {
-    const json f = json::parse(all[r]);
+    const json f = parse_json_text(all[r]);
     if (!f.contains("leader")) continue;
     const std::string& host = world.hostnames()[r];
     const size_t local = ranks_of_host(world, host).size();
@@ -651,7 +652,7 @@ std::vector<RankEnvironment> environments(const World& world, const bench::Clust
                                           const std::vector<std::string>& texts) {
   std::vector<RankEnvironment> ranks;
   for (size_t r = 0; r < texts.size(); ++r) {
-    const json e = json::parse(texts[r]);
+    const json e = parse_json_text(texts[r]);
     RankEnvironment env;
     env.rank = static_cast<int>(r);
     env.host = world.hostnames()[r];

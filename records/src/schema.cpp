@@ -62,8 +62,8 @@ long long parse_integer(const std::string& text, long long min_value, long long 
   long long v = 0;
   const char* end = text.data() + text.size();
   auto [p, ec] = std::from_chars(text.data(), end, v);
-  if (ec == std::errc::result_out_of_range || (ec == std::errc() && p == end &&
-                                               (v < min_value || v > max_value)))
+  if (ec == std::errc::result_out_of_range ||
+      (ec == std::errc() && p == end && (v < min_value || v > max_value)))
     throw FieldError(text + " is out of range (" + std::to_string(min_value) + " to " +
                      std::to_string(max_value) + ")");
   if (ec != std::errc() || p != end) throw FieldError("'" + text + "' is not an integer");
@@ -179,9 +179,7 @@ std::vector<CsvRecordLine> parse_csv(std::string_view text) {
       const size_t opened_on = line;
       ++i;
       for (;;) {
-        if (i >= text.size())
-          throw CsvError(opened_on,
-                         "a quoted field is not closed; is the file complete and unedited?");
+        if (i >= text.size()) throw CsvError(opened_on, "a quoted field is not closed");
         if (text[i] == '"') {
           if (i + 1 < text.size() && text[i + 1] == '"') {
             field += '"';

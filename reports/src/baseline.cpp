@@ -1,8 +1,6 @@
 // Named baselines on disk; see baseline.h.
 #include "ccscope/reports/baseline.h"
 
-#include "ccscope/common/utc_time.h"
-
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -11,6 +9,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "ccscope/common/json_text.h"
+#include "ccscope/common/utc_time.h"
 #include "ccscope/reports/user_files.h"
 
 namespace ccscope::reports {
@@ -167,7 +167,7 @@ Baseline load_baseline(const std::string& dir, const std::string& name) {
   if (ec) fail_at(sidecar, "read", ec);
   const std::string text = read_input_file(sidecar, size_t{16} << 20);
   try {
-    json doc = json::parse(text);
+    json doc = parse_json_text(text);
     Baseline b;
     b.name = name;
     b.saved_utc = doc.value("saved_utc", "");
@@ -183,6 +183,9 @@ Baseline load_baseline(const std::string& dir, const std::string& name) {
     b.fingerprint.ranks_per_node = f.value("ranks_per_node", 0);
     return b;
   } catch (const json::exception& e) {
+    throw InputError(printable(sidecar) + ": " + e.what() +
+                     "; restore it or save the baseline again");
+  } catch (const JsonLimitError& e) {
     throw InputError(printable(sidecar) + ": " + e.what() +
                      "; restore it or save the baseline again");
   }

@@ -14,8 +14,8 @@
 namespace ccscope::reports::detail {
 namespace {
 
-using records::BenchField;
 using records::bench_kind;
+using records::BenchField;
 using records::Cell;
 using records::FieldError;
 using records::FieldScope;
@@ -72,7 +72,7 @@ LoadedRun read_ccscope_csv(const std::string& path, const std::string& raw) {
   try {
     lines = records::parse_csv(raw);
   } catch (const records::CsvError& e) {
-    fail(at(path, e.line), e.what());
+    fail(at(path, e.line), std::string(e.what()) + "; is the file complete and unedited?");
   }
   LoadedRun run{path, "ccscope-csv", {}, {}, {}};
   if (lines.empty()) fail(at(path, 1), "empty file; rerun the benchmark");
@@ -81,15 +81,16 @@ LoadedRun read_ccscope_csv(const std::string& path, const std::string& raw) {
   for (size_t i = 0; i < header.size(); ++i) column.emplace(header[i], i);
   for (const char* required : {"schema", "collective", "size_bytes", "time_s"})
     if (!column.contains(required))
-      fail(at(path, 1), std::string("the header has no '") + required +
-                            "' column; is this a ccscope CSV file?");
+      fail(at(path, 1),
+           std::string("the header has no '") + required + "' column; is this a ccscope CSV file?");
   const auto& fields = bench_kind().fields;
   for (size_t i = 1; i < lines.size(); ++i) {
     const std::vector<std::string>& cells = lines[i].fields;
     const std::string where = at(path, lines[i].line);
     if (cells.size() < header.size())
       fail(where, "fewer fields than the header has (truncated row?); remove the incomplete row");
-    if (cells.size() > header.size()) fail(where, "more fields than the header has; is the file unedited?");
+    if (cells.size() > header.size())
+      fail(where, "more fields than the header has; is the file unedited?");
     check_schema(cells[column.find("schema")->second], where);
     LoadedBenchRow row;
     bool has_size = false;
@@ -123,9 +124,8 @@ namespace {
 // file's version has no such key. ccscope.bench/1 named run_start_utc
 // start_time_utc.
 const json* json_value(const json& object, const BenchField& field) {
-  for (std::string_view key : {field.name, std::string_view(field.name == "run_start_utc"
-                                                                 ? "start_time_utc"
-                                                                 : "")}) {
+  for (std::string_view key :
+       {field.name, std::string_view(field.name == "run_start_utc" ? "start_time_utc" : "")}) {
     if (key.empty()) continue;
     const auto it = object.find(std::string(key));
     if (it != object.end()) return &*it;

@@ -6,6 +6,7 @@
 // compared as well. Several samples of one size (several files per side, or
 // the `repeat` column of `bench --repeat K`) are pooled.
 #include "ccscope/common/sizes.h"
+#include "ccscope/common/statistics.h"
 #include "ccscope/reports/compare.h"
 
 #include <fmt/format.h>

@@ -1,6 +1,8 @@
 // Statistics for `ccscope compare`; see comparison_stats.h.
 #include "ccscope/reports/comparison_stats.h"
 
+#include "ccscope/common/statistics.h"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -8,16 +10,6 @@
 #include <stdexcept>
 
 namespace ccscope::reports {
-
-double median(std::vector<double> v) {
-  if (v.empty()) throw std::invalid_argument("median of no values");
-  size_t mid = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + static_cast<long>(mid), v.end());
-  double upper = v[mid];
-  if (v.size() % 2) return upper;
-  double lower = *std::max_element(v.begin(), v.begin() + static_cast<long>(mid));
-  return (lower + upper) / 2;
-}
 
 namespace {
 
@@ -84,6 +76,7 @@ MannWhitney mann_whitney_u(const std::vector<double>& x, const std::vector<doubl
 
 RatioInterval median_ratio_interval(const std::vector<double>& num, const std::vector<double>& den,
                                     double confidence, int resamples, uint64_t seed) {
+  if (num.empty() || den.empty()) throw std::invalid_argument("median ratio of no values");
   RatioInterval r;
   r.ratio = median(num) / median(den);
   std::mt19937_64 rng(seed);

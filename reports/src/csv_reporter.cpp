@@ -61,7 +61,7 @@ class CsvReporter : public Reporter {
 
  private:
   [[noreturn]] void fail() const {
-    throw std::runtime_error(
+    throw WriteError(
         fmt::format("cannot write CSV file {}: {}", quote_name(path_), std::strerror(errno)));
   }
 

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ccscope/common/json_text.h"
 #include "ccscope/reports/diag_results.h"
 #include "ccscope/reports/user_files.h"
 #include "reader_support.h"
@@ -47,7 +48,14 @@ bool is_diag_json(std::string_view text) {
   const size_t first = text.find_first_not_of(" \t\r\n");
   if (first == std::string_view::npos || text[first] != '{') return false;
   if (text.find(kSchemaPrefix) == std::string_view::npos) return false;
-  const json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  json doc;
+  try {
+    doc = parse_json_text(text);
+  } catch (const JsonLimitError&) {
+    return true;  // parse_json_file says why
+  } catch (const json::exception&) {
+    return false;
+  }
   const json* schema = member(doc, kSchemaKey);
   return schema && schema->is_string() &&
          std::string_view(schema->get_ref<const std::string&>()).starts_with(kSchemaPrefix);

@@ -48,8 +48,8 @@ class JsonReporter : public Reporter {
       stream_ = ::fdopen(fd, "w");
       if (!stream_) {
         ::close(fd);
-        throw std::runtime_error("cannot write JSON file " + quote_name(path) + ": " +
-                                 std::strerror(errno));
+        throw WriteError("cannot write JSON file " + quote_name(path) + ": " +
+                         std::strerror(errno));
       }
     }
   }
@@ -94,8 +94,8 @@ class JsonReporter : public Reporter {
     errno = 0;
     const bool written = std::fwrite(text.data(), 1, text.size(), stream) == text.size();
     if (std::fclose(stream) != 0 || !written)
-      throw std::runtime_error("cannot write JSON file " + quote_name(target_.path) + ": " +
-                               std::strerror(errno ? errno : EIO));
+      throw WriteError("cannot write JSON file " + quote_name(target_.path) + ": " +
+                       std::strerror(errno ? errno : EIO));
   }
 
   OutputTarget target_;

@@ -7,6 +7,7 @@
 #include <map>
 #include <sstream>
 
+#include "ccscope/common/json_text.h"
 #include "ccscope/records/schema.h"
 #include "ccscope/reports/user_files.h"
 
@@ -161,7 +162,9 @@ std::vector<std::string> jstrings(const json& obj, const char* key, const std::s
 
 json parse_json(const std::string& path, const std::string& raw) {
   try {
-    return json::parse(raw);
+    return parse_json_text(raw);
+  } catch (const JsonLimitError& e) {
+    fail(printable(path), std::string(e.what()) + "; is this the file you meant?");
   } catch (const json::parse_error& e) {
     size_t line = 1 + std::count(raw.begin(), raw.begin() + std::min(e.byte, raw.size()), '\n');
     std::string what = e.what();

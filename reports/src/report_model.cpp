@@ -1,6 +1,8 @@
 // Grouping of loaded records into the panels and series both reports draw.
 #include "report_model.h"
 
+#include "ccscope/common/statistics.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -13,11 +15,6 @@
 namespace ccscope::reports::report_model {
 namespace {
 
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
 
 // Out-of-place first, then in-place, then unknown.
 int variant_order(const std::optional<bool>& in_place) {

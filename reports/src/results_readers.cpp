@@ -12,7 +12,11 @@
 //
 // A figure the source does not hold stays std::nullopt. Anything malformed
 // throws InputError("file:line: what is wrong; what to do").
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <cmath>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -58,6 +62,39 @@ void fail_if_failed_run(const std::string& path, const std::string& raw) {
       fail_no_results(at(path, n), program.empty() ? "the benchmark" : program, lines);
 }
 
+// Above any link ccscope measures (NVLink 5: 1.8 TB/s per GPU) by far: a
+// figure beyond it is an edited or corrupt file, and would decide a verdict.
+constexpr double kMaxPlausibleGBps = 1e6;
+// Longer than any collective's iteration (about 11 days).
+constexpr double kMaxPlausibleSeconds = 1e6;
+
+// The rules every format's records meet, whichever reader made them: figures
+// are finite, not negative, and below the plausible bounds.
+void check_figures(const LoadedRecord& r) {
+  const auto check = [&r](const std::optional<double>& v, const char* name, double bound,
+                          const char* unit) {
+    if (!v) return;
+    if (!std::isfinite(*v) || *v < 0)
+      fail(r.source, fmt::format("{} {} is not a figure a benchmark measures (negative or not "
+                                 "finite); is the file unedited?",
+                                 name, *v));
+    if (*v > bound)
+      fail(r.source, fmt::format("{} {} is above {:g} {}: not a measurement; is the file unedited?",
+                                 name, *v, bound, unit));
+  };
+  check(r.time_s, "time_s", kMaxPlausibleSeconds, "s");
+  check(r.cpu_time_s, "cpu_time_s", kMaxPlausibleSeconds, "s");
+  check(r.time_min_s, "time_min_s", kMaxPlausibleSeconds, "s");
+  check(r.time_max_s, "time_max_s", kMaxPlausibleSeconds, "s");
+  check(r.time_avg_s, "time_avg_s", kMaxPlausibleSeconds, "s");
+  check(r.iteration_time_p50_s, "iteration_time_p50_s", kMaxPlausibleSeconds, "s");
+  check(r.iteration_time_p99_s, "iteration_time_p99_s", kMaxPlausibleSeconds, "s");
+  check(r.algbw_GBps, "algbw_GBps", kMaxPlausibleGBps, "GB/s");
+  check(r.busbw_GBps, "busbw_GBps", kMaxPlausibleGBps, "GB/s");
+}
+
+LoadedRun parse_any_format(const std::string& path, const std::string& raw);
+
 }  // namespace
 
 LoadedRun read_results(const std::string& path) {
@@ -65,6 +102,14 @@ LoadedRun read_results(const std::string& path) {
 }
 
 LoadedRun parse_results(const std::string& path, const std::string& raw) {
+  LoadedRun run = parse_any_format(path, raw);
+  for (const LoadedRecord& r : run.records) check_figures(r);
+  return run;
+}
+
+namespace {
+
+LoadedRun parse_any_format(const std::string& path, const std::string& raw) {
   // read_input_file refuses these too; text from elsewhere gets the same answer.
   if (const size_t nul = raw.find('\0'); nul != std::string::npos)
     fail(
@@ -94,5 +139,7 @@ LoadedRun parse_results(const std::string& path, const std::string& raw) {
   fail(at(path, 1),
        "unknown format: expected ccscope CSV/JSON, nccl-tests text or -J JSON, or OSU output");
 }
+
+}  // namespace
 
 }  // namespace ccscope::reports

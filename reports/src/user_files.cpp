@@ -94,7 +94,7 @@ bool write_all(int fd, std::string_view text) {
 namespace {
 
 [[noreturn]] void fail_writing(const OutputTarget& target, int err, const std::string& how = "") {
-  throw std::runtime_error(
+  throw WriteError(
       fmt::format("cannot write {}{}: {}", quote_name(target.path), how, std::strerror(err)));
 }
 
@@ -215,6 +215,46 @@ void refuse_same_file(const std::vector<std::pair<std::string, std::string>>& us
       if (!ids[i].empty() && ids[i] == ids[j])
         throw InputError(uses[j].first + " and " + uses[i].first + " name the same file " +
                          quote_name(uses[i].second) + ": give each its own file");
+}
+
+std::vector<OutputTarget> resolve_outputs(
+    const std::vector<std::pair<std::string, std::string>>& outputs,
+    const std::vector<std::pair<std::string, std::string>>& inputs) {
+  std::vector<std::pair<std::string, std::string>> uses;
+  for (const auto& [what, path] : outputs) {
+    if (path.empty())
+      throw InputError(what + ": an empty file name: name a file, or leave " + what + " out");
+    if (path != "-") uses.emplace_back(what, path);
+  }
+  for (const auto& use : inputs)
+    if (!use.second.empty() && use.second != "-") uses.push_back(use);
+  refuse_same_file(uses);
+  std::vector<OutputTarget> targets;
+  for (const auto& use : outputs)
+    targets.push_back(use.second == "-" ? OutputTarget{} : resolve_output(use.second));
+  return targets;
+}
+
+void throw_write_error(const std::string& path, int err) {
+  OutputTarget target;
+  target.path = path;
+  fail_writing(target, err);
+}
+
+void create_output_directory(const std::string& path) {
+  if (path.empty()) throw InputError("an empty directory name: name a directory");
+  std::error_code ec;
+  const fs::file_status link = fs::symlink_status(path, ec);
+  if (fs::is_symlink(link) && !fs::exists(fs::status(path, ec)))
+    throw InputError(quote_name(path) +
+                     " is a symbolic link to a place that does not exist: create its target "
+                     "or name another directory");
+  if (fs::exists(fs::status(path, ec)) && !fs::is_directory(fs::status(path, ec)))
+    throw InputError(quote_name(path) + " exists and is not a directory: name a directory");
+  fs::create_directories(path, ec);
+  if (ec)
+    throw InputError(quote_name(path) + ": cannot create the directory: " + ec.message() +
+                     "; check the path and permissions");
 }
 
 void write_whole_file(const OutputTarget& target, std::string_view content) {

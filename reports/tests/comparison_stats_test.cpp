@@ -8,11 +8,6 @@
 namespace ccscope::reports {
 namespace {
 
-TEST(Median, OddAndEven) {
-  EXPECT_DOUBLE_EQ(median({3, 1, 2}), 2);
-  EXPECT_DOUBLE_EQ(median({4, 1, 3, 2}), 2.5);
-}
-
 TEST(MannWhitney, ExactSmallSamples) {
   // Complete separation of 4 vs 4: U = 16, exact two-sided p = 2 / C(8,4) = 2/70.
   MannWhitney r = mann_whitney_u({5, 6, 7, 8}, {1, 2, 3, 4});

@@ -115,6 +115,15 @@ TEST(DiagReaders, BadFilesGiveOneLineNamingFileAndLine) {
             std::string::npos);
 }
 
+// The CSV codec's "not closed" and the reader's advice were both followed by
+// "is the file complete and unedited?": said once now.
+TEST(DiagReaders, AnUnclosedQuoteGivesTheAdviceOnce) {
+  const std::string text =
+      read_input_file(kDiag + "/diag_checks.csv") + "ccscope.diag_check/1,\"d\n";
+  EXPECT_EQ(error_of_text(text),
+            "d.json:10: a quoted field is not closed; is the file complete and unedited?");
+}
+
 TEST(DiagReaders, BadJsonNamesTheKey) {
   const std::string good = read_input_file(kDiag + "/diag_incomplete.json");
   std::string bad = good;

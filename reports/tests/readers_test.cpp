@@ -430,3 +430,69 @@ TEST(Fuzz, MutatedInputsThrowInputErrorOrRead) {
 
 }  // namespace
 }  // namespace ccscope::reports
+
+namespace ccscope::reports {
+namespace {
+
+// An nccl-tests -J file's first out-of-place bus_bw replaced by `value`.
+std::string nccl_tests_json_with_busbw(const std::string& value) {
+  std::string text = slurp(data_file("all_reduce_perf-h200-4rank-socket.json"));
+  const std::string first = "\"bus_bw\":0.058016";
+  text.replace(text.find(first), first.size(), "\"bus_bw\":" + value);
+  return text;
+}
+
+// A negative or absurd busbw was shown, exported and judged a REGRESSION: every
+// reader now meets the CSV reader's rules (and the plausible bound), naming
+// file and record.
+TEST(FigureRules, NcclTestsJsonBusbwNegativeOrAbsurdIsRefused) {
+  TempDir dir;
+  spit(dir.file("neg.json"), nccl_tests_json_with_busbw("-5"));
+  EXPECT_EQ(error_of(dir.file("neg.json")),
+            dir.file("neg.json") +
+                ": results[0].out_of_place: busbw_GBps -5 is not a figure a benchmark measures "
+                "(negative or not finite); is the file unedited?");
+  spit(dir.file("huge.json"), nccl_tests_json_with_busbw("1e308"));
+  EXPECT_EQ(error_of(dir.file("huge.json")),
+            dir.file("huge.json") +
+                ": results[0].out_of_place: busbw_GBps 1e+308 is above 1e+06 GB/s: not a "
+                "measurement; is the file unedited?");
+}
+
+TEST(FigureRules, CcscopeCsvBusbwAbsurdIsRefusedLikeNcclTests) {
+  TempDir dir;
+  write_run(dir.file("good.csv"), sweep(2, 1, [](size_t, int) { return 1.0; }), test_metadata());
+  const std::string csv = slurp(dir.file("good.csv"));
+  ASSERT_EQ(error_of(dir.file("good.csv")), "");
+  // The first row's busbw_GBps column, by the header.
+  const size_t header_end = csv.find('\n');
+  std::vector<std::string> header;
+  for (size_t start = 0, comma; start < header_end; start = comma + 1) {
+    comma = std::min(csv.find(',', start), header_end);
+    header.push_back(csv.substr(start, comma - start));
+  }
+  const size_t column = std::find(header.begin(), header.end(), "busbw_GBps") - header.begin();
+  ASSERT_LT(column, header.size());
+  size_t at = header_end + 1;
+  for (size_t c = 0; c < column; ++c) at = csv.find(',', at) + 1;
+  const size_t end = csv.find(',', at);
+  std::string bad = csv;
+  bad.replace(at, end - at, "1e308");
+  spit(dir.file("huge.csv"), bad);
+  EXPECT_EQ(error_of(dir.file("huge.csv")),
+            dir.file("huge.csv") +
+                ":2: busbw_GBps 1e+308 is above 1e+06 GB/s: not a measurement; is the file "
+                "unedited?");
+}
+
+TEST(FigureRules, TheAdviceIsGivenOnce) {
+  TempDir dir;
+  write_run(dir.file("good.csv"), sweep(2, 1, [](size_t, int) { return 1.0; }), test_metadata());
+  spit(dir.file("open.csv"), slurp(dir.file("good.csv")) + "ccscope.bench/1,\"allreduce\n");
+  EXPECT_EQ(error_of(dir.file("open.csv")),
+            dir.file("open.csv") +
+                ":11: a quoted field is not closed; is the file complete and unedited?");
+}
+
+}  // namespace
+}  // namespace ccscope::reports

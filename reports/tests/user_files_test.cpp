@@ -138,6 +138,77 @@ TEST(UserFiles, SameFileTwiceIsRefused) {
   }
 }
 
+// The one opener every verb's outputs go through: an empty name, an output
+// that is an input of the run or another output, all refused before anything
+// is written (nccl-log --json-file X X replaced its input log).
+TEST(UserFiles, ResolveOutputsRefusesEmptyNamesAndInputs) {
+  TempDir dir;
+  const std::string log = dir.file("x.log");
+  spit(log, "input\n");
+  const auto refusal = [](const std::vector<std::pair<std::string, std::string>>& outputs,
+                          const std::vector<std::pair<std::string, std::string>>& inputs) {
+    try {
+      resolve_outputs(outputs, inputs);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_EQ(refusal({{"--csv", ""}}, {}),
+            "--csv: an empty file name: name a file, or leave --csv out");
+  EXPECT_EQ(refusal({{"--json-file", log}}, {{"log file", log}}),
+            "--json-file and log file name the same file '" + log + "': give each its own file");
+  fs::create_symlink(log, dir.file("link.json"));
+  EXPECT_EQ(refusal({{"--json-file", dir.file("link.json")}}, {{"log file", log}}),
+            "--json-file and log file name the same file '" + log + "': give each its own file");
+  EXPECT_EQ(refusal({{"--csv", dir.file("s.csv")}, {"--runs-csv", dir.file("s.csv")}}, {}),
+            "--csv and --runs-csv name the same file '" + dir.file("s.csv") +
+                "': give each its own file");
+  EXPECT_EQ(slurp(log), "input\n");
+  const auto targets = resolve_outputs({{"-o", "-"}, {"--csv", dir.file("a.csv")}}, {{"in", log}});
+  ASSERT_EQ(targets.size(), 2u);
+  EXPECT_EQ(targets[0].path, "");
+  EXPECT_EQ(targets[1].path, dir.file("a.csv"));
+}
+
+// A write failure is one line naming the file once, and a WriteError (exit 1).
+TEST(UserFiles, WriteFailureIsAWriteErrorNamingTheFileOnce) {
+  if (::access("/dev/full", W_OK) != 0) GTEST_SKIP() << "no writable /dev/full here";
+  try {
+    write_whole_file(resolve_output("/dev/full"), "x");
+    FAIL() << "/dev/full took the text";
+  } catch (const WriteError& e) {
+    EXPECT_STREQ(e.what(), "cannot write '/dev/full': No space left on device");
+  }
+}
+
+// train --export onto a dangling link said "filesystem error: cannot create
+// directories: File exists [...]".
+TEST(UserFiles, OutputDirectoryProblemsAreOneLineWithoutTheLibrarysText) {
+  TempDir dir;
+  const std::string link = dir.file("gone");
+  fs::create_symlink(dir.file("missing/target"), link);
+  const auto refusal = [](const std::string& path) {
+    try {
+      create_output_directory(path);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_EQ(refusal(link), "'" + link +
+                               "' is a symbolic link to a place that does not exist: create its "
+                               "target or name another directory");
+  spit(dir.file("file"), "x");
+  EXPECT_EQ(refusal(dir.file("file")),
+            "'" + dir.file("file") + "' exists and is not a directory: name a directory");
+  EXPECT_EQ(refusal(dir.file("file/sub")), "'" + dir.file("file/sub") +
+                                               "': cannot create the directory: Not a directory; "
+                                               "check the path and permissions");
+  EXPECT_EQ(refusal(dir.file("new/sub")), "");
+  EXPECT_TRUE(fs::is_directory(dir.file("new/sub")));
+}
+
 TEST(UserFiles, ReadingRefusesBinaryDirectoriesAndHugeFiles) {
   TempDir dir;
   spit(dir.file("nul.txt"), std::string("line 1\nline 2\nab\0cd\n", 20));

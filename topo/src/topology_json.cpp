@@ -3,6 +3,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "ccscope/common/json_text.h"
 #include "ccscope/topo/report.h"
 #include "xml.h"  // quoted_for_message
 
@@ -388,7 +389,9 @@ std::string topology_json(const TopologyReport& report) {
 std::vector<HostTopology> read_topology_json(std::string_view text) {
   json doc;
   try {
-    doc = json::parse(text);
+    doc = parse_json_text(text);
+  } catch (const JsonLimitError& e) {
+    throw TopologyError(e.what());
   } catch (const json::exception& e) {
     // parse_error, and out_of_range for a number beyond double ("1e400").
     // nlohmann's message quotes the last token read, which may be long.

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "ccscope/common/sizes.h"
+#include "ccscope/common/statistics.h"
 #include "ccscope/training_probe/accounting.h"
 
 namespace ccscope::training_probe {
@@ -40,11 +41,6 @@ std::string_view name(Scope scope) {
 
 namespace {
 
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
 
 std::string gib(double bytes) { return fmt::format("{:.1f} GiB", bytes / (1024.0 * 1024 * 1024)); }
 

@@ -1,5 +1,7 @@
 #include "ccscope/training_probe/deepspeed_config.h"
 
+#include "ccscope/common/json_text.h"
+
 // Reads a DeepSpeed config (https://www.deepspeed.ai/docs/config-json/) into
 // TrainOptions. Rules followed throughout:
 //   - a key that is absent, "auto" (HF Trainer's placeholder) or null keeps
@@ -224,8 +226,9 @@ Json parse_text(std::string_view text) {
     return true;
   };
   try {
-    return Json::parse(text.begin(), text.end(), callback, /*allow_exceptions=*/true,
-                       /*ignore_comments=*/true);
+    return parse_json_text<Json>(text, /*ignore_comments=*/true, callback);
+  } catch (const JsonLimitError& e) {
+    fail(std::string(e.what()) + "; is this a DeepSpeed config?");
   } catch (const Json::parse_error& e) {
     // "[json.exception.parse_error.101] parse error at line 3, column 5: syntax error ..."
     std::string message = e.what();

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -297,6 +298,24 @@ TEST(DeepSpeedConfig, MalformedJsonIsOneLine) {
   EXPECT_CONTAINS(e, "the top level must be a JSON object, got [1,2]");
   e = error_of(R"({"zero_optimization": {"stage": 2, "stage": 3}})");
   EXPECT_CONTAINS(e, "duplicate key zero_optimization.stage");
+}
+
+// Nested 100,000 deep, `[[[...]]]` crashed the parser (exit 139) and
+// `{"a":{"a":...` took 6 GB and 15 s: both are one line at once now.
+TEST(DeepSpeedConfig, DeepNestingIsRefusedAtOnce) {
+  const auto nested = [](const std::string& open, const std::string& close) {
+    std::string text;
+    for (int i = 0; i < 100000; ++i) text += open;
+    text += "1";
+    for (int i = 0; i < 100000; ++i) text += close;
+    return text;
+  };
+  const auto started = std::chrono::steady_clock::now();
+  for (const std::string& text : {nested("[", "]"), nested("{\"a\":", "}")})
+    EXPECT_EQ(error_of(text),
+              "deepspeed config: nested deeper than 256 levels: not a JSON document ccscope "
+              "reads; is this a DeepSpeed config?");
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(5));
 }
 
 TEST(DeepSpeedConfig, WrongTypesNameTheKey) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ccscope/bench/options.h"
+#include "ccscope/job/run_job.h"
 #include "ccscope/reports/reporter.h"
 
 namespace ccscope::bench {
@@ -32,9 +33,7 @@ using ReporterSetup = std::function<void(reports::ReporterList& reporters)>;
 int run_benchmark(const BenchOptions& options, const ReporterSetup& setup_reporters,
                   const std::vector<std::string>& command_line);
 
-// Before MPI is up: whether the launcher's rank variable (Open MPI, MPICH,
-// Slurm) names this process rank 0, or none is set, so that a usage error is
-// printed once rather than once per rank.
-bool launcher_says_rank_zero();
+// Before MPI is up: whether this process speaks for the job (job/'s).
+using job::launcher_says_rank_zero;
 
 }  // namespace ccscope::bench

@@ -10,7 +10,7 @@
 #include "ccscope/bench/options.h"
 #include "ccscope/collectives/communicator.h"
 #include "ccscope/collectives/control_plane.h"
-#include "ccscope/collectives/watchdog.h"
+#include "ccscope/job/watchdog.h"
 #include "ccscope/collectives/world.h"
 #include "ccscope/reports/reporter.h"
 

@@ -10,6 +10,7 @@ double mean(std::span<const double> values);
 // Percentile p in [0, 100] with linear interpolation between the closest
 // ranks (numpy's default); 0 for no values.
 double percentile(std::span<const double> values, double p);
+// 0 for no values (callers that must not see that check for it).
 double median(std::span<const double> values);
 // Median of |x - median|: the spread that a minority of outliers does not
 // move (unlike the standard deviation); 0 for no values. Scale by 1.4826 for

@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "ccscope/collectives/watchdog.h"
+#include "ccscope/job/watchdog.h"
 #include "ccscope/collectives/world.h"
 #include "ccscope/diag/check.h"
 

@@ -8,7 +8,6 @@
 
 namespace ccscope::reports {
 
-double median(std::vector<double> values);  // of a non-empty vector
 
 struct MannWhitney {
   double u = 0;        // U of the first sample: pairs (x, y) with x > y, ties count 1/2

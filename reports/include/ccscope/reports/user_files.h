@@ -7,6 +7,7 @@
 // /dev/stdout, a pipe) is written in place; a symbolic link is followed to its
 // target; a directory, a block device or a socket is refused.
 #include <cstddef>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -56,8 +57,33 @@ OutputTarget resolve_output(const std::string& path);
 // ("--csv", "run.csv"). Character devices (/dev/null) may repeat.
 void refuse_same_file(const std::vector<std::pair<std::string, std::string>>& uses);
 
+// Every output of one run, checked together before anything is read or
+// measured (the one opener every verb's writers go through): an empty name, a
+// file that an input or another output of the run also names, or a target
+// resolve_output refuses throws InputError (one line). `outputs` and `inputs`
+// are (what, path), e.g. ("--csv", "run.csv"), ("log file", "x.log"); "-"
+// (standard input or output) is skipped. Returns the targets in `outputs`'
+// order ("-" gives a target with an empty path).
+std::vector<OutputTarget> resolve_outputs(
+    const std::vector<std::pair<std::string, std::string>>& outputs,
+    const std::vector<std::pair<std::string, std::string>>& inputs = {});
+
+// An output that could not be written (a full disk, an I/O error): what() is
+// one line, "cannot write 'F': REASON". Verbs exit 1 for it.
+class WriteError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+// The system's reason for `err` on `path`, as WriteError's one line.
+[[noreturn]] void throw_write_error(const std::string& path, int err);
+
+// Creates the directory `path` (and its parents) for outputs; InputError (one
+// line, what to do) when a part of it is a file, a dangling symbolic link or
+// not permitted.
+void create_output_directory(const std::string& path);
+
 // Writes `content` as the whole of the target (see the file comment); throws
-// std::runtime_error with the system's reason. Leaves no temporary behind.
+// WriteError with the system's reason. Leaves no temporary behind.
 void write_whole_file(const OutputTarget& target, std::string_view content);
 
 // Opens the target for a stream of rows (the CSV): regular files and new paths

@@ -1,6 +1,6 @@
 #pragma once
 // The one table of nominal link rates every expected figure comes from
-// (README "Expected bandwidth"). Figures are per direction, in GB/s (1e9 B/s),
+// (docs/topo.md, "Expected bandwidth"). Figures are per direction, in GB/s (1e9 B/s),
 // after line encoding; what a link delivers in practice is lower (protocol
 // headers, flow control), which is why bench reports a percentage, not a pass.
 #include <string>

@@ -1,7 +1,7 @@
 #pragma once
 // What `ccscope topo` shows: the nodes, the paths between them, measured pairs
 // and findings; rendered as text (nvidia-smi's matrix, a node table) or JSON
-// (README "Topology JSON"), and read back from that JSON (`--from`).
+// (docs/topo.md, "Topology JSON"), and read back from that JSON (`--from`).
 #include <string>
 #include <string_view>
 #include <vector>

@@ -1,7 +1,7 @@
 // The death watch's pure parts: who watches whom, who reports a death, and the
 // line it prints (the I/O is tested by bench/tests/integration/killed_rank.sh
 // and ci/tests/vcluster/test_faults.sh).
-#include "ccscope/collectives/watchdog.h"
+#include "ccscope/job/watchdog.h"
 
 #include <gtest/gtest.h>
 

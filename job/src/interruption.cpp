@@ -1,17 +1,21 @@
-#include "interruption.h"
+#include "ccscope/job/interruption.h"
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstring>
+#include <string>
 
-#include "ccscope/collectives/watchdog.h"
+#include "ccscope/job/watchdog.h"
 
-namespace ccscope::bench {
+namespace ccscope::job {
 namespace {
 
 volatile std::sig_atomic_t g_signal = 0;
-volatile std::sig_atomic_t g_announce = 0;
+// The announcement, copied where the handler can write it without allocating.
+char g_announcement[256];
+volatile std::sig_atomic_t g_announcement_length = 0;
 struct sigaction g_previous_int, g_previous_term;
 
 // Only async-signal-safe calls here: write(2), watchdog_say_goodbye and _exit(2).
@@ -21,19 +25,20 @@ void on_signal(int signal_number) {
     _exit(exit_code_for_signal(signal_number));
   }
   g_signal = signal_number;
-  if (g_announce) {
-    static const char kText[] =
-        "ccscope bench: stopping after the current size (signal received; send it again to stop "
-        "at once)\n";
-    [[maybe_unused]] ssize_t n = ::write(STDERR_FILENO, kText, sizeof kText - 1);
+  if (g_announcement_length > 0) {
+    [[maybe_unused]] ssize_t n =
+        ::write(STDERR_FILENO, g_announcement, static_cast<size_t>(g_announcement_length));
   }
 }
 
 }  // namespace
 
-InterruptHandlers::InterruptHandlers(bool announce) {
+InterruptHandlers::InterruptHandlers(const std::string& announcement) {
   g_signal = 0;
-  g_announce = announce ? 1 : 0;
+  g_announcement_length = 0;
+  const size_t length = std::min(announcement.size(), sizeof g_announcement);
+  std::memcpy(g_announcement, announcement.data(), length);
+  g_announcement_length = static_cast<std::sig_atomic_t>(length);
   struct sigaction action;
   std::memset(&action, 0, sizeof action);
   action.sa_handler = on_signal;
@@ -61,4 +66,4 @@ std::string signal_name(int signal_number) {
   }
 }
 
-}  // namespace ccscope::bench
+}  // namespace ccscope::job

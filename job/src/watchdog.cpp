@@ -1,4 +1,4 @@
-#include "ccscope/collectives/watchdog.h"
+#include "ccscope/job/watchdog.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

@@ -1,0 +1,77 @@
+#pragma once
+// The backends a ccscope job can run on, by name: each registered once with its
+// factory and what it can do, and ONE rule for the default (used by bench,
+// topo, diag and train). A new backend registers itself (register_backend, or
+// an entry in backend_registry.cpp's built-in list); no caller tests names.
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ccscope/collectives/communicator.h"
+#include "ccscope/collectives/world.h"
+
+namespace ccscope::job {
+
+// Where a backend's buffers live.
+enum class DeviceKind { kHost, kDevice };
+
+struct BackendCapabilities {
+  DeviceKind device = DeviceKind::kHost;
+  bool in_place = true;  // runs collectives with one buffer for input and output
+  // The MPI thread level it needs: a backend whose progress runs on another
+  // thread than the caller's needs MPI_THREAD_SERIALIZED.
+  bool needs_serialized_threads = false;
+  // The collectives it implements (ccscope's names); empty: every one.
+  std::vector<std::string> collectives;
+};
+
+// What a factory may be asked for (one struct for every backend; each reads
+// what applies to it).
+struct BackendOptions {
+  bool isolate_ranks = false;   // device backends: ranks of one node connect as if remote
+  bool yielding_waits = false;  // host backends: waits sleep instead of spinning
+};
+
+struct Backend {
+  std::string name;     // as --backend spells it
+  std::string library;  // what carries the data, as messages name it ("NCCL")
+  BackendCapabilities capabilities;
+  // Compiled into this ccscope.
+  std::function<bool()> built;
+  // Usable by this process now (a device, a driver); only asked when built.
+  std::function<bool()> usable;
+  // Collective over the world.
+  std::function<std::unique_ptr<Communicator>(const World&, const BackendOptions&)> make;
+};
+
+// Adds (or replaces, by name) a backend; the built-in ones are there already.
+void register_backend(Backend backend);
+// The registered backends, in registration order.
+const std::vector<Backend>& registered_backends();
+// The backend named `name`, or nullptr.
+const Backend* find_backend(const std::string& name);
+
+struct BackendChoice {
+  std::string backend;  // the default's name
+  std::string note;     // why not a device backend although GPUs are present; "" otherwise
+};
+
+// The default rule (pure, unit tested). `hosts` and `gpu_ids` are by rank; a
+// GPU id is the PCI bus id of the GPU the rank would use ("" = none). The
+// first built device backend when every rank has a GPU and no two ranks of one
+// host would share one (NCCL refuses that), or when --isolate-ranks makes
+// sharing legal; else the first host backend.
+BackendChoice choose_default_backend(const std::vector<std::string>& hosts,
+                                     const std::vector<std::string>& gpu_ids, bool isolate_ranks);
+
+// The default for this job: collective (gathers every rank's GPU), the same
+// answer on every rank.
+BackendChoice default_backend(const World& world, bool isolate_ranks);
+
+// Starts backend `name` (collective). Throws UsageError for a name not
+// registered or not built into this ccscope.
+std::unique_ptr<Communicator> make_backend(const std::string& name, const World& world,
+                                           const BackendOptions& options);
+
+}  // namespace ccscope::job

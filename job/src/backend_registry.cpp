@@ -1,0 +1,123 @@
+#include "ccscope/job/backend_registry.h"
+
+#include <map>
+#include <utility>
+
+#include "ccscope/collectives/backends.h"
+#include "ccscope/collectives/error.h"
+
+namespace ccscope::job {
+namespace {
+
+std::vector<Backend> built_in_backends() {
+  std::vector<Backend> list;
+  list.push_back(Backend{"mpi",
+                         "MPI",
+                         {DeviceKind::kHost, true, false, {}},
+                         [] { return true; },
+                         [] { return true; },
+                         [](const World& world, const BackendOptions& options) {
+                           MpiOptions mpi;
+                           mpi.yielding_waits = options.yielding_waits;
+                           return make_mpi_communicator(world, mpi);
+                         }});
+  list.push_back(Backend{"nccl",
+                         "NCCL",
+                         {DeviceKind::kDevice, true, false, {}},
+                         [] { return nccl_backend_compiled(); },
+                         [] { return nccl_backend_usable(); },
+                         [](const World& world, const BackendOptions& options) {
+                           return make_nccl_communicator(world, NcclOptions{options.isolate_ranks});
+                         }});
+  list.push_back(Backend{
+      "ring",
+      "ccscope's ring over MPI",
+      {DeviceKind::kHost, true, false, {}},
+      [] { return true; },
+      [] { return true; },
+      [](const World& world, const BackendOptions&) { return make_ring_communicator(world); }});
+  return list;
+}
+
+std::vector<Backend>& backends() {
+  static std::vector<Backend> list = built_in_backends();
+  return list;
+}
+
+const Backend* first_of_kind(DeviceKind kind) {
+  for (const Backend& b : backends())
+    if (b.capabilities.device == kind && b.built()) return &b;
+  return nullptr;
+}
+
+}  // namespace
+
+void register_backend(Backend backend) {
+  for (Backend& b : backends())
+    if (b.name == backend.name) {
+      b = std::move(backend);
+      return;
+    }
+  backends().push_back(std::move(backend));
+}
+
+const std::vector<Backend>& registered_backends() { return backends(); }
+
+const Backend* find_backend(const std::string& name) {
+  for (const Backend& b : backends())
+    if (b.name == name) return &b;
+  return nullptr;
+}
+
+BackendChoice choose_default_backend(const std::vector<std::string>& hosts,
+                                     const std::vector<std::string>& gpu_ids, bool isolate_ranks) {
+  const Backend* host = first_of_kind(DeviceKind::kHost);
+  const std::string fallback = host ? host->name : "mpi";
+  // A GPU id is only ever reported by a build with a device backend; the
+  // rule's wording names the device backend a build would choose.
+  const Backend* device = find_backend("nccl");
+  for (const Backend& b : backends())
+    if (b.capabilities.device == DeviceKind::kDevice) {
+      device = &b;
+      break;
+    }
+  const std::string preferred = device ? device->name : fallback;
+  const std::string preferred_library = device ? device->library : fallback;
+  bool any_gpu = false;
+  for (const auto& id : gpu_ids) any_gpu = any_gpu || !id.empty();
+  if (!any_gpu) return {fallback, ""};
+  for (size_t r = 0; r < gpu_ids.size(); ++r)
+    if (gpu_ids[r].empty())
+      return {fallback, "rank " + std::to_string(r) +
+                            (r < hosts.size() ? " (" + hosts[r] + ")" : "") +
+                            " sees no GPU, so the default backend is " + fallback};
+  if (isolate_ranks) return {preferred, ""};
+  std::map<std::pair<std::string, std::string>, size_t> first_user;  // (host, GPU) -> rank
+  for (size_t r = 0; r < gpu_ids.size(); ++r) {
+    const std::string host = r < hosts.size() ? hosts[r] : std::string();
+    const auto [it, fresh] = first_user.emplace(std::make_pair(host, gpu_ids[r]), r);
+    if (!fresh)
+      return {fallback, "ranks " + std::to_string(it->second) + " and " + std::to_string(r) +
+                            " on " + host + " would share GPU " + gpu_ids[r] + ", which " +
+                            preferred_library + " refuses, so the default backend is " + fallback +
+                            "; --backend " + preferred + " --isolate-ranks lets ranks share a GPU"};
+  }
+  return {preferred, ""};
+}
+
+BackendChoice default_backend(const World& world, bool isolate_ranks) {
+  const std::vector<std::string> gpu_ids =
+      world.all_gather(gpu_identity_for_local_rank(world.local_rank()));
+  return choose_default_backend(world.hostnames(), gpu_ids, isolate_ranks);
+}
+
+std::unique_ptr<Communicator> make_backend(const std::string& name, const World& world,
+                                           const BackendOptions& options) {
+  const Backend* backend = find_backend(name);
+  if (!backend) throw UsageError("--backend " + name + ": no such backend");
+  if (!backend->built())
+    throw UsageError("--backend " + name + ": this ccscope was built without it");
+  return backend->make(world, options);
+}
+
+}  // namespace ccscope::job

@@ -1,0 +1,162 @@
+#include "ccscope/job/run_job.h"
+
+#include <unistd.h>
+
+#include <array>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <mutex>
+#include <thread>
+
+#include "ccscope/collectives/error.h"
+#include "ccscope/job/interruption.h"
+
+namespace ccscope::job {
+
+// OnSignal::kEndJob: the handlers record the signal (async-signal-safe); this
+// thread notices it and ends the job, which a handler cannot do (MPI_Abort is
+// not async-signal-safe). The body may be inside any collective meanwhile.
+class JobContext::SignalEnder {
+ public:
+  SignalEnder(const std::string& verb, const World& world)
+      : verb_(verb), world_(world), thread_([this] { watch(); }) {}
+  ~SignalEnder() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      done_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  void watch() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (!done_) {
+      // A signal handler cannot notify a condition variable: look every 20 ms.
+      wake_.wait_for(lock, std::chrono::milliseconds(20));
+      const int signal_number = InterruptHandlers::pending_signal();
+      // The watchdog ending the job (a death, a hang) makes the launcher send
+      // SIGTERM: its report stands, not "stopped by".
+      if (signal_number == 0 || done_ || watchdog_is_ending_job()) continue;
+      const int code = exit_code_for_signal(signal_number);
+      std::fprintf(stderr, "ccscope %s: rank %d (%s): stopped by %s; exit %d\n", verb_.c_str(),
+                   world_.rank(), world_.hostname().c_str(), signal_name(signal_number).c_str(),
+                   code);
+      std::fflush(nullptr);
+      watchdog_say_goodbye();  // the abort below is on purpose, not a death
+      if (world_.size() == 1) _exit(code);
+      // The launcher drops output still in its pipes when the abort arrives
+      // (as bench's stop: see benchmark.cpp).
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+      world_.abort(code);
+    }
+  }
+
+  std::string verb_;
+  const World& world_;
+  InterruptHandlers handlers_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool done_ = false;
+  std::thread thread_;  // last: starts once the rest is built
+};
+
+JobContext::JobContext(const JobSpec& spec, World world) : spec_(spec), world_(std::move(world)) {
+  if (spec_.on_signal == OnSignal::kEndJob)
+    signal_ender_ = std::make_unique<SignalEnder>(spec_.verb, world_);
+}
+
+JobContext::~JobContext() {
+  watchdog_.reset();  // says goodbye first
+  signal_ender_.reset();
+}
+
+int JobContext::refuse(const std::string& what) const {
+  if (leader()) std::fprintf(stderr, "ccscope %s: error: %s\n", verb().c_str(), what.c_str());
+  return kExitUsage;
+}
+
+std::string JobContext::open_outputs(const std::function<void()>& open) const {
+  std::string error;
+  if (leader()) {
+    try {
+      open();
+    } catch (const std::exception& e) {
+      error = e.what();
+      if (error.empty()) error = "an output could not be opened";
+    }
+  }
+  if (world_.all_reduce_sum(static_cast<int64_t>(error.empty() ? 0 : 1)) == 0) return "";
+  // Only rank 0 prints it; the others need to know that it is not empty.
+  return leader() ? error : "(refused on rank 0)";
+}
+
+std::string JobContext::first_problem(const std::string& problem) const {
+  for (const std::string& p : world_.all_gather(problem))
+    if (!p.empty()) return p;
+  return "";
+}
+
+HangWatchdog& JobContext::start_watchdog(std::chrono::milliseconds timeout) {
+  try {
+    watchdog_ = std::make_unique<HangWatchdog>(world_, timeout);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ccscope %s: rank %d (%s): cannot start the watchdog: %s\n",
+                 verb().c_str(), world_.rank(), world_.hostname().c_str(), e.what());
+    world_.abort(kExitCheckFailed);
+  }
+  return *watchdog_;
+}
+
+void JobContext::end_job(int exit_code, const std::string& what) const {
+  std::fprintf(stderr, "ccscope %s: rank %d (%s): %s\n", verb().c_str(), world_.rank(),
+               world_.hostname().c_str(), what.c_str());
+  watchdog_say_goodbye();  // an exit on purpose, not a death
+  world_.abort(exit_code);
+}
+
+int JobContext::leave_together(int exit_code) const {
+  watchdog_say_goodbye();
+  world_.barrier();
+  return exit_code;
+}
+
+int JobContext::agree_on_exit_code(int exit_code) const {
+  std::array<double, 1> code{static_cast<double>(exit_code)};
+  world_.all_reduce_max(code);
+  return static_cast<int>(code[0]);
+}
+
+namespace {
+
+int run_body(const JobSpec& spec, const std::function<int(JobContext&)>& body) {
+  JobContext job(spec, World::from_mpi());
+  try {
+    return body(job);
+  } catch (const TimeoutError& e) {
+    job.end_job(kExitHang, e.what());
+  } catch (const UsageError& e) {
+    job.end_job(kExitUsage, std::string("error: ") + e.what());
+  } catch (const std::exception& e) {
+    job.end_job(kExitCheckFailed, std::string("error: ") + e.what());
+  }
+}
+
+}  // namespace
+
+int run_job(const JobSpec& spec, const std::function<int(JobContext&)>& body) {
+  MpiSession session(nullptr, nullptr);
+  return session.finalize(run_body(spec, body));
+}
+
+bool launcher_says_rank_zero() {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"}) {
+    if (const char* value = std::getenv(name)) return std::string(value) == "0";
+  }
+  return true;
+}
+
+}  // namespace ccscope::job

@@ -1,0 +1,91 @@
+#include "ccscope/job/backend_registry.h"
+
+#include <gtest/gtest.h>
+
+#include "ccscope/collectives/error.h"
+
+namespace ccscope::job {
+namespace {
+
+TEST(BackendChoice, NoGpuAnywhereIsMpiWithoutANote) {
+  const BackendChoice c = choose_default_backend({"a", "a"}, {"", ""}, false);
+  EXPECT_EQ(c.backend, "mpi");
+  EXPECT_EQ(c.note, "");
+}
+
+TEST(BackendChoice, OneGpuPerRankIsNccl) {
+  // Two nodes of two GPUs; the same bus id on different hosts is fine.
+  const BackendChoice c = choose_default_backend(
+      {"a", "a", "b", "b"}, {"0000:01:00.0", "0000:02:00.0", "0000:01:00.0", "0000:02:00.0"},
+      false);
+  EXPECT_EQ(c.backend, "nccl");
+}
+
+TEST(BackendChoice, PerRankVisibleDevicesIsNccl) {
+  // CUDA_VISIBLE_DEVICES per rank: each sees one GPU, but they differ.
+  const BackendChoice c =
+      choose_default_backend({"a", "a"}, {"0000:01:00.0", "0000:02:00.0"}, false);
+  EXPECT_EQ(c.backend, "nccl");
+}
+
+TEST(BackendChoice, SharedGpuIsMpiUnlessIsolated) {
+  const std::vector<std::string> hosts = {"a", "a", "a"};
+  const std::vector<std::string> ids = {"0000:00:06.0", "0000:00:06.0", "0000:00:06.0"};
+  const BackendChoice shared = choose_default_backend(hosts, ids, false);
+  EXPECT_EQ(shared.backend, "mpi");
+  EXPECT_NE(shared.note.find("ranks 0 and 1 on a would share GPU 0000:00:06.0"), std::string::npos)
+      << shared.note;
+  EXPECT_EQ(choose_default_backend(hosts, ids, true).backend, "nccl");
+}
+
+TEST(BackendChoice, ARankWithoutGpuMakesItMpi) {
+  const BackendChoice c = choose_default_backend({"a", "b"}, {"0000:01:00.0", ""}, true);
+  EXPECT_EQ(c.backend, "mpi");
+  EXPECT_NE(c.note.find("rank 1 (b) sees no GPU"), std::string::npos) << c.note;
+}
+
+TEST(BackendChoice, SharedGpuNoteNamesTheLibraryThatRefuses) {
+  const BackendChoice c =
+      choose_default_backend({"a", "a"}, {"0000:01:00.0", "0000:01:00.0"}, false);
+  EXPECT_NE(c.note.find(", which NCCL refuses, so the default backend is mpi; --backend nccl "
+                        "--isolate-ranks lets ranks share a GPU"),
+            std::string::npos)
+      << c.note;
+}
+
+TEST(BackendRegistry, BuiltInBackendsSayWhatTheyAre) {
+  const Backend* mpi = find_backend("mpi");
+  const Backend* nccl = find_backend("nccl");
+  const Backend* ring = find_backend("ring");
+  ASSERT_NE(mpi, nullptr);
+  ASSERT_NE(nccl, nullptr);
+  ASSERT_NE(ring, nullptr);
+  EXPECT_EQ(mpi->capabilities.device, DeviceKind::kHost);
+  EXPECT_EQ(ring->capabilities.device, DeviceKind::kHost);
+  EXPECT_EQ(nccl->capabilities.device, DeviceKind::kDevice);
+  EXPECT_TRUE(mpi->built());
+  EXPECT_EQ(find_backend("gloo"), nullptr);
+}
+
+TEST(BackendRegistry, ARegisteredBackendIsFoundAndReplacedByName) {
+  const size_t before = registered_backends().size();
+  Backend stub;
+  stub.name = "stub";
+  stub.library = "a test stand-in";
+  stub.capabilities.in_place = false;
+  stub.built = [] { return false; };
+  stub.usable = [] { return false; };
+  register_backend(stub);
+  EXPECT_EQ(registered_backends().size(), before + 1);
+  stub.capabilities.in_place = true;
+  register_backend(stub);  // same name: replaced, not added
+  EXPECT_EQ(registered_backends().size(), before + 1);
+  ASSERT_NE(find_backend("stub"), nullptr);
+  EXPECT_TRUE(find_backend("stub")->capabilities.in_place);
+  // Not built: refused before any factory runs.
+  EXPECT_THROW(make_backend("stub", World::from_hostnames(0, {"a"}), {}), UsageError);
+  EXPECT_THROW(make_backend("no-such", World::from_hostnames(0, {"a"}), {}), UsageError);
+}
+
+}  // namespace
+}  // namespace ccscope::job
