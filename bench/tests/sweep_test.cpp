@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ccscope/collectives/backends.h"
+#include "ccscope/collectives/error.h"
 #include "ccscope/collectives/in_process_transport.h"
 #include "collective_spec.h"
 #include "sweep_runner.h"
@@ -210,6 +211,32 @@ TEST(Sweep, InjectedFaultsAreCaught) {
       }
     }
   }
+}
+
+// A backend that does not override an optional collective: the
+// Communicator's default says so in one line, a UsageError (exit 2).
+TEST(Sweep, ACollectiveTheBackendLacksIsAUsageErrorNamingBoth) {
+  class WithoutReduce : public RecordingCommunicator {
+   public:
+    using RecordingCommunicator::RecordingCommunicator;
+    void reduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op,
+                int root) override {
+      Communicator::reduce(send, recv, count, type, op, root);  // the default
+    }
+  };
+  std::string message;
+  InProcessTransport::run(1, [&](PointToPoint& p2p) {
+    auto control = point_to_point_control(p2p);
+    WithoutReduce comm(make_ring_communicator(p2p));
+    NoWatchdog monitor;
+    try {
+      run_sweep(small_sweep(Collective::kReduce, DataType::kFloat32, ReduceOp::kSum), *control,
+                {1, 1, "threads"}, comm, monitor, nullptr, 0, [] { return 0; });
+    } catch (const UsageError& e) {
+      message = e.what();
+    }
+  });
+  EXPECT_EQ(message, "reduce is not supported by the ring backend; choose another --backend");
 }
 
 TEST(Sweep, KnownLibraryIssueNamesTheUnsignedMinMaxBug) {
