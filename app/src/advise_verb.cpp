@@ -29,8 +29,6 @@ namespace ccscope::app {
 namespace advise_verb_detail {
 
 using namespace ccscope::training_probe;
-// training_probe's, not collectives' ccscope::Collective.
-using training_probe::Collective;
 using training_probe::Scope;
 
 constexpr const char* kAdviseVerb = "advise";
@@ -102,12 +100,10 @@ std::string memory_flag(const std::string& flag, const std::string& text, double
   return "";
 }
 
+// A record's collective, when the advisor models it.
 std::optional<Collective> collective_of(const std::string& name) {
-  if (name == "allreduce") return Collective::kAllReduce;
-  if (name == "allgather") return Collective::kAllGather;
-  if (name == "reducescatter") return Collective::kReduceScatter;
-  if (name == "alltoall") return Collective::kAllToAll;
-  if (name == "sendrecv") return Collective::kSendRecv;
+  for (Collective c : kAdvisedCollectives)
+    if (ccscope::name(c) == name) return c;
   return std::nullopt;
 }
 
@@ -364,25 +360,24 @@ std::string read_bandwidth(const std::vector<std::string>& files, AdvisorCluster
     const auto& [ranks, points] = *s.by_ranks.rbegin();
     if (s.by_ranks.size() > 1)
       notes.push_back(fmt::format("{} {}: records at {} rank counts; the {}-rank ones used",
-                                  name(scope), name(coll), s.by_ranks.size(), ranks));
+                                  name(scope), advice_name(coll), s.by_ranks.size(), ranks));
     c.bandwidth.at(coll, scope) = make_curve(points);
     const auto& curve = c.bandwidth.at(coll, scope);
     double peak = 0;
     for (const auto& p : curve) peak = std::max(peak, p.busbw_GBps);
     std::string from;
     for (const auto& src : s.sources) from += (from.empty() ? "" : ", ") + reports::printable(src);
-    summary.push_back(
-        fmt::format("{} {}: {} sizes {}..{}, peak busbw {:.3g} GB/s, {} ranks ({})", name(scope),
-                    name(coll), curve.size(), format_size(static_cast<size_t>(curve.front().bytes)),
-                    format_size(static_cast<size_t>(curve.back().bytes)), peak, ranks, from));
+    summary.push_back(fmt::format(
+        "{} {}: {} sizes {}..{}, peak busbw {:.3g} GB/s, {} ranks ({})", name(scope),
+        advice_name(coll), curve.size(), format_size(static_cast<size_t>(curve.front().bytes)),
+        format_size(static_cast<size_t>(curve.back().bytes)), peak, ranks, from));
   }
   return "";
 }
 
 // A flat curve (one point at 1 byte: no latency) for every collective of a scope.
 void flat_curves(AdvisorCluster& c, Scope scope, double busbw, std::vector<std::string>& summary) {
-  for (size_t i = 0; i < kCollectives; ++i)
-    c.bandwidth.at(static_cast<Collective>(i), scope) = {{1, busbw, 0}};
+  for (Collective coll : kAdvisedCollectives) c.bandwidth.at(coll, scope) = {{1, busbw, 0}};
   summary.push_back(fmt::format("{}: every collective at {:.3g} GB/s busbw (flag; no latency term)",
                                 name(scope), busbw));
 }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ccscope/app/verbs.h"
+#include "ccscope/records/collective.h"
 #include "ccscope/reports/compare.h"
 #include "ccscope/reports/user_files.h"
 #include "ccscope/version.h"
@@ -74,15 +75,8 @@ void print_usage(std::FILE* out) {
 // (installed as symbolic links to ccscope).
 const char* collective_for_program(const std::string& argv0) {
   const std::string base = std::filesystem::path(argv0).filename().string();
-  static const std::pair<const char*, const char*> kPrograms[] = {
-      {"all_reduce_perf", "allreduce"},
-      {"all_gather_perf", "allgather"},
-      {"reduce_scatter_perf", "reducescatter"},
-      {"broadcast_perf", "broadcast"},
-      {"alltoall_perf", "alltoall"},
-      {"sendrecv_perf", "sendrecv"}};
-  for (const auto& [program, collective] : kPrograms)
-    if (base == program) return collective;
+  for (const auto& d : ccscope::all_collectives())
+    if (base == d.nccl_tests_program) return d.name.data();  // views of literals
   return nullptr;
 }
 

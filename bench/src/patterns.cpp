@@ -102,7 +102,7 @@ double unit_in_last_place(DataType type, double value) {
 }
 
 DataPattern::DataPattern(Collective collective, DataType type, ReduceOp op, int ranks, int root,
-                         size_t block, uint64_t seed, int ulps)
+                         size_t block, uint64_t seed, int ulps, bool in_place)
     : collective_(collective),
       type_(type),
       op_(op),
@@ -111,6 +111,7 @@ DataPattern::DataPattern(Collective collective, DataType type, ReduceOp op, int 
       block_(block),
       seed_(seed),
       ulps_(ulps),
+      in_place_(in_place),
       element_bytes_(element_size(type)) {
   largest_ = std::min(largest_exact_integer(type), kLargestDoubleInteger);
   // Two contributions v1 + v2 (mulsum: each times a scalar of at most 2) stay exact.
@@ -189,36 +190,44 @@ double DataPattern::movement_value(size_t source, size_t index) const {
   return static_cast<double>(mix2(mix2(seed_, source), index) % span);
 }
 
-double DataPattern::input_value(int rank, size_t index) const {
-  if (has_reduction(collective_)) return typed(reduction_input(rank, index));
-  return typed(movement_value(static_cast<size_t>(rank), index));
+double DataPattern::input_unrounded(int rank, size_t index) const {
+  if (has_reduction(collective_)) return reduction_input(rank, index);
+  return movement_value(static_cast<size_t>(rank), index);
 }
 
-double DataPattern::expected_unrounded(int rank, size_t index) const {
-  const size_t r = static_cast<size_t>(rank);
-  const size_t n = static_cast<size_t>(ranks_);
-  // The collective's rule (records/collective.h), in the pattern's values.
-  switch (describe(collective_).expected) {
-    case ExpectedRule::kReducedElement:
-      return reduction_result(index);
-    case ExpectedRule::kReducedBlock:
-      return reduction_result(r * block_ + index);
-    case ExpectedRule::kGatheredBlocks:
-      return block_ == 0 ? 0 : movement_value(index / block_, index % block_);
-    case ExpectedRule::kRootInput:
-      return movement_value(static_cast<size_t>(root_), index);
-    case ExpectedRule::kTransposed:
-      // Block p of rank s's send buffer goes to rank p: element j of rank r's
-      // output came from rank j / block, its element r * block + j % block.
-      return block_ == 0 ? 0 : movement_value(index / block_, r * block_ + index % block_);
-    case ExpectedRule::kPreviousRank:
-      return movement_value((r + n - 1) % n, index);
+double DataPattern::input_value(int rank, size_t index) const {
+  return typed(input_unrounded(rank, index));
+}
+
+Layout DataPattern::layout_of(int rank) const {
+  return layout_of_param_count(collective_, block_, element_bytes_, ranks_, rank);
+}
+
+// The collective's rule (records/collective.h), in the pattern's values.
+DataPattern::Expected DataPattern::expected_unrounded(const Layout& layout, int rank,
+                                                      size_t index) const {
+  const OutputSource source = output_source(collective_, {layout, ranks_, rank, root_}, index);
+  switch (source.kind) {
+    case OutputSource::Kind::kReduced:
+      return {false, reduction_result(source.element)};
+    case OutputSource::Kind::kInput:
+      return {false, input_unrounded(source.rank, source.element)};
+    case OutputSource::Kind::kUnchanged:
+      break;
   }
-  return 0;
+  // Left alone: in place, an output element inside the input still holds it.
+  const size_t at = layout.recv_in_place_offset + index;
+  if (in_place_ && at >= layout.send_in_place_offset &&
+      at < layout.send_in_place_offset + layout.send_count)
+    return {false, input_unrounded(rank, at - layout.send_in_place_offset)};
+  return {true, 0};
 }
 
 double DataPattern::expected_value(int rank, size_t index) const {
-  return typed(expected_unrounded(rank, index));
+  const Expected e = expected_unrounded(layout_of(rank), rank, index);
+  if (!e.fill) return typed(e.value);
+  std::vector<unsigned char> fill(element_bytes_, kOutputFill);
+  return load_element(fill.data(), type_, 0);
 }
 
 void DataPattern::fill_input(int rank, size_t first, size_t count, void* out) const {
@@ -234,17 +243,24 @@ void DataPattern::fill_input(int rank, size_t first, size_t count, void* out) co
 CheckResult DataPattern::check_output(int rank, size_t first, size_t count,
                                       const void* received) const {
   CheckResult result;
+  const Layout layout = layout_of(rank);
   const auto* bytes = static_cast<const unsigned char*>(received);
   unsigned char expected_bytes[8];
   for (size_t i = 0; i < count; ++i) {
     // Stored once in the type (rounding it), read back only for a mismatch.
-    store_element(expected_bytes, type_, 0, expected_unrounded(rank, first + i));
+    const Expected e = expected_unrounded(layout, rank, first + i);
+    if (e.fill) {
+      std::memset(expected_bytes, kOutputFill, element_bytes_);
+    } else {
+      store_element(expected_bytes, type_, 0, e.value);
+    }
     bool ok = std::memcmp(bytes + i * element_bytes_, expected_bytes, element_bytes_) == 0;
     double got = 0, expected = 0;
     if (!ok) {
       expected = load_element(expected_bytes, type_, 0);
       got = load_element(received, type_, i);
-      if (ulps_ > 0) ok = std::fabs(got - expected) <= ulps_ * unit_in_last_place(type_, expected);
+      if (ulps_ > 0 && !e.fill)
+        ok = std::fabs(got - expected) <= ulps_ * unit_in_last_place(type_, expected);
     }
     if (ok) continue;
     if (!result.has_first) {

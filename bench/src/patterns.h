@@ -21,6 +21,10 @@
 
 namespace ccscope::bench {
 
+// What the sweep fills an output with before a collective writes it; an
+// output the collective must leave alone is expected to hold it still.
+inline constexpr unsigned char kOutputFill = 0xff;
+
 struct CheckResult {
   size_t wrong = 0;
   bool has_first = false;
@@ -40,11 +44,13 @@ double unit_in_last_place(DataType type, double value);
 
 class DataPattern {
  public:
-  // `block` is the layout's param_count (per-rank block of all-gather,
-  // reduce-scatter and all-to-all). `ulps` > 0 accepts an output within that
-  // many units in the last place of the expected value instead of the exact bits.
+  // `block` is the layout's param_count (the count passed to the collective).
+  // `ulps` > 0 accepts an output within that many units in the last place of
+  // the expected value instead of the exact bits. `in_place`: where an output
+  // the collective leaves alone lies in the input, it still holds the input
+  // (elsewhere the kOutputFill bytes).
   DataPattern(Collective collective, DataType type, ReduceOp op, int ranks, int root, size_t block,
-              uint64_t seed, int ulps = 0);
+              uint64_t seed, int ulps = 0, bool in_place = false);
 
   // Writes `count` typed input elements of `rank`, starting at send-buffer
   // element `first`, into `out`.
@@ -66,8 +72,15 @@ class DataPattern {
   Contributors contributors(size_t element) const;
   double reduction_input(int rank, size_t element) const;
   double reduction_result(size_t element) const;
-  // The expected value before rounding to the element type.
-  double expected_unrounded(int rank, size_t index) const;
+  // The expected value before rounding to the element type, or (fill) the
+  // kOutputFill bytes.
+  struct Expected {
+    bool fill = false;
+    double value = 0;
+  };
+  Expected expected_unrounded(const Layout& layout, int rank, size_t index) const;
+  Layout layout_of(int rank) const;
+  double input_unrounded(int rank, size_t index) const;
   // Data movement: the value `source` holds at its send-buffer element `index`.
   double movement_value(size_t source, size_t index) const;
   double typed(double value) const;  // rounded to the element type
@@ -80,6 +93,7 @@ class DataPattern {
   size_t block_;
   uint64_t seed_;
   int ulps_;
+  bool in_place_;
   size_t element_bytes_;
   double largest_ = 1;         // every integer 0..largest_ is exact in the type
   uint64_t contribution_ = 1;  // sum / mulsum / avg: v in [1, contribution_]

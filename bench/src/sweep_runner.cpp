@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "ccscope/collectives/error.h"
+#include "collective_calls.h"
 #include "memory_budget.h"
 #include "patterns.h"
 #include "run_metadata.h"
@@ -90,17 +91,11 @@ struct Placement {
   size_t output_offset;
 };
 
-Placement place(Collective collective, bool in_place, const Layout& layout, Buffer& send,
-                Buffer& recv) {
+// In place, input and output both lie in the receive buffer, at the
+// layout's offsets (nccl-tests' sendInplaceOffset / recvInplaceOffset).
+Placement place(bool in_place, const Layout& layout, Buffer& send, Buffer& recv) {
   if (!in_place) return {&send, 0, &recv, 0};
-  switch (collective) {
-    case Collective::kAllGather:
-      return {&recv, layout.send_in_place_offset, &recv, 0};
-    case Collective::kReduceScatter:
-      return {&send, 0, &send, layout.recv_in_place_offset};
-    default:
-      return {&recv, 0, &recv, 0};
-  }
+  return {&recv, layout.send_in_place_offset, &recv, layout.recv_in_place_offset};
 }
 
 // The record's machine-readable statistic (nccl-tests' -a 0/1/2/3).
@@ -116,35 +111,6 @@ std::string time_statistic_token(TimeAcrossRanks mode) {
       return "max";
   }
   return "";
-}
-
-void run_collective(Communicator& comm, const BenchOptions& options, const Layout& layout,
-                    const void* send, void* recv) {
-  switch (options.collective) {
-    case Collective::kAllReduce:
-      comm.all_reduce(send, recv, layout.param_count, options.type, options.op);
-      break;
-    case Collective::kAllGather:
-      comm.all_gather(send, recv, layout.param_count, options.type);
-      break;
-    case Collective::kReduceScatter:
-      comm.reduce_scatter(send, recv, layout.param_count, options.type, options.op);
-      break;
-    case Collective::kBroadcast:
-      comm.broadcast(send, recv, layout.param_count, options.type, options.root);
-      break;
-    case Collective::kAllToAll:
-      comm.all_to_all(send, recv, layout.param_count, options.type);
-      break;
-    case Collective::kSendRecv: {
-      // Ask for rank and size only here: this runs once per timed iteration.
-      const int rank = comm.rank();
-      const int size = comm.size();
-      comm.send_recv(send, (rank + 1) % size, recv, (rank + size - 1) % size, layout.param_count,
-                     options.type);
-      break;
-    }
-  }
 }
 
 class ProgressLine {
@@ -238,7 +204,8 @@ class Sweep {
         rank_(comm.rank()),
         ranks_(comm.size()),
         access_(comm, element_bytes_),
-        wait_bound_(wait_bound(options.timeout_seconds)) {}
+        wait_bound_(wait_bound(options.timeout_seconds)),
+        call_(collective_call(options.collective)) {}
 
   // Buffers of -e bytes each, as nccl-tests: "" or why they could not be had
   // (the same on every rank).
@@ -283,7 +250,10 @@ class Sweep {
         static_cast<char*>(at.output_buffer->data()) + shift + at.output_offset * element_bytes_};
   }
   Placement placement(const Layout& layout, bool in_place) {
-    return place(options_.collective, in_place, layout, *send_, *recv_);
+    return place(in_place, layout, *send_, *recv_);
+  }
+  void run_collective(const Layout& layout, const Pointers& p) {
+    call_(comm_, {p.send, p.recv, &layout, options_.type, options_.op, options_.root});
   }
   // One timed iteration: -m operations (nccl-tests' agg_iters) in one group.
   void issue_iteration(const Placement& at, const Layout& layout, size_t iteration) {
@@ -292,7 +262,7 @@ class Sweep {
     for (size_t k = 0; k < per; ++k) {
       const Pointers p = pointers(at, layout, iteration * per + k);
       monitor_.operation_started();
-      run_collective(comm_, options_, layout, p.send, p.recv);
+      run_collective(layout, p);
     }
     if (per > 1) comm_.group_end();
   }
@@ -314,6 +284,7 @@ class Sweep {
   int ranks_;
   RegionAccess access_;
   std::chrono::milliseconds wait_bound_;
+  CollectiveCall call_;
   size_t buffer_bytes_ = 0;
   std::unique_ptr<Buffer> send_, recv_;
 };
@@ -362,7 +333,8 @@ Timing Sweep::measure(const Layout& layout, bool in_place, const std::string& wh
   const DataPattern inputs(options_.collective, options_.type, options_.op, ranks_, options_.root,
                            layout.param_count,
                            pattern_seed(options_.collective, options_.type, options_.op,
-                                        layout.size_bytes, in_place, repeat_, -1));
+                                        layout.size_bytes, in_place, repeat_, -1),
+                           0, in_place);
   prepare(at, layout, in_place, inputs, true);
 
   monitor_.begin_phase(what + ", warm-up");
@@ -423,17 +395,16 @@ Timing Sweep::measure(const Layout& layout, bool in_place, const std::string& wh
 
 void Sweep::prepare(const Placement& at, const Layout& layout, bool in_place,
                     const DataPattern& pattern, bool clear_output) {
-  if (clear_output) {  // a stale output must not pass the check
-    if (!in_place) {
-      access_.write(
-          *at.output_buffer, at.output_offset, layout.recv_count,
-          [&](size_t, size_t n, void* out) { std::memset(out, 0xff, n * element_bytes_); });
-    } else if (options_.collective == Collective::kAllGather) {
-      access_.write(*recv_, 0, layout.recv_count, [&](size_t, size_t n, void* out) {
-        std::memset(out, 0xff, n * element_bytes_);
-      });
-    }
-  }
+  // A stale output must not pass the check: the output is filled first, unless
+  // (in place) the input about to be written covers all of it.
+  const bool input_covers_output = in_place &&
+                                   layout.send_in_place_offset <= layout.recv_in_place_offset &&
+                                   layout.recv_in_place_offset + layout.recv_count <=
+                                       layout.send_in_place_offset + layout.send_count;
+  if (clear_output && !input_covers_output)
+    access_.write(
+        *at.output_buffer, at.output_offset, layout.recv_count,
+        [&](size_t, size_t n, void* out) { std::memset(out, kOutputFill, n * element_bytes_); });
   access_.write(
       *at.input_buffer, at.input_offset, layout.send_count,
       [&](size_t first, size_t n, void* out) { pattern.fill_input(rank_, first, n, out); });
@@ -447,8 +418,12 @@ void Sweep::inject_faults(const Placement& at, const Layout& layout) {
     access_.read(
         *at.output_buffer, at.output_offset + victim, 1,
         [&](size_t, size_t, const void* in) { std::memcpy(element.data(), in, element_bytes_); });
+    std::vector<unsigned char> before(element);
     store_element(element.data(), options_.type, 0,
                   load_element(element.data(), options_.type, 0) + 1);
+    // x + 1 leaves a NaN (an output the collective must leave untouched holds
+    // the all-ones fill) as it was: change a bit instead.
+    if (element == before) element[0] ^= 1;
     access_.write(*at.output_buffer, at.output_offset + victim, 1, [&](size_t, size_t, void* out) {
       std::memcpy(out, element.data(), element_bytes_);
     });
@@ -456,10 +431,9 @@ void Sweep::inject_faults(const Placement& at, const Layout& layout) {
   if (rank_ == options_.shift_block_rank && layout.recv_count > 1) {
     // The first block moved by one element, as a backend with an off-by-one
     // offset would deliver it.
-    const bool blocked = options_.collective == Collective::kAllGather ||
-                         options_.collective == Collective::kAllToAll;
-    const size_t block =
-        std::min<size_t>(blocked ? layout.param_count : layout.recv_count, size_t{1} << 20);
+    // One rank's block where the output is made of blocks (param_count is then
+    // smaller than the output), else the whole output.
+    const size_t block = std::min({layout.param_count, layout.recv_count, size_t{1} << 20});
     if (block < 2) return;
     std::vector<unsigned char> data(block * element_bytes_);
     access_.read(*at.output_buffer, at.output_offset, block,
@@ -485,7 +459,7 @@ Checks Sweep::check(const Layout& layout, bool in_place, const std::string& what
                               options_.root, layout.param_count,
                               pattern_seed(options_.collective, options_.type, options_.op,
                                            layout.size_bytes, in_place, repeat_, c),
-                              ulps);
+                              ulps, in_place);
     // --test-stale-output: the output is whatever the previous run left.
     prepare(at, layout, in_place, pattern, !options_.stale_output);
     if (!options_.stale_output) {
@@ -493,12 +467,12 @@ Checks Sweep::check(const Layout& layout, bool in_place, const std::string& what
       if (options_.graph_launches > 0) {
         auto graph = comm_.capture([&] {
           monitor_.operation_started();
-          run_collective(comm_, options_, layout, p.send, p.recv);
+          run_collective(layout, p);
         });
         if (graph) graph->launch();
       } else {
         monitor_.operation_started();
-        run_collective(comm_, options_, layout, p.send, p.recv);
+        run_collective(layout, p);
       }
       comm_.wait(wait_bound_);
     }
@@ -620,7 +594,6 @@ reports::BenchRecord Sweep::make_record(const Layout& layout, bool in_place, con
   record.repeat = repeat_;
   return record;
 }
-
 
 }  // namespace
 

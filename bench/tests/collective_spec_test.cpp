@@ -2,6 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
+#include "collective_calls.h"
+
 namespace ccscope::bench {
 namespace {
 
@@ -90,6 +95,134 @@ TEST(CollectiveSpec, InPlaceOffsetsAreTheRanksBlock) {
   EXPECT_EQ(scatter.send_count, 262144u);
   EXPECT_EQ(scatter.recv_count, 65536u);
   EXPECT_EQ(scatter.recv_in_place_offset, 3u * 65536u);
+}
+
+// nccl-tests 2.19 for `-b 8 -e 128M -f 2` (float, its default) at 2, 3 and 4
+// ranks: its size column is max(sendcount, recvcount) x 4 and its count column
+// paramcount. Worked out by hand from reduce.cu, gather.cu, scatter.cu and
+// alltoallv.cu (count = size / 4):
+//  reduce:  paramcount = count; size = the requested size.
+//  gather, scatter: paramcount = (count / n) & ~3 (16-byte blocks of floats);
+//           size = n x paramcount x 4.
+//  alltoallv (no traffic matrix, spread 1.0): paramcount as gather; total
+//           T = n x paramcount x 4 bytes; rank i sends rank j
+//           floor(d x T / (n(n-1)/2)) & ~15 bytes, d = (j - i) mod n; size is a
+//           rank's sum over j (the same for every rank).
+struct NcclTestsRow {
+  Collective collective;
+  int ranks;
+  size_t requested;
+  size_t count;       // nccl-tests' "count" column
+  size_t size_bytes;  // its "size" column
+};
+constexpr size_t k128M = size_t{128} << 20;
+const NcclTestsRow kNcclTestsRows[] = {
+    {Collective::kReduce, 2, 8, 2, 8},
+    {Collective::kReduce, 3, 1024, 256, 1024},
+    {Collective::kReduce, 4, k128M, 33554432, k128M},
+    // 8 B: 2 floats / n -> 0 elements at every rank count.
+    {Collective::kGather, 2, 8, 0, 0},
+    {Collective::kGather, 2, 32, 4, 32},                   // 8 / 2 = 4
+    {Collective::kGather, 3, 32, 0, 0},                    // 8 / 3 = 2 -> 0
+    {Collective::kGather, 3, 64, 4, 48},                   // 16 / 3 = 5 -> 4
+    {Collective::kGather, 3, 1024, 84, 1008},              // 256 / 3 = 85 -> 84
+    {Collective::kGather, 3, k128M, 11184808, 134217696},  // 33554432 / 3 = 11184810 -> ..808
+    {Collective::kGather, 4, 32, 0, 0},                    // 8 / 4 = 2 -> 0
+    {Collective::kGather, 4, k128M, 8388608, k128M},
+    {Collective::kScatter, 2, 16, 0, 0},  // 4 / 2 = 2 -> 0
+    {Collective::kScatter, 3, 1024, 84, 1008},
+    {Collective::kScatter, 4, 64, 4, 64},
+    {Collective::kScatter, 4, k128M, 8388608, k128M},
+    // n = 2: rank i sends its partner all of T (d = 1, sum of distances 1).
+    {Collective::kAllToAllV, 2, 16, 0, 0},
+    {Collective::kAllToAllV, 2, 32, 4, 32},
+    {Collective::kAllToAllV, 2, k128M, 16777216, k128M},
+    // n = 3: T/3 = 4 x paramcount and 2T/3 = 8 x paramcount, multiples of 16.
+    {Collective::kAllToAllV, 3, 64, 4, 48},
+    {Collective::kAllToAllV, 3, 1024, 84, 1008},
+    {Collective::kAllToAllV, 3, k128M, 11184808, 134217696},
+    // n = 4, sum of distances 6:
+    //   64 B:   T = 64:   10 -> 0, 21 -> 16, 32 -> 32: 48
+    {Collective::kAllToAllV, 4, 64, 4, 48},
+    //   128 B:  T = 128:  21 -> 16, 42 -> 32, 64: 112
+    {Collective::kAllToAllV, 4, 128, 8, 112},
+    //   1 KiB:  T = 1024: 170 -> 160, 341 -> 336, 512: 1008
+    {Collective::kAllToAllV, 4, 1024, 64, 1008},
+    //   128 MiB: T = 2^27: 22369621 -> 22369616, 44739242 -> 44739232, 67108864
+    {Collective::kAllToAllV, 4, k128M, 8388608, 134217712},
+};
+
+TEST(CollectiveSpec, ReduceGatherScatterAllToAllVSizesAreNcclTests219) {
+  for (const NcclTestsRow& row : kNcclTestsRows) {
+    const std::string what = std::string(name(row.collective)) + " x" + std::to_string(row.ranks) +
+                             " " + std::to_string(row.requested) + " B";
+    for (int rank = 0; rank < row.ranks; ++rank) {
+      const Layout l = layout_for(row.collective, row.requested, 4, row.ranks, rank);
+      EXPECT_EQ(l.param_count, row.count) << what;
+      EXPECT_EQ(l.size_bytes, row.size_bytes) << what << " rank " << rank;
+    }
+  }
+}
+
+// The whole sweep -b 8 -e 128M -f 2 at 2, 3, 4 ranks against nccl-tests'
+// alltoallv arithmetic as it writes it (in double, then truncated and rounded
+// down to 16 bytes), and the per-peer blocks against the receivers'.
+TEST(CollectiveSpec, AllToAllVPerPeerBlocksAreNcclTestsDistanceWeighted) {
+  for (int n : {2, 3, 4}) {
+    const size_t un = static_cast<size_t>(n);
+    for (size_t size = 8; size <= k128M; size *= 2) {
+      const size_t block = (size / 4 / un) & ~size_t{3};
+      const double total = static_cast<double>(block * un * 4);
+      const double sum_of_distances = n * (n - 1) / 2.0;
+      auto peer_bytes = [&](size_t from, size_t to) {
+        const double distance = static_cast<double>((to + un - from) % un);
+        return static_cast<size_t>(distance * total / sum_of_distances) & ~size_t{15};
+      };
+      std::vector<Layout> layouts;
+      for (int r = 0; r < n; ++r)
+        layouts.push_back(layout_for(Collective::kAllToAllV, size, 4, n, r));
+      for (size_t r = 0; r < un; ++r) {
+        const Layout& l = layouts[r];
+        size_t sent = 0;
+        for (size_t p = 0; p < un; ++p) {
+          EXPECT_EQ(l.send_counts[p] * 4, peer_bytes(r, p)) << n << " ranks, " << size << " B";
+          EXPECT_EQ(l.recv_counts[p], layouts[p].send_counts[r]);
+          EXPECT_EQ(l.send_displacements[p], sent);
+          // Where p's block for r starts in p's send buffer.
+          EXPECT_EQ(l.source_offsets[p], layouts[p].send_displacements[r]);
+          sent += l.send_counts[p];
+        }
+        EXPECT_EQ(l.size_bytes, sent * 4);
+        EXPECT_EQ(l.param_count, block);
+      }
+    }
+  }
+}
+
+TEST(CollectiveSpec, NewCollectivesBusFactorsAndRoots) {
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(Collective::kReduce, 4), 1.0);
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(Collective::kGather, 4), 0.75);
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(Collective::kScatter, 3), 2.0 / 3.0);
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(Collective::kAllToAllV, 2), 0.5);
+  EXPECT_TRUE(has_root(Collective::kReduce));
+  EXPECT_TRUE(has_root(Collective::kGather));
+  EXPECT_TRUE(has_root(Collective::kScatter));
+  EXPECT_FALSE(has_root(Collective::kAllToAllV));
+  EXPECT_TRUE(has_reduction(Collective::kReduce));
+  EXPECT_FALSE(supports_in_place(Collective::kAllToAllV));
+  EXPECT_TRUE(supports_in_place(Collective::kScatter));
+  // In place (nccl-tests' offsets x rank): gather's input at the rank's block of
+  // the output, scatter's output at the rank's block of the input.
+  const Layout gather = layout_for(Collective::kGather, 1000, 4, 3, 2);
+  EXPECT_EQ(gather.send_in_place_offset, 2u * 80u);
+  const Layout scatter = layout_for(Collective::kScatter, 1000, 4, 3, 2);
+  EXPECT_EQ(scatter.recv_in_place_offset, 2u * 80u);
+}
+
+// Every described collective has bench's call (adding one without it fails here).
+TEST(CollectiveSpec, EveryCollectiveHasItsCall) {
+  for (const CollectiveDescription& d : all_collectives())
+    EXPECT_NE(collective_call(d.id), nullptr) << d.name;
 }
 
 TEST(CollectiveSpec, Names) {

@@ -208,19 +208,51 @@ std::vector<unsigned char> correct_output(const DataPattern& p, Collective c, Da
     case Collective::kSendRecv:
       p.fill_input((rank + ranks - 1) % ranks, 0, layout.recv_count, out.data());
       return out;
+    case Collective::kReduce:
+      if (rank == root) return reduce_in_type(p, t, op, ranks, layout.recv_count, 0, order);
+      std::fill(out.begin(), out.end(), kOutputFill);  // a non-root's output is left alone
+      return out;
+    case Collective::kGather:
+      if (rank != root) {
+        std::fill(out.begin(), out.end(), kOutputFill);
+        return out;
+      }
+      for (int r = 0; r < ranks; ++r)
+        p.fill_input(r, 0, layout.param_count,
+                     out.data() + static_cast<size_t>(r) * layout.param_count * w);
+      return out;
+    case Collective::kScatter: {
+      std::vector<unsigned char> send(layout.param_count * static_cast<size_t>(ranks) * w);
+      p.fill_input(root, 0, layout.param_count * static_cast<size_t>(ranks), send.data());
+      std::memcpy(out.data(), send.data() + static_cast<size_t>(rank) * layout.param_count * w,
+                  layout.param_count * w);
+      return out;
+    }
+    case Collective::kAllToAllV: {
+      // Each sender's own layout says how much it sends to whom, in peer order.
+      size_t at = 0;
+      for (int src = 0; src < ranks; ++src) {
+        const Layout from =
+            layout_for(c, layout.param_count * static_cast<size_t>(ranks) * w, w, ranks, src);
+        std::vector<unsigned char> send(from.send_count * w);
+        p.fill_input(src, 0, from.send_count, send.data());
+        const size_t r = static_cast<size_t>(rank);
+        std::memcpy(out.data() + at * w, send.data() + from.send_displacements[r] * w,
+                    from.send_counts[r] * w);
+        at += from.send_counts[r];
+      }
+      return out;
+    }
   }
   return out;
 }
-
-const Collective kCollectives[] = {Collective::kAllReduce,     Collective::kAllGather,
-                                   Collective::kReduceScatter, Collective::kBroadcast,
-                                   Collective::kAllToAll,      Collective::kSendRecv};
 
 // A correct output passes; the same output with one block shifted by one
 // element, or produced under the previous seed (a stale result), fails, for
 // every collective, type and op.
 TEST(Patterns, ShiftedBlockAndStaleOutputFailEverywhere) {
-  for (Collective c : kCollectives) {
+  for (const CollectiveDescription& d : all_collectives()) {
+    const Collective c = d.id;
     for (DataType t : kTypes) {
       const std::vector<ReduceOp> ops =
           has_reduction(c) ? kOps : std::vector<ReduceOp>{ReduceOp::kSum};
@@ -228,7 +260,9 @@ TEST(Patterns, ShiftedBlockAndStaleOutputFailEverywhere) {
         for (int ranks : {2, 3, 5}) {
           const size_t w = element_size(t);
           const Layout layout = layout_for(c, 4096 * w, w, ranks, 1);
-          const int rank = 1, root = ranks - 1;
+          // Reduce and gather write the root's output only: check the root there.
+          const int root = ranks - 1;
+          const int rank = c == Collective::kReduce || c == Collective::kGather ? root : 1;
           const std::string what = std::string(name(c)) + " " + std::string(name(t)) + " " +
                                    std::string(name(op)) + " x" + std::to_string(ranks);
           const uint64_t seed = pattern_seed(c, t, op, layout.size_bytes, false, 0, 1);
@@ -238,9 +272,7 @@ TEST(Patterns, ShiftedBlockAndStaleOutputFailEverywhere) {
           auto out = correct_output(p, c, t, op, ranks, rank, root, layout);
           ASSERT_EQ(p.check_output(rank, 0, layout.recv_count, out.data()).wrong, 0u) << what;
 
-          const size_t block = (c == Collective::kAllGather || c == Collective::kAllToAll)
-                                   ? layout.param_count
-                                   : layout.recv_count;
+          const size_t block = std::min(layout.param_count, layout.recv_count);
           auto shifted = out;
           std::memmove(shifted.data(), shifted.data() + w, (block - 1) * w);
           EXPECT_GT(p.check_output(rank, 0, layout.recv_count, shifted.data()).wrong, block / 4)
@@ -254,6 +286,64 @@ TEST(Patterns, ShiftedBlockAndStaleOutputFailEverywhere) {
         }
       }
     }
+  }
+}
+
+// reduce, gather, scatter and all-to-all-v (nccl-tests' reduce_perf,
+// gather_perf, scatter_perf, alltoallv_perf): on every rank, root or not, a
+// correct output passes and the same output with one element changed fails
+// with exactly that element counted.
+TEST(Patterns, OneCorruptElementIsCaughtInReduceGatherScatterAndAllToAllV) {
+  for (Collective c :
+       {Collective::kReduce, Collective::kGather, Collective::kScatter, Collective::kAllToAllV}) {
+    for (DataType t : kTypes) {
+      for (int ranks : {2, 3, 4}) {
+        const size_t w = element_size(t);
+        const int root = 1;
+        for (int rank = 0; rank < ranks; ++rank) {
+          const Layout layout = layout_for(c, 1024 * w, w, ranks, rank);
+          const std::string what = std::string(name(c)) + " " + std::string(name(t)) + " x" +
+                                   std::to_string(ranks) + " rank " + std::to_string(rank);
+          ASSERT_GT(layout.recv_count, 0u) << what;
+          const DataPattern p(c, t, ReduceOp::kSum, ranks, root, layout.param_count, kSeed);
+          auto out = correct_output(p, c, t, ReduceOp::kSum, ranks, rank, root, layout);
+          ASSERT_EQ(p.check_output(rank, 0, layout.recv_count, out.data()).wrong, 0u) << what;
+          for (size_t victim : {size_t{0}, layout.recv_count / 2, layout.recv_count - 1}) {
+            auto corrupt = out;
+            unsigned char* element = corrupt.data() + victim * w;
+            store_element(element, t, 0, load_element(element, t, 0) + 1);
+            // x + 1 keeps a NaN (the fill of an untouched output) or a large
+            // float as it was: flip a bit then.
+            if (std::memcmp(element, out.data() + victim * w, w) == 0) element[0] ^= 1;
+            const CheckResult check = p.check_output(rank, 0, layout.recv_count, corrupt.data());
+            EXPECT_EQ(check.wrong, 1u) << what << " element " << victim;
+            EXPECT_EQ(check.first_index, victim) << what;
+          }
+        }
+      }
+    }
+  }
+}
+
+// In place, the output a rank's reduce or gather leaves alone still holds its
+// input where input and output share the buffer (nccl-tests' expected buffer
+// is a copy of it), the fill elsewhere.
+TEST(Patterns, InPlaceReduceAndGatherLeaveANonRootsInputAsItWas) {
+  const DataType t = DataType::kInt32;
+  const int ranks = 3, root = 0, rank = 2;
+  for (Collective c : {Collective::kReduce, Collective::kGather}) {
+    const Layout layout = layout_for(c, 480, 4, ranks, rank);
+    const DataPattern p(c, t, ReduceOp::kSum, ranks, root, layout.param_count, kSeed, 0, true);
+    std::vector<int32_t> buffer(layout.recv_count, -1);  // the fill's bytes, 0xff
+    p.fill_input(rank, 0, layout.send_count, buffer.data() + layout.send_in_place_offset);
+    EXPECT_EQ(p.check_output(rank, 0, layout.recv_count, buffer.data()).wrong, 0u) << name(c);
+    buffer[layout.send_in_place_offset] += 1;
+    EXPECT_EQ(p.check_output(rank, 0, layout.recv_count, buffer.data()).wrong, 1u) << name(c);
+    // Out of place the same buffer is wrong where the input was written.
+    const DataPattern out_of_place(c, t, ReduceOp::kSum, ranks, root, layout.param_count, kSeed);
+    EXPECT_GE(out_of_place.check_output(rank, 0, layout.recv_count, buffer.data()).wrong,
+              layout.send_count - 1)
+        << name(c);
   }
 }
 

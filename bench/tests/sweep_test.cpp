@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ccscope/collectives/backends.h"
+#include "ccscope/collectives/error.h"
 #include "ccscope/collectives/in_process_transport.h"
 #include "collective_spec.h"
 #include "sweep_runner.h"
@@ -82,6 +83,23 @@ class RecordingCommunicator : public Communicator {
                        DataType type) override {
     inner_->batch_send_recv(sends, recvs, type);
   }
+  void reduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op,
+              int root) override {
+    inner_->reduce(send, recv, count, type, op, root);
+  }
+  void gather(const void* send, void* recv, size_t count, DataType type, int root) override {
+    inner_->gather(send, recv, count, type, root);
+  }
+  void scatter(const void* send, void* recv, size_t count, DataType type, int root) override {
+    inner_->scatter(send, recv, count, type, root);
+  }
+  void all_to_all_v(const void* send, std::span<const size_t> send_counts,
+                    std::span<const size_t> send_displacements, void* recv,
+                    std::span<const size_t> recv_counts, std::span<const size_t> recv_displacements,
+                    DataType type) override {
+    inner_->all_to_all_v(send, send_counts, send_displacements, recv, recv_counts,
+                         recv_displacements, type);
+  }
   void wait(std::chrono::milliseconds timeout) override { inner_->wait(timeout); }
   std::unique_ptr<StampClock> make_clock(size_t stamps) override {
     return inner_->make_clock(stamps);
@@ -137,13 +155,10 @@ BenchOptions small_sweep(Collective collective, DataType type, ReduceOp op) {
   return o;
 }
 
-const Collective kCollectives[] = {Collective::kAllReduce,     Collective::kAllGather,
-                                   Collective::kReduceScatter, Collective::kBroadcast,
-                                   Collective::kAllToAll,      Collective::kSendRecv};
-
 TEST(Sweep, EveryCollectiveTypeAndOpChecksCleanAtOneToFourRanks) {
   for (int ranks = 1; ranks <= 4; ++ranks) {
-    for (Collective c : kCollectives) {
+    for (const CollectiveDescription& d : all_collectives()) {
+      const Collective c = d.id;
       for (DataType t : {DataType::kFloat32, DataType::kBFloat16, DataType::kInt8,
                          DataType::kUInt64, DataType::kFloat8E5M2}) {
         const std::vector<ReduceOp> ops =
@@ -174,13 +189,16 @@ TEST(Sweep, EveryCollectiveTypeAndOpChecksCleanAtOneToFourRanks) {
 
 TEST(Sweep, InjectedFaultsAreCaught) {
   for (Collective c : {Collective::kAllReduce, Collective::kAllGather, Collective::kReduceScatter,
-                       Collective::kAllToAll}) {
-    for (int fault = 0; fault < 3; ++fault) {
+                       Collective::kAllToAll, Collective::kReduce, Collective::kGather,
+                       Collective::kScatter, Collective::kAllToAllV}) {
+    for (int fault = 0; fault < 4; ++fault) {
       BenchOptions o = small_sweep(c, DataType::kFloat32, ReduceOp::kSum);
       o.min_bytes = o.max_bytes = 4096;
-      if (fault == 0) o.corrupt_rank = 1;
+      o.root = 2;
+      if (fault == 0) o.corrupt_rank = 1;  // not the root: reduce and gather leave its output alone
       if (fault == 1) o.stale_output = true;
       if (fault == 2) o.shift_block_rank = 2;
+      if (fault == 3) o.corrupt_rank = 2;
       const std::string what = std::string(name(c)) + " fault " + std::to_string(fault);
       const Result r = run_in_process(3, o);
       ASSERT_FALSE(r.records.empty()) << what;
@@ -193,6 +211,32 @@ TEST(Sweep, InjectedFaultsAreCaught) {
       }
     }
   }
+}
+
+// A backend that does not override an optional collective: the
+// Communicator's default says so in one line, a UsageError (exit 2).
+TEST(Sweep, ACollectiveTheBackendLacksIsAUsageErrorNamingBoth) {
+  class WithoutReduce : public RecordingCommunicator {
+   public:
+    using RecordingCommunicator::RecordingCommunicator;
+    void reduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op,
+                int root) override {
+      Communicator::reduce(send, recv, count, type, op, root);  // the default
+    }
+  };
+  std::string message;
+  InProcessTransport::run(1, [&](PointToPoint& p2p) {
+    auto control = point_to_point_control(p2p);
+    WithoutReduce comm(make_ring_communicator(p2p));
+    NoWatchdog monitor;
+    try {
+      run_sweep(small_sweep(Collective::kReduce, DataType::kFloat32, ReduceOp::kSum), *control,
+                {1, 1, "threads"}, comm, monitor, nullptr, 0, [] { return 0; });
+    } catch (const UsageError& e) {
+      message = e.what();
+    }
+  });
+  EXPECT_EQ(message, "reduce is not supported by the ring backend; choose another --backend");
 }
 
 TEST(Sweep, KnownLibraryIssueNamesTheUnsignedMinMaxBug) {

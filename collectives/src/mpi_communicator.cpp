@@ -74,6 +74,20 @@ bool is_opaque(DataType type) {
          type == DataType::kFloat8E4M3 || type == DataType::kFloat8E5M2;
 }
 
+// Whether the library is MPICH older than 4.2 (its "MPICH Version:" line).
+bool mpich_before_4_2() {
+  char text[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+  int length = 0;
+  if (MPI_Get_library_version(text, &length) != MPI_SUCCESS) return false;
+  const std::string version(text, static_cast<size_t>(length));
+  const std::string key = "MPICH Version:";
+  const size_t at = version.find(key);
+  if (at == std::string::npos) return false;
+  int major = 0, minor = 0;
+  if (std::sscanf(version.c_str() + at + key.size(), " %d.%d", &major, &minor) != 2) return false;
+  return major < 4 || (major == 4 && minor < 2);
+}
+
 int to_int_count(size_t count) {
   if (count > static_cast<size_t>(INT_MAX))
     throw UsageError("MPI backend: " + std::to_string(count) +
@@ -92,6 +106,7 @@ class MpiCommunicator : public Communicator {
       : comm_(comm), owned_(owned), yielding_waits_(yielding_waits) {
     check_mpi(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
     check_mpi(MPI_Comm_size(comm_, &size_), "MPI_Comm_size");
+    in_place_reduce_crashes_ = mpich_before_4_2();
     if (g_communicators == 0) {
       for (auto [handle, bytes] : {std::pair{&g_float16, 2}, std::pair{&g_bfloat16, 2},
                                    std::pair{&g_fp8_e4m3, 1}, std::pair{&g_fp8_e5m2, 1}}) {
@@ -211,6 +226,102 @@ class MpiCommunicator : public Communicator {
         MPI_Alltoall(send == recv ? MPI_IN_PLACE : send, to_int_count(count_per_peer),
                      mpi_type(type), recv, to_int_count(count_per_peer), mpi_type(type), comm_),
         "MPI_Alltoall");
+  }
+
+  void reduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op,
+              int root) override {
+    const int mpi_count = to_int_count(count);
+    const bool on_root = rank_ == root;
+    // MPI's in-place form is the root's alone; elsewhere recv is not used.
+    const void* source = on_root && send == recv ? MPI_IN_PLACE : send;
+    if (source == MPI_IN_PLACE && root != 0 && in_place_reduce_crashes_) {
+      // MPICH 4.0.2-4.1.x crashes in MPI_Reduce(MPI_IN_PLACE) at a root other
+      // than 0 from a few KiB (pmodels/mpich#6540): reduce from a copy.
+      if (scratch_.size() < count * element_size(type)) scratch_.resize(count * element_size(type));
+      std::memcpy(scratch_.data(), send, count * element_size(type));
+      source = scratch_.data();
+    }
+    if (op == ReduceOp::kMulSum) {
+      // No MPI op for it: this rank's input times its scalar in a scratch
+      // buffer (a non-root's recv is not touched), then an MPI sum from there.
+      if (scratch_.size() < count * element_size(type)) scratch_.resize(count * element_size(type));
+      premultiply_elements(scratch_.data(), send, count, type, premul_scalar(rank_));
+      source = scratch_.data();
+    }
+    collective(
+        "MPI_Reduce",
+        [&] {
+          return MPI_Reduce(source, recv, mpi_count, mpi_type(type), mpi_op(type, op), root, comm_);
+        },
+        [&](MPI_Request* r) {
+          return MPI_Ireduce(source, recv, mpi_count, mpi_type(type), mpi_op(type, op), root, comm_,
+                             r);
+        });
+    if (op == ReduceOp::kAvg && on_root) divide_by_size(recv, count, type);
+  }
+
+  void gather(const void* send, void* recv, size_t send_count, DataType type, int root) override {
+    const size_t block = send_count * element_size(type);
+    const bool in_place = rank_ == root && send == static_cast<const char*>(recv) +
+                                                       static_cast<size_t>(rank_) * block;
+    const void* source = in_place ? MPI_IN_PLACE : send;
+    const int count = to_int_count(send_count);
+    collective(
+        "MPI_Gather",
+        [&] {
+          return MPI_Gather(source, count, mpi_type(type), recv, count, mpi_type(type), root,
+                            comm_);
+        },
+        [&](MPI_Request* r) {
+          return MPI_Igather(source, count, mpi_type(type), recv, count, mpi_type(type), root,
+                             comm_, r);
+        });
+  }
+
+  void scatter(const void* send, void* recv, size_t recv_count, DataType type, int root) override {
+    const size_t block = recv_count * element_size(type);
+    const bool in_place = rank_ == root && recv == static_cast<const char*>(send) +
+                                                       static_cast<size_t>(rank_) * block;
+    void* target = in_place ? MPI_IN_PLACE : recv;
+    const int count = to_int_count(recv_count);
+    collective(
+        "MPI_Scatter",
+        [&] {
+          return MPI_Scatter(send, count, mpi_type(type), target, count, mpi_type(type), root,
+                             comm_);
+        },
+        [&](MPI_Request* r) {
+          return MPI_Iscatter(send, count, mpi_type(type), target, count, mpi_type(type), root,
+                              comm_, r);
+        });
+  }
+
+  void all_to_all_v(const void* send, std::span<const size_t> send_counts,
+                    std::span<const size_t> send_displacements, void* recv,
+                    std::span<const size_t> recv_counts, std::span<const size_t> recv_displacements,
+                    DataType type) override {
+    const size_t n = static_cast<size_t>(size_);
+    if (send_counts.size() != n || send_displacements.size() != n || recv_counts.size() != n ||
+        recv_displacements.size() != n)
+      throw UsageError("MPI backend: all_to_all_v needs one count and displacement per rank (" +
+                       std::to_string(n) + ")");
+    auto ints = [](std::span<const size_t> values) {
+      std::vector<int> out;
+      for (size_t v : values) out.push_back(to_int_count(v));
+      return out;
+    };
+    const std::vector<int> sc = ints(send_counts), sd = ints(send_displacements),
+                           rc = ints(recv_counts), rd = ints(recv_displacements);
+    collective(
+        "MPI_Alltoallv",
+        [&] {
+          return MPI_Alltoallv(send, sc.data(), sd.data(), mpi_type(type), recv, rc.data(),
+                               rd.data(), mpi_type(type), comm_);
+        },
+        [&](MPI_Request* r) {
+          return MPI_Ialltoallv(send, sc.data(), sd.data(), mpi_type(type), recv, rc.data(),
+                                rd.data(), mpi_type(type), comm_, r);
+        });
   }
 
   void send_recv(const void* send, int send_peer, void* recv, int recv_peer, size_t count,
@@ -421,13 +532,14 @@ class MpiCommunicator : public Communicator {
   MPI_Comm comm_;
   bool owned_;
   bool yielding_waits_;
+  bool in_place_reduce_crashes_ = false;
   int rank_ = 0;
   int size_ = 1;
   MPI_Op op_sum_opaque_ = MPI_OP_NULL;
   MPI_Op op_prod_opaque_ = MPI_OP_NULL;
   MPI_Op op_min_opaque_ = MPI_OP_NULL;
   MPI_Op op_max_opaque_ = MPI_OP_NULL;
-  std::vector<unsigned char> scratch_;  // kMulSum reduce_scatter's premultiplied input
+  std::vector<unsigned char> scratch_;  // kMulSum reduce_scatter's and reduce's premultiplied input
 };
 
 }  // namespace

@@ -751,6 +751,68 @@ class NcclCommunicator : public Communicator {
     check_call(end, "ncclGroupEnd (all_to_all)");
   }
 
+  void reduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op,
+              int root) override {
+    check_peer(root, "reduce root");
+    const ncclDataType_t nccl_type = nccl_type_of(type);
+    ncclComm_t comm = live_comm();
+    const ncclRedOp_t nccl_op = nccl_op_of(op, type);
+    check_call(ncclReduce(send, recv, count, nccl_type, nccl_op, root, comm, stream()),
+               "ncclReduce");
+  }
+
+  // Gather, scatter and all-to-all-v as nccl-tests runs them before NCCL 2.28:
+  // ncclSend/ncclRecv in one group (batch_send_recv), a transfer per block.
+  void gather(const void* send, void* recv, size_t send_count, DataType type, int root) override {
+    check_peer(root, "gather root");
+    if (send_count == 0) return;
+    const size_t block = send_count * element_size(type);
+    const PeerSend to_root{root, send, send_count};
+    std::vector<PeerRecv> blocks;
+    if (rank_ == root)
+      for (int from = 0; from < size_; ++from)
+        blocks.push_back(
+            {from, static_cast<char*>(recv) + static_cast<size_t>(from) * block, send_count});
+    batch_send_recv({&to_root, 1}, blocks, type);
+  }
+
+  void scatter(const void* send, void* recv, size_t recv_count, DataType type, int root) override {
+    check_peer(root, "scatter root");
+    if (recv_count == 0) return;
+    const size_t block = recv_count * element_size(type);
+    std::vector<PeerSend> blocks;
+    if (rank_ == root)
+      for (int to = 0; to < size_; ++to)
+        blocks.push_back(
+            {to, static_cast<const char*>(send) + static_cast<size_t>(to) * block, recv_count});
+    const PeerRecv from_root{root, recv, recv_count};
+    batch_send_recv(blocks, {&from_root, 1}, type);
+  }
+
+  void all_to_all_v(const void* send, std::span<const size_t> send_counts,
+                    std::span<const size_t> send_displacements, void* recv,
+                    std::span<const size_t> recv_counts, std::span<const size_t> recv_displacements,
+                    DataType type) override {
+    const size_t n = static_cast<size_t>(size_);
+    if (send_counts.size() != n || send_displacements.size() != n || recv_counts.size() != n ||
+        recv_displacements.size() != n)
+      throw UsageError(rank_prefix(rank_) + "all_to_all_v needs one count and displacement per " +
+                       "rank (" + std::to_string(n) + ")");
+    const size_t es = element_size(type);
+    std::vector<PeerSend> sends;
+    std::vector<PeerRecv> recvs;
+    for (size_t p = 0; p < n; ++p) {  // empty blocks are not sent, as nccl-tests
+      if (send_counts[p] > 0)
+        sends.push_back({static_cast<int>(p),
+                         static_cast<const char*>(send) + send_displacements[p] * es,
+                         send_counts[p]});
+      if (recv_counts[p] > 0)
+        recvs.push_back({static_cast<int>(p), static_cast<char*>(recv) + recv_displacements[p] * es,
+                         recv_counts[p]});
+    }
+    batch_send_recv(sends, recvs, type);
+  }
+
   void send_recv(const void* send, int send_peer, void* recv, int recv_peer, size_t count,
                  DataType type) override {
     check_peer(send_peer, "send_recv send peer");

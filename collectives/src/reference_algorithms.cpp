@@ -479,4 +479,85 @@ void pairwise_all_to_allv(PointToPoint& p2p, std::span<const void* const> send,
   }
 }
 
+void binomial_reduce(PointToPoint& p2p, const void* send, void* recv, size_t count, DataType type,
+                     ReduceOp op, int root) {
+  const int n = p2p.size();
+  const int r = p2p.rank();
+  if (root < 0 || root >= n) {
+    throw UsageError("binomial_reduce: root " + std::to_string(root) + " is not a rank of " +
+                     std::to_string(n));
+  }
+  check_buffers("binomial_reduce", send, r == root ? recv : send, count);
+  if (count == 0) return;
+  const size_t bytes = bytes_of(count, type);
+  // The partial result: the root's own output, a scratch copy elsewhere (a
+  // non-root's recv is not touched).
+  std::vector<unsigned char> scratch;
+  void* partial = recv;
+  if (r != root) {
+    scratch.resize(bytes);
+    partial = scratch.data();
+  }
+  copy_if_distinct(partial, send, bytes);
+  premultiply_own_input(partial, count, type, op, r);
+  std::vector<unsigned char> incoming;
+  const int distance = mod(r - root, n);
+  for (int step = 1; step < n; step <<= 1) {
+    if (distance & step) {
+      p2p.send(mod(distance - step + root, n), partial, bytes);
+      return;
+    }
+    if (distance + step < n) {
+      incoming.resize(bytes);
+      p2p.recv(mod(distance + step + root, n), incoming.data(), bytes);
+      reduce_elements(partial, partial, incoming.data(), count, type, op);
+    }
+  }
+  finish_average(partial, count, type, op, n);  // only the root gets here
+}
+
+void linear_gather(PointToPoint& p2p, const void* send, void* recv, size_t send_count,
+                   DataType type, int root) {
+  const int n = p2p.size();
+  const int r = p2p.rank();
+  if (root < 0 || root >= n) {
+    throw UsageError("linear_gather: root " + std::to_string(root) + " is not a rank of " +
+                     std::to_string(n));
+  }
+  check_buffers("linear_gather", send, r == root ? recv : send, send_count);
+  if (send_count == 0) return;
+  const size_t block_bytes = bytes_of(send_count, type);
+  if (r != root) return p2p.send(root, send, block_bytes);
+  for (int from = 0; from < n; ++from) {
+    void* block = at(recv, static_cast<size_t>(from) * send_count, type);
+    if (from == root) {
+      copy_if_distinct(block, send, block_bytes);
+    } else {
+      p2p.recv(from, block, block_bytes);
+    }
+  }
+}
+
+void linear_scatter(PointToPoint& p2p, const void* send, void* recv, size_t recv_count,
+                    DataType type, int root) {
+  const int n = p2p.size();
+  const int r = p2p.rank();
+  if (root < 0 || root >= n) {
+    throw UsageError("linear_scatter: root " + std::to_string(root) + " is not a rank of " +
+                     std::to_string(n));
+  }
+  check_buffers("linear_scatter", r == root ? send : recv, recv, recv_count);
+  if (recv_count == 0) return;
+  const size_t block_bytes = bytes_of(recv_count, type);
+  if (r != root) return p2p.recv(root, recv, block_bytes);
+  for (int to = 0; to < n; ++to) {
+    const void* block = at(send, static_cast<size_t>(to) * recv_count, type);
+    if (to == root) {
+      copy_if_distinct(recv, block, block_bytes);
+    } else {
+      p2p.send(to, block, block_bytes);
+    }
+  }
+}
+
 }  // namespace ccscope

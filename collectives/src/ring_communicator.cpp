@@ -1,7 +1,8 @@
 // The ring backend: host memory, the reference algorithms (reference_algorithms.h)
 // over MPI point-to-point. It runs the textbook ring (and a pipelined chain
 // broadcast, a pairwise all-to-all) on the same machine and MPI as the mpi
-// backend, so MPI's own algorithm choice can be compared with a ring.
+// backend, so MPI's own algorithm choice can be compared with a ring (and a
+// binomial reduce, a linear gather and scatter, a pairwise all-to-all-v).
 #include <cstring>
 #include <memory>
 #include <span>
@@ -55,6 +56,29 @@ class RingCommunicator : public Communicator {
   }
   void all_to_all(const void* send, void* recv, size_t count_per_peer, DataType type) override {
     pairwise_all_to_all(*p2p_, send, recv, count_per_peer, type);
+  }
+  void reduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op,
+              int root) override {
+    binomial_reduce(*p2p_, send, recv, count, type, op, root);
+  }
+  void gather(const void* send, void* recv, size_t send_count, DataType type, int root) override {
+    linear_gather(*p2p_, send, recv, send_count, type, root);
+  }
+  void scatter(const void* send, void* recv, size_t recv_count, DataType type, int root) override {
+    linear_scatter(*p2p_, send, recv, recv_count, type, root);
+  }
+  void all_to_all_v(const void* send, std::span<const size_t> send_counts,
+                    std::span<const size_t> send_displacements, void* recv,
+                    std::span<const size_t> recv_counts, std::span<const size_t> recv_displacements,
+                    DataType type) override {
+    const size_t es = element_size(type);
+    std::vector<const void*> send_blocks;
+    std::vector<void*> recv_blocks;
+    for (size_t displacement : send_displacements)
+      send_blocks.push_back(static_cast<const char*>(send) + displacement * es);
+    for (size_t displacement : recv_displacements)
+      recv_blocks.push_back(static_cast<char*>(recv) + displacement * es);
+    pairwise_all_to_allv(*p2p_, send_blocks, send_counts, recv_blocks, recv_counts, type);
   }
   void send_recv(const void* send, int send_peer, void* recv, int recv_peer, size_t count,
                  DataType type) override {

@@ -58,7 +58,10 @@ enum class Algorithm {
   kRingAllReduce,
   kRecursiveDoublingAllReduce,
   kRingAllGather,
-  kRingReduceScatter
+  kRingReduceScatter,
+  kBinomialReduce,
+  kLinearGather,
+  kLinearScatter,
 };
 
 std::string algorithm_name(Algorithm algorithm) {
@@ -71,6 +74,12 @@ std::string algorithm_name(Algorithm algorithm) {
       return "RingAllGather";
     case Algorithm::kRingReduceScatter:
       return "RingReduceScatter";
+    case Algorithm::kBinomialReduce:
+      return "BinomialReduce";
+    case Algorithm::kLinearGather:
+      return "LinearGather";
+    case Algorithm::kLinearScatter:
+      return "LinearScatter";
   }
   return "?";
 }
@@ -101,13 +110,23 @@ struct Case {
   ReduceOp op;
   size_t count;
   bool in_place;
+  int root = 0;  // reduce, gather, scatter
 };
+
+bool is_rooted(Algorithm algorithm) {
+  return algorithm == Algorithm::kBinomialReduce || algorithm == Algorithm::kLinearGather ||
+         algorithm == Algorithm::kLinearScatter;
+}
+bool is_gather(Algorithm algorithm) {
+  return algorithm == Algorithm::kRingAllGather || algorithm == Algorithm::kLinearGather;
+}
 
 std::string describe(const Case& c, int rank, int n) {
   return algorithm_name(c.algorithm) + " type=" + std::string(name(c.type)) +
          " op=" + std::string(name(c.op)) + " count=" + std::to_string(c.count) +
          (c.in_place ? " in-place" : " out-of-place") + " ranks=" + std::to_string(n) +
-         " rank=" + std::to_string(rank);
+         " rank=" + std::to_string(rank) +
+         (is_rooted(c.algorithm) ? " root=" + std::to_string(c.root) : std::string());
 }
 
 // Runs one collective on this rank and checks its output (and that an
@@ -124,29 +143,49 @@ void run_case(PointToPoint& p2p, const Case& c, Findings& findings) {
   // in-place buffer.
   size_t in_count = c.count, out_count = c.count, out_offset = 0, in_offset = 0;
   ReduceOp value_op = c.op;
-  if (c.algorithm == Algorithm::kRingAllGather) {
+  if (is_gather(c.algorithm)) {
     out_count = un * c.count;
     in_offset = ur * c.count;
     value_op = ReduceOp::kMin;  // any op: the values are just distinct-ish data
-  } else if (c.algorithm == Algorithm::kRingReduceScatter) {
+  } else if (c.algorithm == Algorithm::kRingReduceScatter ||
+             c.algorithm == Algorithm::kLinearScatter) {
     in_count = un * c.count;
     out_offset = ur * c.count;
+    if (c.algorithm == Algorithm::kLinearScatter) value_op = ReduceOp::kMin;
   }
 
   std::vector<unsigned char> input(in_count * es);
   for (size_t i = 0; i < in_count; ++i) {
-    // all_gather: element i of rank r's block is value (r, r*count + i).
-    size_t index = c.algorithm == Algorithm::kRingAllGather ? ur * c.count + i : i;
+    // gathers: element i of rank r's block is value (r, r*count + i).
+    size_t index = is_gather(c.algorithm) ? ur * c.count + i : i;
     put(input, c.type, i, input_value(c.type, value_op, r, index));
   }
+  // Reduce and gather leave a non-root's output alone: it must still hold what
+  // it held (the canary bytes out of place; in place, the input around zeros).
+  const bool untouched =
+      (c.algorithm == Algorithm::kBinomialReduce || c.algorithm == Algorithm::kLinearGather) &&
+      r != c.root;
   std::vector<unsigned char> expected(out_count * es);
   for (size_t i = 0; i < out_count; ++i) {
-    if (c.algorithm == Algorithm::kRingAllGather) {
+    if (untouched) {
+      const bool in_input = i >= in_offset && i < in_offset + in_count;
+      if (!c.in_place) {
+        std::memset(expected.data() + i * es, kCanary, es);
+      } else if (in_input) {
+        std::memcpy(expected.data() + i * es, input.data() + (i - in_offset) * es, es);
+      }  // else the zeros the in-place buffer starts with
+    } else if (is_gather(c.algorithm)) {
       size_t owner = i / std::max<size_t>(c.count, 1);
       put(expected, c.type, i, input_value(c.type, value_op, static_cast<int>(owner), i));
+    } else if (c.algorithm == Algorithm::kLinearScatter) {
+      put(expected, c.type, i, input_value(c.type, value_op, c.root, out_offset + i));
     } else {
       put_expected(expected, i, c.type, c.op, n, out_offset + i);
     }
+  }
+  if (c.algorithm == Algorithm::kLinearScatter && r != c.root) {
+    // Only the root's input is read: the others' must not matter.
+    std::fill(input.begin(), input.end(), static_cast<unsigned char>(0x5A));
   }
 
   std::vector<unsigned char> buffer;  // in place: one buffer; else guarded output
@@ -161,6 +200,12 @@ void run_case(PointToPoint& p2p, const Case& c, Findings& findings) {
         return ring_all_gather(p2p, send, recv, c.count, c.type);
       case Algorithm::kRingReduceScatter:
         return ring_reduce_scatter(p2p, send, recv, c.count, c.type, c.op);
+      case Algorithm::kBinomialReduce:
+        return binomial_reduce(p2p, send, recv, c.count, c.type, c.op, c.root);
+      case Algorithm::kLinearGather:
+        return linear_gather(p2p, send, recv, c.count, c.type, c.root);
+      case Algorithm::kLinearScatter:
+        return linear_scatter(p2p, send, recv, c.count, c.type, c.root);
     }
   };
   const std::vector<unsigned char> original = input;
@@ -169,9 +214,9 @@ void run_case(PointToPoint& p2p, const Case& c, Findings& findings) {
     buffer.assign(total * es + 1, 0);  // +1: never a null data() for count 0
     if (!input.empty()) std::memcpy(buffer.data() + in_offset * es, input.data(), input.size());
     unsigned char* base = buffer.data();
-    if (all_reduce) {
+    if (all_reduce || c.algorithm == Algorithm::kBinomialReduce) {
       call(base, base);
-    } else if (c.algorithm == Algorithm::kRingAllGather) {
+    } else if (is_gather(c.algorithm)) {
       call(base + in_offset * es, base);
     } else {
       call(base, base + out_offset * es);
@@ -213,13 +258,17 @@ class ReferenceAlgorithmTest : public ::testing::TestWithParam<std::tuple<Algori
 
 TEST_P(ReferenceAlgorithmTest, MatchesSerialResultForEveryTypeOpAndCount) {
   const auto [algorithm, ranks] = GetParam();
-  const bool reduces = algorithm != Algorithm::kRingAllGather;
+  const bool reduces = !is_gather(algorithm) && algorithm != Algorithm::kLinearScatter;
+  // Rooted ones from the first and the last rank (a root in the middle too at 5+).
+  std::set<int> roots = {0};
+  if (is_rooted(algorithm)) roots = {0, ranks / 2, ranks - 1};
   std::vector<Case> cases;
   for (DataType type : kTypes) {
     for (ReduceOp op : kOps) {
-      if (!reduces && op != ReduceOp::kSum) continue;  // all_gather has no op
+      if (!reduces && op != ReduceOp::kSum) continue;  // data movement has no op
       for (size_t count : counts_for(ranks)) {
-        for (bool in_place : {false, true}) cases.push_back({algorithm, type, op, count, in_place});
+        for (bool in_place : {false, true})
+          for (int root : roots) cases.push_back({algorithm, type, op, count, in_place, root});
       }
     }
   }
@@ -237,7 +286,9 @@ INSTANTIATE_TEST_SUITE_P(
     AllRankCounts, ReferenceAlgorithmTest,
     ::testing::Combine(::testing::Values(Algorithm::kRingAllReduce,
                                          Algorithm::kRecursiveDoublingAllReduce,
-                                         Algorithm::kRingAllGather, Algorithm::kRingReduceScatter),
+                                         Algorithm::kRingAllGather, Algorithm::kRingReduceScatter,
+                                         Algorithm::kBinomialReduce, Algorithm::kLinearGather,
+                                         Algorithm::kLinearScatter),
                        ::testing::Range(1, 9)),
     [](const ::testing::TestParamInfo<std::tuple<Algorithm, int>>& info) {
       return algorithm_name(std::get<0>(info.param)) + "_" +

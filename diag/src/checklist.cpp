@@ -48,6 +48,13 @@ namespace {
 
 using json = nlohmann::json;
 
+// Stage 2's collectives over each node, in the order of its report: the
+// all-reduce family nodes run in training; rooted and per-peer variants
+// (reduce, gather, scatter, all-to-all-v) add time but no other link.
+constexpr Collective kNodeCollectives[] = {Collective::kAllReduce,     Collective::kAllGather,
+                                           Collective::kReduceScatter, Collective::kBroadcast,
+                                           Collective::kAllToAll,      Collective::kSendRecv};
+
 // Keeps the records a sweep hands its reporter (rank 0 of the sweep's group).
 class CollectingReporter : public reports::Reporter {
  public:
@@ -464,8 +471,8 @@ void node_stage(const World& world, PhaseMonitor& monitor, PointToPoint& p2p,
         run_collective(all_reduce_description, true);
         continue;
       }
-      for (const CollectiveDescription& d : all_collectives())
-        if (d.id != Collective::kSendRecv || members.size() >= 2) run_collective(d, false);
+      for (Collective c : kNodeCollectives)
+        if (c != Collective::kSendRecv || members.size() >= 2) run_collective(describe(c), false);
     }
   }
   // Nodes whose busbw is below the others' measure it again, alone.

@@ -17,7 +17,7 @@ TEST(Collective, EveryCollectiveIsDescribedOnceUnderItsOwnName) {
     EXPECT_EQ(parse_collective(d.nccl_tests_program), d.id) << d.nccl_tests_program;
     EXPECT_FALSE(d.size_convention.empty());
   }
-  EXPECT_EQ(names.size(), 6u);
+  EXPECT_EQ(names.size(), 10u);
 }
 
 TEST(Collective, NamesAsToolsSpellThem) {
@@ -27,18 +27,27 @@ TEST(Collective, NamesAsToolsSpellThem) {
   EXPECT_FALSE(parse_collective("all_reduce_perf_mpi_typo"));
   EXPECT_FALSE(parse_collective(""));
   EXPECT_EQ(canonical_collective_name("all_gather_perf"), "allgather");
-  EXPECT_EQ(canonical_collective_name("gather"), "");
+  EXPECT_EQ(canonical_collective_name("gather_perf"), "gather");
+  EXPECT_EQ(canonical_collective_name("alltoallv_perf"), "alltoallv");
+  EXPECT_EQ(canonical_collective_name("gatherv"), "");
 }
 
 TEST(Collective, OsuTitlesOfEveryCollective) {
   EXPECT_EQ(collective_from_osu_title("# OSU MPI Allreduce Latency Test v7.3"),
             Collective::kAllReduce);
-  EXPECT_EQ(collective_from_osu_title("# OSU MPI All-to-All Personalized Exchange Latency Test v5.6.2"),
-            Collective::kAllToAll);
-  EXPECT_EQ(collective_from_osu_title("# OSU MPI Allgather Latency Test v7.4"), Collective::kAllGather);
+  EXPECT_EQ(
+      collective_from_osu_title("# OSU MPI All-to-All Personalized Exchange Latency Test v5.6.2"),
+      Collective::kAllToAll);
+  EXPECT_EQ(collective_from_osu_title("# OSU MPI Allgather Latency Test v7.4"),
+            Collective::kAllGather);
   EXPECT_EQ(collective_from_osu_title("# OSU MPI Reduce_scatter Latency Test v6.1"),
             Collective::kReduceScatter);
-  EXPECT_EQ(collective_from_osu_title("# OSU MPI Broadcast Latency Test v7.0"), Collective::kBroadcast);
+  EXPECT_EQ(collective_from_osu_title("# OSU MPI Broadcast Latency Test v7.0"),
+            Collective::kBroadcast);
+  EXPECT_EQ(collective_from_osu_title("# OSU MPI Reduce Scatter Latency Test v7.3"),
+            Collective::kReduceScatter);  // not scatter
+  EXPECT_EQ(collective_from_osu_title("# OSU MPI Scatter Latency Test v7.3"), Collective::kScatter);
+  EXPECT_EQ(collective_from_osu_title("# OSU MPI Reduce Latency Test v7.3"), Collective::kReduce);
   EXPECT_FALSE(collective_from_osu_title("# OSU MPI Latency Test v7.3"));
   EXPECT_FALSE(collective_from_osu_title("# OSU MPI Allreduce Bandwidth"));
 }

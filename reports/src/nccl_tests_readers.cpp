@@ -39,8 +39,8 @@ namespace {
 // The collectives of nccl-tests' programs as their tables show them: what
 // the redop column holds, a root column, whether size is n x count x element
 // (n ranks) rather than count x element, busbw's factor over algbw, and the
-// columns of a 2.0-2.11 header between type and time. The six ccscope
-// benchmarks come from their descriptions (records/collective.h).
+// columns of a 2.0-2.11 header between type and time. ccscope's benchmarks
+// come from their descriptions (records/collective.h).
 struct Signature {
   std::string_view collective, program;
   NcclTestsOp op;
@@ -53,18 +53,12 @@ struct Signature {
     return described ? bus_bandwidth_factor(*described, n) : other_factor(n);
   }
 };
-double spread_factor(int n) { return (n - 1.0) / n; }
 double one_factor(int) { return 1; }
 
 // nccl-tests' programs of collectives ccscope does not benchmark.
 constexpr Signature kOtherSignatures[] = {
-    {"reduce", "reduce_perf", NcclTestsOp::kReduction, true, false, {}, one_factor, "redop root"},
     {"hypercube", "hypercube_perf", NcclTestsOp::kNone, false, true, {}, one_factor, ""},
-    {"gather", "gather_perf", NcclTestsOp::kNone, true, true, {}, spread_factor, "root"},
-    {"scatter", "scatter_perf", NcclTestsOp::kNone, true, true, {}, spread_factor, "root"},
 };
-// Read by name only: its per-peer sizes vary, so no table tells it.
-constexpr std::string_view kOtherPrograms[] = {"alltoallv_perf"};
 
 const std::vector<Signature>& signatures() {
   static const std::vector<Signature> all = [] {
@@ -72,9 +66,11 @@ const std::vector<Signature>& signatures() {
     for (const auto& d : all_collectives()) {
       // Elements of the "count" column vs bytes of "size" (8 ranks, 4-byte elements).
       const auto l = layout_for(d.id, size_t{1} << 20, 4, 8, 0);
-      out.push_back({d.name, d.nccl_tests_program, d.nccl_tests_op, d.has_root,
-                     l.size_bytes == l.param_count * 4 * 8, d.id, nullptr,
-                     d.nccl_tests_old_columns});
+      const bool per_count_n = l.size_bytes == l.param_count * 4 * 8;
+      // Read by name only where size is neither (alltoallv: its per-peer sizes vary).
+      if (!per_count_n && l.size_bytes != l.param_count * 4) continue;
+      out.push_back({d.name, d.nccl_tests_program, d.nccl_tests_op, d.has_root, per_count_n, d.id,
+                     nullptr, d.nccl_tests_old_columns});
     }
     out.insert(out.end(), std::begin(kOtherSignatures), std::end(kOtherSignatures));
     return out;
@@ -94,8 +90,9 @@ bool is_nccl_tests_program(std::string_view name) {
   if (!name.ends_with("_perf")) return false;
   for (const auto& s : signatures())
     if (s.program == name) return true;
-  return std::find(std::begin(kOtherPrograms), std::end(kOtherPrograms), name) !=
-         std::end(kOtherPrograms);
+  for (const auto& d : all_collectives())
+    if (d.nccl_tests_program == name) return true;
+  return false;
 }
 
 // nccl-tests' program name (or its collective's, "all_reduce") -> ccscope's
@@ -115,8 +112,8 @@ std::string collective_of_program(std::string_view program) {
 std::string program_of(const std::string& collective) {
   for (const auto& s : signatures())
     if (s.collective == collective) return std::string(s.program);
-  for (std::string_view p : kOtherPrograms)
-    if (collective_of_program(p) == collective) return std::string(p);
+  for (const auto& d : all_collectives())
+    if (d.name == collective) return std::string(d.nccl_tests_program);
   return collective;
 }
 

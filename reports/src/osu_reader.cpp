@@ -45,11 +45,11 @@ struct Title {
 };
 
 // OSU's titles of collectives ccscope does not benchmark, and its variants
-// of those it does (the six's own titles: their descriptions' osu_titles),
+// of those it does (their own titles: their descriptions' osu_titles),
 // lowercased, " Personalized Exchange" and " Persistent" removed.
 struct OtherTitle {
   std::string_view words;
-  std::optional<Collective> described;  // a variant of one of the six
+  std::optional<Collective> described;  // a variant of a described one
   std::string_view collective, program;
   bool size_is_per_rank;
 };
@@ -58,10 +58,7 @@ constexpr OtherTitle kOtherTitles[] = {
     {"allgatherv", {}, "allgatherv", "osu_allgatherv", false},
     {"all-to-allv", {}, "alltoallv", "osu_alltoallv", false},
     {"all-to-allw", {}, "alltoallw", "osu_alltoallw", false},
-    {"reduce", {}, "reduce", "osu_reduce", false},
-    {"gather", {}, "gather", "osu_gather", true},
     {"gatherv", {}, "gatherv", "osu_gatherv", false},
-    {"scatter", {}, "scatter", "osu_scatter", true},
     {"scatterv", {}, "scatterv", "osu_scatterv", false},
     {"barrier", {}, "barrier", "osu_barrier", false},
 };

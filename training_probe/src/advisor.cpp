@@ -18,7 +18,7 @@ std::string_view name(ModelKind kind) {
   return kind == ModelKind::kProbe ? "probe" : "transformer";
 }
 
-std::string_view name(Collective collective) {
+std::string_view advice_name(Collective collective) {
   switch (collective) {
     case Collective::kAllReduce:
       return "all_reduce";
@@ -30,8 +30,9 @@ std::string_view name(Collective collective) {
       return "all_to_all";
     case Collective::kSendRecv:
       return "sendrecv";
+    default:
+      return ccscope::name(collective);  // not advised on
   }
-  return "?";
 }
 
 std::string_view name(Scope scope) {
@@ -70,15 +71,7 @@ std::vector<CurvePoint> make_curve(std::vector<CurvePoint> samples) {
 }
 
 double bus_factor(Collective collective, size_t ranks) {
-  const double n = static_cast<double>(std::max<size_t>(ranks, 1));
-  switch (collective) {
-    case Collective::kAllReduce:
-      return 2 * (n - 1) / n;
-    case Collective::kSendRecv:
-      return 1;
-    default:
-      return (n - 1) / n;
-  }
+  return bus_bandwidth_factor(collective, static_cast<int>(std::max<size_t>(ranks, 1)));
 }
 
 double curve_busbw(const std::vector<CurvePoint>& curve, double bytes) {
@@ -104,10 +97,15 @@ double operation_seconds(const std::vector<CurvePoint>& curve, Collective collec
   return bytes * bus_factor(collective, ranks) / (curve_busbw(curve, bytes) * 1e9);
 }
 
+const std::vector<CurvePoint>& BandwidthTable::at(Collective c, Scope s) const {
+  static const std::vector<CurvePoint> kMissing;
+  const auto it = curves.find({c, s});
+  return it == curves.end() ? kMissing : it->second;
+}
+
 bool BandwidthTable::empty() const {
-  for (const auto& per_collective : curves)
-    for (const auto& curve : per_collective)
-      if (!curve.empty()) return false;
+  for (const auto& [key, curve] : curves)
+    if (!curve.empty()) return false;
   return true;
 }
 
@@ -132,6 +130,9 @@ ResolvedCurve resolve_curve(const BandwidthTable& table, Collective collective, 
     case C::kSendRecv:
       order = {C::kSendRecv, C::kAllReduce, C::kAllGather, C::kReduceScatter, C::kAllToAll};
       break;
+    default:  // not advised on: its own curve only
+      order = {collective};
+      break;
   }
   const Scope other = scope == Scope::kIntraNode ? Scope::kInterNode : Scope::kIntraNode;
   for (Scope s : {scope, other}) {
@@ -140,8 +141,8 @@ ResolvedCurve resolve_curve(const BandwidthTable& table, Collective collective, 
       if (curve.empty()) continue;
       ResolvedCurve r{&curve, ""};
       if (c != collective || s != scope) {
-        r.fallback = fmt::format("{} {}: no curve, used {} {}'s", name(scope), name(collective),
-                                 name(s), name(c));
+        r.fallback = fmt::format("{} {}: no curve, used {} {}'s", name(scope),
+                                 advice_name(collective), name(s), advice_name(c));
         if (s != scope)
           r.fallback +=
               scope == Scope::kIntraNode ? " (likely pessimistic)" : " (likely optimistic)";
@@ -693,7 +694,7 @@ std::string dominant_cost(const Estimate& e, const AdvisorCluster& cluster) {
     if (c.exposed_seconds > best) {
       best = c.exposed_seconds;
       what = fmt::format("the {} {} busbw of {:.3g} GB/s at {} ({} group of {}: {:.3g} s exposed)",
-                         name(c.scope), name(c.collective), c.busbw_GBps,
+                         name(c.scope), advice_name(c.collective), c.busbw_GBps,
                          size_text(c.operation_bytes), c.group, c.group_size, c.exposed_seconds);
     }
   }
@@ -879,7 +880,7 @@ std::string advice_json(const Advice& advice, const AdvisorModel& model,
     json comm = json::array();
     for (const CommPart& c : e.comm)
       comm.push_back({{"group", c.group},
-                      {"collective", std::string(name(c.collective))},
+                      {"collective", std::string(advice_name(c.collective))},
                       {"scope", std::string(name(c.scope))},
                       {"group_size", c.group_size},
                       {"operation_bytes", c.operation_bytes},

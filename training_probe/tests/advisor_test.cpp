@@ -15,8 +15,7 @@ constexpr double kGiB = kMiB * 1024;
 
 // Every collective of a scope at one busbw, no latency (a point at 1 byte).
 void flat(AdvisorCluster& c, Scope scope, double busbw) {
-  for (size_t i = 0; i < kCollectives; ++i)
-    c.bandwidth.at(static_cast<Collective>(i), scope) = {{1, busbw, 0}};
+  for (Collective coll : kAdvisedCollectives) c.bandwidth.at(coll, scope) = {{1, busbw, 0}};
 }
 
 AdvisorModel zero_paper_model() {

@@ -18,7 +18,8 @@ cmake --install "$BUILD_DIR" --prefix "$prefix" >"$WORK/install.log" 2>&1 ||
 
 declare -A COLLECTIVE=([all_reduce_perf]=allreduce [all_gather_perf]=allgather
   [reduce_scatter_perf]=reducescatter [broadcast_perf]=broadcast [alltoall_perf]=alltoall
-  [sendrecv_perf]=sendrecv)
+  [sendrecv_perf]=sendrecv [reduce_perf]=reduce [gather_perf]=gather [scatter_perf]=scatter
+  [alltoallv_perf]=alltoallv)
 for program in "${!COLLECTIVE[@]}"; do
   link="$prefix/bin/$program"
   if [ ! -L "$link" ]; then

@@ -2,10 +2,13 @@
 # Correctness matrix over real MPI: one collective at one rank count, swept
 # over every element type (-d all) and, for the reductions, every op (-o all)
 # in one launch: tiny, non-divisible and ~400 KiB sizes (-b 8 -e 400K -f 37:
-# 8, 296, 10952, 405224 B; from 296 B at 3 and 4 ranks). At 3 and 4 ranks (ranks outnumber this machine's
-# cores, and every operation costs a scheduler slice) the reductions run every
-# type with sum and every op with float; broadcast runs from the last rank (and
-# from rank 0 with float). Every CSV row must be checked, with the right
+# 8, 296, 10952, 405224 B; from 296 B at 3 and 4 ranks). At 3 and 4 ranks
+# (ranks outnumber this machine's cores, and every operation costs a scheduler
+# slice) the reductions run every type with sum and every op with float;
+# broadcast, gather and scatter run from the last rank (and from rank 0 with
+# float), reduce every type with sum from the last rank and every op with float
+# from rank 0 (at every rank count). At 1 and 2 ranks broadcast, gather and
+# scatter run from every root. Every CSV row must be checked, with the right
 # collective, type, op, root, rank count and backend, and no wrong element,
 # except where the MPI library itself is known to be wrong: unsigned MPI_MIN /
 # MPI_MAX on a library that compares them as signed (MPICH 4.0,
@@ -25,12 +28,12 @@ use_private_binary
 ALL_TYPES=(int8 uint8 int32 uint32 int64 uint64 half float double bfloat16 f8e4m3 f8e5m2)
 ALL_OPS=(sum prod max min avg mulsum)
 case $COLL in
-  allreduce | reducescatter) REDUCES=1 ;;
-  allgather | broadcast | alltoall | sendrecv) REDUCES=0 ;;
+  allreduce | reducescatter | reduce) REDUCES=1 ;;
+  allgather | broadcast | alltoall | sendrecv | gather | scatter | alltoallv) REDUCES=0 ;;
   *) die "unknown collective '$COLL'" ;;
 esac
 case $COLL in
-  alltoall | sendrecv) PLACES=1 ;;  # out-of-place only
+  alltoall | sendrecv | alltoallv) PLACES=1 ;;  # out-of-place only
   *) PLACES=2 ;;
 esac
 SWEEP=(-b 8 -e 400K -f 37)
@@ -142,7 +145,11 @@ check_run() {
 last=$((NRANKS - 1))
 if [ "$NRANKS" -le 2 ]; then
   case $COLL in
-    broadcast) check_run all - -1 ;;  # every root (-r -1, nccl-tests' meaning)
+    broadcast | gather | scatter) check_run all - -1 ;;  # every root (-r -1, nccl-tests' meaning)
+    reduce)  # MPI's ops per type are all-reduce's (run with -d all -o all above)
+      check_run all sum "$last"
+      check_run float all 0
+      ;;
     *) check_run all all - ;;
   esac
 else
@@ -151,7 +158,11 @@ else
       check_run all sum -
       check_run float all -
       ;;
-    broadcast)
+    reduce)
+      check_run all sum "$last"
+      check_run float all 0
+      ;;
+    broadcast | gather | scatter)
       check_run all - "$last"
       check_run float - 0
       ;;

@@ -53,6 +53,18 @@ class CapturedOperations {
 //  all_to_all:     send and recv hold size()*count_per_peer elements; block p of
 //                  send goes to rank p.
 //  send_recv:      sends count elements to send_peer, receives count from recv_peer.
+//  reduce:         as all_reduce, but only the root's recv is written (and read
+//                  only there); in place when send == recv.
+//  gather:         send holds send_count elements; the root's recv holds
+//                  size()*send_count, block r from rank r (recv is used on the
+//                  root only). In place: send == recv + rank()*send_count*element_size.
+//  scatter:        the root's send holds size()*recv_count elements, block r for
+//                  rank r (send is used on the root only); recv holds recv_count.
+//                  In place (root): recv == send + rank()*recv_count*element_size.
+//  all_to_all_v:   send_counts[p] elements at send_displacements[p] (elements)
+//                  go to rank p; recv_counts[p] from rank p land at
+//                  recv_displacements[p]; every span has size() entries; out of
+//                  place only.
 //  batch_send_recv: every send and receive of the batch posted together, as
 //                  torch.distributed.batch_isend_irecv (NCCL: ncclSend/ncclRecv
 //                  in one group; MPI: Isend/Irecv then Waitall), so that no
@@ -101,6 +113,16 @@ class Communicator {
                          DataType type) = 0;
   virtual void batch_send_recv(std::span<const PeerSend> sends, std::span<const PeerRecv> recvs,
                                DataType type) = 0;
+  // Collectives a backend may lack: by default they throw UsageError
+  // ("<collective> is not supported by the <backend> backend").
+  virtual void reduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op,
+                      int root);
+  virtual void gather(const void* send, void* recv, size_t send_count, DataType type, int root);
+  virtual void scatter(const void* send, void* recv, size_t recv_count, DataType type, int root);
+  virtual void all_to_all_v(const void* send, std::span<const size_t> send_counts,
+                            std::span<const size_t> send_displacements, void* recv,
+                            std::span<const size_t> recv_counts,
+                            std::span<const size_t> recv_displacements, DataType type);
 
   // Blocks until every issued operation completed; throws TimeoutError after
   // `timeout` and BackendError on an asynchronous backend failure.

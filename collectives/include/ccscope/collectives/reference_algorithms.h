@@ -69,6 +69,25 @@ void pairwise_all_to_allv(PointToPoint& p2p, std::span<const void* const> send,
                           std::span<const size_t> send_counts, std::span<void* const> recv,
                           std::span<const size_t> recv_counts, DataType type);
 
+// Binomial tree towards `root`: in step k (k = 1, 2, 4, ...) the ranks whose
+// distance d from the root has bit k set send their partial result to d - k,
+// which combines it; log2(size) steps. Only the root's recv is written (it
+// ends as the reduction); in place when send == recv. Non-roots reduce in a
+// scratch copy and may pass recv == nullptr.
+void binomial_reduce(PointToPoint& p2p, const void* send, void* recv, size_t count, DataType type,
+                     ReduceOp op, int root);
+// Linear: every rank sends its block to the root, which receives them in rank
+// order into block r of recv (send_count elements each) and copies its own.
+// In place when send == recv + rank*send_count*element_size; recv is used on
+// the root only.
+void linear_gather(PointToPoint& p2p, const void* send, void* recv, size_t send_count,
+                   DataType type, int root);
+// Linear: the root sends block r of send (recv_count elements each) to rank r
+// and copies its own; send is used on the root only. In place when
+// recv == send + rank*recv_count*element_size.
+void linear_scatter(PointToPoint& p2p, const void* send, void* recv, size_t recv_count,
+                    DataType type, int root);
+
 // Local kernels the algorithms use (also for backends that reduce on the host):
 // out[i] = a[i] op b[i] for count elements; out may be the same pointer as a or b.
 // kAvg combines like kSum; finish it with divide_elements. kMulSum combines like

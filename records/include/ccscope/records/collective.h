@@ -12,7 +12,21 @@
 
 namespace ccscope {
 
-enum class Collective { kAllReduce, kAllGather, kReduceScatter, kBroadcast, kAllToAll, kSendRecv };
+// Adding a collective: an enumerator here, its description in collective.cpp,
+// its call in bench/src/collective_calls.cpp, and the Communicator's entry
+// (collectives/communicator.h) in each backend that runs it.
+enum class Collective {
+  kAllReduce,
+  kAllGather,
+  kReduceScatter,
+  kBroadcast,
+  kAllToAll,
+  kSendRecv,
+  kReduce,
+  kGather,
+  kScatter,
+  kAllToAllV,
+};
 
 // Element counts for one requested size, as nccl-tests computes them.
 struct Layout {
@@ -21,17 +35,32 @@ struct Layout {
   size_t param_count = 0;           // the count passed to the collective (the "count" column)
   size_t size_bytes = 0;            // the "size" column: max(send, recv) bytes
   size_t send_in_place_offset = 0;  // elements: where send sits inside recv when in place
-  size_t recv_in_place_offset = 0;  // elements: where recv sits inside send when in place
+  size_t recv_in_place_offset = 0;  // elements: where the output sits inside recv when in place
+  // Per-peer blocks of this rank (all-to-all-v only; empty otherwise), in
+  // elements: peer p's block is send[send_displacements[p], + send_counts[p])
+  // and recv[recv_displacements[p], + recv_counts[p]); source_offsets[p] is
+  // where the block p sends to this rank starts in p's send buffer.
+  std::vector<size_t> send_counts, send_displacements;
+  std::vector<size_t> recv_counts, recv_displacements;
+  std::vector<size_t> source_offsets;
 };
 
-// What element i of rank r's output holds (r of n ranks, block = param_count).
-enum class ExpectedRule {
-  kReducedElement,  // the reduction over ranks of element i (all-reduce)
-  kReducedBlock,    // the reduction over ranks of element r*block + i (reduce-scatter)
-  kGatheredBlocks,  // element i % block of rank i / block's input (all-gather)
-  kRootInput,       // element i of the root's input (broadcast)
-  kTransposed,      // element r*block + i % block of rank i / block's input (all-to-all)
-  kPreviousRank,    // element i of rank (r - 1) mod n's input (send/recv ring)
+// Where element `index` of a rank's output comes from (the expected-value rule).
+struct OutputSource {
+  enum class Kind {
+    kReduced,    // element `element` of the reduction over ranks
+    kInput,      // element `element` of rank `rank`'s input
+    kUnchanged,  // what the output held before the call (the collective leaves it)
+  };
+  Kind kind = Kind::kUnchanged;
+  size_t element = 0;
+  int rank = 0;
+};
+struct OutputQuery {
+  const Layout& layout;  // of the rank asked about
+  int ranks;
+  int rank;
+  int root;
 };
 
 // What nccl-tests' redop column holds for a collective.
@@ -56,7 +85,6 @@ struct CollectiveDescription {
   // OSU prints one rank's block for this collective, nccl-tests the whole
   // buffer: nccl-tests' size = OSU's size x ranks.
   bool osu_size_is_per_rank;
-  ExpectedRule expected;
   std::string_view size_convention;  // one line for --help and reports
   std::string_view busbw_rule;       // the factor in words, e.g. "2(n-1)/n"
   // nccl-tests' table: its redop column, and the columns its 2.0-2.11 header
@@ -64,6 +92,15 @@ struct CollectiveDescription {
   // its own header then).
   NcclTestsOp nccl_tests_op;
   std::string_view nccl_tests_old_columns;
+  // The size rule: the count passed to the collective for `count` elements
+  // requested over `ranks` (nccl-tests' paramcount) ...
+  size_t (*param_count)(size_t count, size_t element_bytes, size_t ranks);
+  // ... and the buffers around it on `rank` (layout.param_count is set).
+  void (*buffers)(Layout& layout, size_t element_bytes, size_t ranks, size_t rank);
+  // busbw = algbw x bus_factor(ranks) (nccl-tests' PERFORMANCE.md).
+  double (*bus_factor)(double ranks);
+  // The expected-value rule: what element `index` of q.rank's output holds.
+  OutputSource (*output_source)(const OutputQuery& q, size_t index);
 };
 
 const std::vector<CollectiveDescription>& all_collectives();
@@ -80,6 +117,10 @@ std::string collective_choices();
 
 Layout layout_for(Collective collective, size_t requested_bytes, size_t element_bytes, int ranks,
                   int rank);
+// The same layout from the count passed to the collective (layout_for's param_count).
+Layout layout_of_param_count(Collective collective, size_t param_count, size_t element_bytes,
+                             int ranks, int rank);
+OutputSource output_source(Collective collective, const OutputQuery& query, size_t index);
 // busbw = algbw x factor (nccl-tests' PERFORMANCE.md).
 double bus_bandwidth_factor(Collective collective, int ranks);
 

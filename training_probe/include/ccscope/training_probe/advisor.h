@@ -18,11 +18,14 @@
 //    each operation's size, time = size x bus factor / busbw;
 //  - pipeline bubble: (p-1) / (m+p-1) of the step (pipeline.h textbook_bubble).
 #include <cstddef>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
+#include "ccscope/records/collective.h"
 #include "ccscope/training_probe/model.h"
 
 namespace ccscope::training_probe {
@@ -58,12 +61,18 @@ struct AdvisorModel {
 // Why the model cannot be advised on ("" when it can).
 std::string validate(const AdvisorModel& model);
 
-enum class Collective { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kSendRecv };
-inline constexpr size_t kCollectives = 5;
+// The collectives the advisor models, described in records/collective.h
+// (their bus factors are nccl-tests' from there).
+inline constexpr Collective kAdvisedCollectives[] = {Collective::kAllReduce, Collective::kAllGather,
+                                                     Collective::kReduceScatter,
+                                                     Collective::kAllToAll, Collective::kSendRecv};
 // Where a group's ranks sit: all on one node, or across nodes.
 enum class Scope { kIntraNode, kInterNode };
-std::string_view name(Collective collective);  // "all_reduce", ..., "sendrecv"
-std::string_view name(Scope scope);            // "intra-node", "inter-node"
+// The advice's spelling: "all_reduce", "all_gather", "reduce_scatter",
+// "all_to_all", "sendrecv" (ccscope.advice/1 and its console lines; records
+// spell them "allreduce", ... -- kept, as documents already hold it).
+std::string_view advice_name(Collective collective);
+std::string_view name(Scope scope);  // "intra-node", "inter-node"
 
 // One measured size of a collective: nccl-tests' size convention (all-gather
 // the output, reduce-scatter the input, all-to-all one rank's send buffer),
@@ -77,8 +86,7 @@ struct CurvePoint {
 // that size's samples); points without a positive size or busbw dropped.
 std::vector<CurvePoint> make_curve(std::vector<CurvePoint> samples);
 
-// nccl-tests' bus factor: all-reduce 2(n-1)/n; all-gather, reduce-scatter and
-// all-to-all (n-1)/n; sendrecv 1.
+// nccl-tests' bus factor (records/collective.h), over at least one rank.
 double bus_factor(Collective collective, size_t ranks);
 // The curve's busbw at `bytes`: linear in log2(size) between the two nearest
 // points; the largest point's beyond it; below the smallest, the smallest
@@ -92,13 +100,9 @@ double operation_seconds(const std::vector<CurvePoint>& curve, Collective collec
 
 // Bandwidth curves per collective and scope; an empty curve is missing.
 struct BandwidthTable {
-  std::vector<CurvePoint> curves[kCollectives][2];
-  std::vector<CurvePoint>& at(Collective c, Scope s) {
-    return curves[static_cast<size_t>(c)][static_cast<size_t>(s)];
-  }
-  const std::vector<CurvePoint>& at(Collective c, Scope s) const {
-    return curves[static_cast<size_t>(c)][static_cast<size_t>(s)];
-  }
+  std::map<std::pair<Collective, Scope>, std::vector<CurvePoint>> curves;
+  std::vector<CurvePoint>& at(Collective c, Scope s) { return curves[{c, s}]; }
+  const std::vector<CurvePoint>& at(Collective c, Scope s) const;  // empty when missing
   bool empty() const;
 };
 
