@@ -7,21 +7,11 @@ include(GoogleTest)
 # test executables are half of a tree's compile time. OFF keeps them out of `all` and
 # registers none of their tests (a developer's tree keeps the default ON).
 option(CCSCOPE_UNIT_TESTS "Build and register the unit tests (gtest_discover_tests)" ON)
-# gtest.h costs each test file 2-4 s of its compile at -O0 (most of it, in the sanitizer tree
-# where CI compiles them): ON parses it once per unit-test executable instead. Off by default:
-# ccache does not cache a file built with a precompiled header (ci/test's tree uses ccache).
-option(CCSCOPE_UNIT_TEST_PCH "Precompile gtest.h for each unit-test executable" OFF)
 if(NOT CCSCOPE_UNIT_TESTS)
   # One place instead of a condition in every tests/CMakeLists.txt: this definition
   # replaces GoogleTest's for the rest of the configure.
   function(gtest_discover_tests target)
     set_target_properties(${target} PROPERTIES EXCLUDE_FROM_ALL TRUE)
-  endfunction()
-elseif(CCSCOPE_UNIT_TEST_PCH)
-  # GoogleTest's own definition stays callable as _gtest_discover_tests.
-  function(gtest_discover_tests target)
-    target_precompile_headers(${target} PRIVATE "$<$<COMPILE_LANGUAGE:CXX>:<gtest/gtest.h>>")
-    _gtest_discover_tests(${target} ${ARGN})
   endfunction()
 endif()
 # Where MPI integration tests find mpiexec and how many ranks the machine may run.
