@@ -1,7 +1,9 @@
 // `ccscope bench COLLECTIVE [flags]`: nccl-tests' flags into BenchOptions, the
 // reporters rank 0 writes to, then bench::run_benchmark on every rank.
 #include <cstdio>
+#include <exception>
 #include <iostream>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -10,6 +12,7 @@
 #include "ccscope/app/verbs.h"
 #include "ccscope/bench/benchmark.h"
 #include "ccscope/collectives/error.h"
+#include "ccscope/reports/loaded_results.h"  // InputError
 #include "ccscope/reports/reporter.h"
 #include "ccscope/reports/user_files.h"
 
@@ -32,15 +35,21 @@ int bench_verb(const std::vector<std::string>& args, const std::vector<std::stri
   }
   // Rank 0's outputs: the table on stdout, --csv and --json. Opened before
   // anything is measured, so a bad path fails at once on every rank.
-  const auto setup = [&options](reports::ReporterList& reporters) {
+  const auto setup = [&options](records::ReporterList& reporters) {
     std::vector<std::pair<std::string, std::string>> outputs;
     if (!options.csv_path.empty()) outputs.emplace_back("--csv", options.csv_path);
     if (!options.json_path.empty()) outputs.emplace_back("--json", options.json_path);
-    reports::refuse_same_file(outputs);
-    reporters.append(reports::make_console_reporter(std::cout));
-    if (!options.csv_path.empty()) reporters.append(reports::make_csv_reporter(options.csv_path));
-    if (!options.json_path.empty())
-      reporters.append(reports::make_json_reporter(options.json_path));
+    reports::refuse_same_file(outputs);  // an InputError says what to do already
+    try {
+      reporters.append(reports::make_console_reporter(std::cout));
+      if (!options.csv_path.empty()) reporters.append(reports::make_csv_reporter(options.csv_path));
+      if (!options.json_path.empty())
+        reporters.append(reports::make_json_reporter(options.json_path));
+    } catch (const reports::InputError&) {
+      throw;
+    } catch (const std::exception& error) {
+      throw std::runtime_error(error.what() + std::string("; choose a writable path"));
+    }
   };
   return bench::run_benchmark(options, setup, command_line);
 }

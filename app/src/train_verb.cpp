@@ -39,6 +39,7 @@
 #include "ccscope/training_probe/parallel_trainer.h"
 #include "ccscope/training_probe/summary.h"
 #include "ccscope/training_probe/trainer.h"
+#include "ccscope/training_probe/training_run.h"
 #include "verb_support.h"
 
 namespace ccscope::app {
@@ -324,13 +325,6 @@ std::string complete_layout(TrainOptions& o, size_t ranks, size_t ep_flag) {
 
 std::string mb(double bytes) { return fmt::format("{:.3f} MB", bytes / 1e6); }
 
-// Agreement of a measured figure with its formula: within 1%, or within
-// `slack` bytes (ZeRO's padding to a multiple of the rank count and the few
-// bytes of scalar reductions, which the formulas leave out).
-bool agrees(double measured, double expected, double slack) {
-  return std::abs(measured - expected) <= std::max(0.01 * expected, slack);
-}
-
 // --export DIR: what compare-with-pytorch loads (format in its README).
 void export_run(const std::string& dir, const TrainOptions& o) {
   reports::create_output_directory(dir);
@@ -368,88 +362,6 @@ struct Outputs {
   std::unique_ptr<RowFile> runs;
   std::unique_ptr<RowFile> ranks;
 };
-
-// One rank's figures of a model-parallel run: medians over the steps after
-// warm-up of its own times and bytes (ranks differ by stage and group).
-struct RankFigures {
-  size_t rank = 0;
-  GridPosition at;
-  double step_s = 0, tp_bytes = 0, pp_bytes = 0, dp_bytes = 0, ep_bytes = 0;
-  double pipeline_s = 0, busy_s = 0, idle_s = 0;
-  double peak_in_flight = 0, peak_activation_bytes = 0, memory_bytes = 0;
-  double all_to_all_s = 0, routed = 0, dropped = 0, load_imbalance = 0;
-};
-
-// Collective over the run's ranks; rank 0 gets every rank's figures.
-std::vector<RankFigures> gather_rank_figures(Communicator& comm, const TrainOptions& o,
-                                             const std::vector<StepFigures>& steps, size_t warmup,
-                                             const TrainResult& result) {
-  auto median_of = [&](auto member) {
-    std::vector<double> values;
-    for (size_t i = std::min(warmup, steps.size() - 1); i < steps.size(); ++i)
-      values.push_back(static_cast<double>(member(steps[i])));
-    return median(values);
-  };
-  double peak_in_flight = 0, peak_activation = 0, routed = 0, dropped = 0;
-  for (const StepFigures& f : steps) {
-    peak_in_flight = std::max(peak_in_flight, static_cast<double>(f.peak_in_flight));
-    peak_activation = std::max(peak_activation, f.peak_activation_bytes);
-    routed += static_cast<double>(f.routed_tokens);
-    dropped += static_cast<double>(f.dropped_tokens);
-  }
-  std::vector<double> mine = {
-      median_of([](const StepFigures& f) { return f.step_seconds; }),
-      median_of([](const StepFigures& f) { return f.tp_bytes; }),
-      median_of([](const StepFigures& f) { return f.pp_bytes; }),
-      median_of([](const StepFigures& f) { return f.dp_bytes; }),
-      median_of([](const StepFigures& f) { return f.ep_bytes; }),
-      median_of([](const StepFigures& f) { return f.pipeline_seconds; }),
-      median_of([](const StepFigures& f) { return f.pipeline_busy_seconds; }),
-      median_of([](const StepFigures& f) { return f.pipeline_wait_seconds; }),
-      peak_in_flight,
-      peak_activation,
-      result.memory.total(),
-      median_of([](const StepFigures& f) { return f.all_to_all_seconds; }),
-      routed,
-      dropped,
-      median_of([](const StepFigures& f) { return f.load_imbalance; })};
-  const size_t k = mine.size();
-  const size_t ranks = static_cast<size_t>(comm.size());
-  std::vector<double> all(k * ranks);
-  comm.all_gather(mine.data(), all.data(), k, DataType::kFloat64);
-  std::vector<RankFigures> figures;
-  for (size_t r = 0; r < ranks; ++r) {
-    const double* v = all.data() + r * k;
-    RankFigures f;
-    f.rank = r;
-    // Expert parallelism is data parallelism for everything but the experts.
-    f.at = o.strategy == Strategy::kExpert ? GridPosition{0, r, 0} : grid_position(r, o.parallel);
-    f.step_s = v[0];
-    f.tp_bytes = v[1];
-    f.pp_bytes = v[2];
-    f.dp_bytes = v[3];
-    f.ep_bytes = v[4];
-    f.pipeline_s = v[5];
-    f.busy_s = v[6];
-    f.idle_s = v[7];
-    f.peak_in_flight = v[8];
-    f.peak_activation_bytes = v[9];
-    f.memory_bytes = v[10];
-    f.all_to_all_s = v[11];
-    f.routed = v[12];
-    f.dropped = v[13];
-    f.load_imbalance = v[14];
-    figures.push_back(f);
-  }
-  return figures;
-}
-
-// The share of the pipeline's makespan this stage did not run passes: waits
-// for transfers and for the flush, and the transfers' own cost (the textbook
-// figure assumes that cost is 0).
-double bubble_of(const RankFigures& f) {
-  return f.pipeline_s > 0 ? std::max(0.0, f.pipeline_s - f.busy_s) / f.pipeline_s : 0;
-}
 
 void print_parallel(const TrainOptions& o, const RunSummary& s,
                     const std::vector<RankFigures>& ranks, const std::vector<StepFigures>& slowest,
@@ -493,41 +405,97 @@ void print_parallel(const TrainOptions& o, const RunSummary& s,
                 f.peak_in_flight, f.peak_activation_bytes / 1e6);
 }
 
-records::TrainRankRecord rank_record(const std::string& id, const TrainOptions& o,
-                                     const RankFigures& f, const std::string& host) {
-  records::TrainRankRecord r;
-  r.run_id = id;
-  r.strategy = std::string(name(o.strategy));
-  r.rank = static_cast<int64_t>(f.rank);
-  r.host = host;
-  r.tp_rank = static_cast<int64_t>(f.at.tp);
-  r.dp_rank = static_cast<int64_t>(f.at.dp);
-  r.stage = static_cast<int64_t>(f.at.pp);
-  r.tp = static_cast<int64_t>(o.parallel.tp);
-  r.pp = static_cast<int64_t>(o.parallel.pp);
-  r.dp = static_cast<int64_t>(o.parallel.dp);
-  r.schedule = std::string(name(o.parallel.schedule));
-  r.chunks = static_cast<int64_t>(o.parallel.chunks);
-  r.micro_batches = static_cast<int64_t>(o.micro_batches);
-  r.step_median_s = f.step_s;
-  r.tp_bytes = f.tp_bytes;
-  r.pp_bytes = f.pp_bytes;
-  r.dp_bytes = f.dp_bytes;
-  r.ep_bytes = f.ep_bytes;
-  r.pipeline_s = f.pipeline_s;
-  r.pipeline_busy_s = f.busy_s;
-  r.pipeline_idle_s = f.idle_s;
-  r.bubble = bubble_of(f);
-  r.bubble_textbook =
-      o.parallel.pp > 1 ? textbook_bubble(o.parallel.pp, o.micro_batches, o.parallel.chunks) : 0;
-  r.peak_in_flight = static_cast<int64_t>(f.peak_in_flight);
-  r.peak_activation_B = f.peak_activation_bytes;
-  r.memory_B = f.memory_bytes;
-  r.all_to_all_s = f.all_to_all_s;
-  r.all_to_all_share = f.step_s > 0 ? f.all_to_all_s / f.step_s : 0;
-  r.dropped_share = f.routed > 0 ? f.dropped / f.routed : 0;
-  r.load_imbalance = f.load_imbalance;
-  return r;
+// Rank 0, before the first step: the run, its layout and the table's head.
+void print_header(const World& world, const TrainOptions& options, size_t ranks,
+                  const std::string& backend) {
+  const bool model_parallel = is_model_parallel(options.strategy);
+  const size_t psi = options.strategy == Strategy::kExpert
+                         ? moe_parameter_count(options.shape, options.parallel.experts)
+                         : parameter_count(options.shape);
+  // Samples each data-parallel replica trains on (tensor and pipeline ranks share theirs).
+  const size_t replicas =
+      !model_parallel || options.strategy == Strategy::kExpert ? ranks : options.parallel.dp;
+  std::printf(
+      "# ccscope train: %s, %zu rank(s) (%s%s), model %zu x %zu %s (%s parameters, %s), "
+      "global batch %zu (%zu per %s, %zu micro-batch(es)), %s lr %g%s%s\n",
+      std::string(name(options.strategy)).c_str(), ranks, backend.c_str(),
+      options.overlap ? ", overlapped" : ", --no-overlap", options.shape.depth, options.shape.width,
+      std::string(name(options.shape.activation)).c_str(),
+      fmt::format("{:.2f} M", static_cast<double>(psi) / 1e6).c_str(),
+      std::string(name(options.precision)).c_str(), options.global_batch,
+      options.global_batch / replicas, model_parallel ? "replica" : "rank", options.micro_batches,
+      std::string(name(options.optimizer.kind)).c_str(), options.optimizer.lr,
+      options.grad_clip ? fmt::format(", clip {}", *options.grad_clip).c_str() : "",
+      options.strategy == Strategy::kZero3 && !options.prefetch ? ", --no-prefetch" : "");
+  if (model_parallel && options.strategy != Strategy::kExpert)
+    std::printf(
+        "# layout: tensor parallel %zu x pipeline %zu (%s, %zu chunk(s) per stage, %zu "
+        "micro-batches) x data parallel %zu%s\n",
+        options.parallel.tp, options.parallel.pp,
+        std::string(name(options.parallel.schedule)).c_str(), options.parallel.chunks,
+        options.micro_batches, options.parallel.dp, options.parallel.zero1 ? " with ZeRO-1" : "");
+  if (model_parallel && options.strategy != Strategy::kExpert) {
+    const std::string split = split_tensor_groups(options.parallel, world.hostnames());
+    if (!split.empty())
+      std::printf(
+          "# note: %s: its all-reduces cross the network (ranks placed round-robin? "
+          "place them node by node)\n",
+          split.c_str());
+  }
+  if (options.strategy == Strategy::kExpert)
+    std::printf("# experts: %zu over %zu ranks, top-%zu gate, capacity factor %g%s\n",
+                options.parallel.experts, ranks, options.parallel.top_k,
+                options.parallel.capacity_factor,
+                options.parallel.capacity_factor == 0 ? " (no limit)" : "");
+  std::printf("# times are the slowest rank's, per step\n");
+  std::printf("%6s %12s %10s %11s %9s %11s %11s\n", "step", "loss", "step ms", "compute ms",
+              "comm ms", "exposed ms", "MB sent");
+  std::fflush(stdout);
+}
+
+// Rank 0, after the run: the summary, bytes and memory against the formulas,
+// consistency, the loss against one rank's and the scaling.
+void print_results(const TrainOptions& options, size_t ranks, bool weak, const RunMeasurement& m) {
+  const RunSummary& s = m.summary;
+  std::printf(
+      "# step median %.3f ms (p90 %.3f) over %zu steps after %zu warm-up; compute %.3f ms, "
+      "communication %.3f ms (%.1f%% of the step), exposed %.3f ms (%.1f%%); %.1f samples/s\n",
+      s.step_median_s * 1e3, s.step_p90_s * 1e3, s.measured_steps, m.warmup,
+      s.compute_median_s * 1e3, s.comm_median_s * 1e3, 100 * s.comm_share,
+      s.exposed_comm_median_s * 1e3, 100 * s.exposed_comm_share, s.samples_per_s);
+  if (is_model_parallel(options.strategy)) {
+    std::printf(
+        "# memory per rank, the largest (parameters, gradients, optimizer state): %s, %s, %s\n",
+        mb(m.memory.parameters).c_str(), mb(m.memory.gradients).c_str(),
+        mb(m.memory.optimizer).c_str());
+  } else {
+    const size_t psi = static_cast<size_t>(m.run.parameters);
+    const double factor =
+        m.bytes_expected /
+        std::max(1.0, all_gather_bytes(psi, ranks, element_bytes(options.precision)));
+    std::printf("# bytes sent per step per rank: %s; formula %g Psi (n-1)/n = %s: %s\n",
+                mb(s.bytes_per_step).c_str(), ranks > 1 ? factor : 0.0,
+                mb(m.bytes_expected).c_str(), m.bytes_ok ? "ok" : "DIFFERS");
+    std::printf(
+        "# memory per rank (parameters, gradients, optimizer state): %s, %s, %s; ZeRO paper's "
+        "accounting %s, %s, %s: %s\n",
+        mb(m.memory.parameters).c_str(), mb(m.memory.gradients).c_str(),
+        mb(m.memory.optimizer).c_str(), mb(m.memory_expected.parameters).c_str(),
+        mb(m.memory_expected.gradients).c_str(), mb(m.memory_expected.optimizer).c_str(),
+        m.memory_ok ? "ok" : "DIFFERS");
+  }
+  if (options.check_consistency) {
+    if (!m.inconsistent_after_step)
+      std::printf("# parameters agree across ranks after every step\n");
+    else
+      std::printf("# parameters DIFFER across ranks after step %zu\n", *m.inconsistent_after_step);
+  }
+  if (m.equivalence) std::printf("# %s\n", m.equivalence->summary().c_str());
+  if (m.scaling && ranks > 1)
+    std::printf("# %s scaling against 1 rank: speed-up %.2f, efficiency %.1f%%\n",
+                weak ? "weak" : "strong", m.scaling->speedup, 100 * m.scaling->efficiency);
+  std::printf("\n");
+  std::fflush(stdout);
 }
 
 // One run at `ranks` ranks on the world's first ranks; rank 0 prints and writes.
@@ -541,272 +509,54 @@ RunOutcome run_one(const World& world, const TrainOptions& options, size_t ranks
                    bool yielding_waits, const std::optional<std::vector<double>>& reference,
                    Outputs& out, size_t print_every, HangWatchdog& watchdog,
                    double one_rank_step_s) {
-  RunOutcome outcome;
-  MpiOptions mpi;
-  mpi.first_ranks = static_cast<int>(ranks);
-  mpi.yielding_waits = yielding_waits;
-  std::unique_ptr<Communicator> comm = make_mpi_communicator(world, mpi);
-  if (!comm) return outcome;  // this rank sits the run out
-  outcome.ran = true;
+  RunRequest request;
+  request.options = options;
+  request.ranks = ranks;
+  request.weak = weak;
+  request.yielding_waits = yielding_waits;
+  request.run_id = run_id(options, ranks, weak);
+  request.reference = reference;
+  request.one_rank_step_s = one_rank_step_s;
   const bool model_parallel = is_model_parallel(options.strategy);
-  // Model-parallel runs span the whole job: one communicator per group.
-  std::unique_ptr<Communicator> tp_comm, pp_comm, dp_comm;
-  if (model_parallel && options.strategy != Strategy::kExpert) {
-    const GroupColors colors = group_colors(static_cast<size_t>(world.rank()), options.parallel);
-    MpiOptions group;
-    group.yielding_waits = yielding_waits;
-    group.color = colors.tp;
-    tp_comm = make_mpi_communicator(world, group);
-    group.color = colors.pp;
-    pp_comm = make_mpi_communicator(world, group);
-    group.color = colors.dp;
-    dp_comm = make_mpi_communicator(world, group);
-  }
-  const bool leader = comm->rank() == 0;
-  const std::string id = run_id(options, ranks, weak);
-  if (leader) {
-    const size_t psi = options.strategy == Strategy::kExpert
-                           ? moe_parameter_count(options.shape, options.parallel.experts)
-                           : parameter_count(options.shape);
-    // Samples each data-parallel replica trains on (tensor and pipeline ranks share theirs).
-    const size_t replicas =
-        !model_parallel || options.strategy == Strategy::kExpert ? ranks : options.parallel.dp;
-    std::printf(
-        "# ccscope train: %s, %zu rank(s) (%s%s), model %zu x %zu %s (%s parameters, %s), "
-        "global batch %zu (%zu per %s, %zu micro-batch(es)), %s lr %g%s%s\n",
-        std::string(name(options.strategy)).c_str(), ranks, comm->backend_name().c_str(),
-        options.overlap ? ", overlapped" : ", --no-overlap", options.shape.depth,
-        options.shape.width, std::string(name(options.shape.activation)).c_str(),
-        fmt::format("{:.2f} M", static_cast<double>(psi) / 1e6).c_str(),
-        std::string(name(options.precision)).c_str(), options.global_batch,
-        options.global_batch / replicas, model_parallel ? "replica" : "rank", options.micro_batches,
-        std::string(name(options.optimizer.kind)).c_str(), options.optimizer.lr,
-        options.grad_clip ? fmt::format(", clip {}", *options.grad_clip).c_str() : "",
-        options.strategy == Strategy::kZero3 && !options.prefetch ? ", --no-prefetch" : "");
-    if (model_parallel && options.strategy != Strategy::kExpert)
-      std::printf(
-          "# layout: tensor parallel %zu x pipeline %zu (%s, %zu chunk(s) per stage, %zu "
-          "micro-batches) x data parallel %zu%s\n",
-          options.parallel.tp, options.parallel.pp,
-          std::string(name(options.parallel.schedule)).c_str(), options.parallel.chunks,
-          options.micro_batches, options.parallel.dp, options.parallel.zero1 ? " with ZeRO-1" : "");
-    if (model_parallel && options.strategy != Strategy::kExpert) {
-      const std::string split = split_tensor_groups(options.parallel, world.hostnames());
-      if (!split.empty())
-        std::printf(
-            "# note: %s: its all-reduces cross the network (ranks placed round-robin? "
-            "place them node by node)\n",
-            split.c_str());
-    }
-    if (options.strategy == Strategy::kExpert)
-      std::printf("# experts: %zu over %zu ranks, top-%zu gate, capacity factor %g%s\n",
-                  options.parallel.experts, ranks, options.parallel.top_k,
-                  options.parallel.capacity_factor,
-                  options.parallel.capacity_factor == 0 ? " (no limit)" : "");
-    std::printf("# times are the slowest rank's, per step\n");
-    std::printf("%6s %12s %10s %11s %9s %11s %11s\n", "step", "loss", "step ms", "compute ms",
-                "comm ms", "exposed ms", "MB sent");
-    std::fflush(stdout);
-  }
-  std::vector<StepFigures> slowest;
-  std::vector<StepFigures> per_rank;  // this rank's own figures
-  watchdog.begin_phase("train " + id);
-  auto on_step = [&](const StepFigures& f) {
+  bool leader = false;
+  RunHooks hooks;
+  hooks.started = [&](const Communicator& comm) {
+    leader = comm.rank() == 0;
+    if (leader) print_header(world, options, ranks, comm.backend_name());
+    watchdog.begin_phase("train " + request.run_id);
+  };
+  hooks.step = [&](const StepReport& step) {
     watchdog.operation_started();
-    // The slowest rank's figures (the communication thread is idle between steps).
-    double figures[] = {f.step_seconds,
-                        f.compute_seconds,
-                        f.comm_seconds,
-                        f.exposed_comm_seconds,
-                        f.bytes_sent,
-                        f.tp_bytes,
-                        f.pp_bytes,
-                        f.dp_bytes,
-                        f.ep_bytes,
-                        f.all_to_all_seconds,
-                        static_cast<double>(f.peak_in_flight),
-                        f.peak_activation_bytes};
-    constexpr size_t kFigures = sizeof(figures) / sizeof(figures[0]);
-    comm->all_reduce(figures, figures, kFigures, DataType::kFloat64, ReduceOp::kMax);
-    StepFigures s = f;
-    s.step_seconds = figures[0];
-    s.compute_seconds = figures[1];
-    s.comm_seconds = figures[2];
-    s.exposed_comm_seconds = figures[3];
-    s.bytes_sent = figures[4];
-    s.tp_bytes = figures[5];
-    s.pp_bytes = figures[6];
-    s.dp_bytes = figures[7];
-    s.ep_bytes = figures[8];
-    s.all_to_all_seconds = figures[9];
-    s.peak_in_flight = static_cast<size_t>(figures[10]);
-    s.peak_activation_bytes = figures[11];
-    per_rank.push_back(f);
-    slowest.push_back(s);
     if (!leader) return;
+    const StepFigures& f = step.own;
+    const StepFigures& s = step.slowest;
     if (print_every && (f.step % print_every == 0 || f.step + 1 == options.steps))
       std::printf("%6zu %12.6g %10.3f %11.3f %9.3f %11.3f %11.3f%s\n", f.step, f.loss,
                   s.step_seconds * 1e3, s.compute_seconds * 1e3, s.comm_seconds * 1e3,
                   s.exposed_comm_seconds * 1e3, s.bytes_sent / 1e6, f.skipped ? "  skipped" : "");
     std::fflush(stdout);
-    if (out.steps) {
-      records::TrainStepRecord r;
-      r.run_id = id;
-      r.strategy = std::string(name(options.strategy));
-      r.ranks = static_cast<int64_t>(ranks);
-      r.step = static_cast<int64_t>(f.step);
-      r.loss = f.loss;
-      r.step_s = s.step_seconds;
-      r.compute_s = s.compute_seconds;
-      r.comm_s = s.comm_seconds;
-      r.exposed_comm_s = s.exposed_comm_seconds;
-      r.bytes_sent = s.bytes_sent;
-      r.grad_norm = f.grad_norm;
-      r.loss_scale = f.loss_scale;
-      r.skipped = f.skipped;
-      out.steps->append(records::csv_row(records::train_step_kind(), records::train_step_cells(r)));
-    }
+    if (out.steps)
+      out.steps->append(
+          records::csv_row(records::train_step_kind(), records::train_step_cells(step.record)));
   };
-  const TrainResult result =
-      model_parallel ? train_parallel({comm.get(), tp_comm.get(), pp_comm.get(), dp_comm.get()},
-                                      options, on_step)
-                     : train(*comm, options, on_step);
+  RunMeasurement m = measure_run(world, request, hooks);
+  RunOutcome outcome;
+  if (!m.ran) return outcome;  // this rank sat the run out
   watchdog.end_phase();
-  double memory[3] = {result.memory.parameters, result.memory.gradients, result.memory.optimizer};
-  comm->all_reduce(memory, memory, 3, DataType::kFloat64, ReduceOp::kMax);
-  const size_t warmup = std::min<size_t>(options.steps > 1 ? options.steps - 1 : 0, 5);
-  outcome.summary = summarize(slowest, warmup, options.global_batch);
-  std::vector<RankFigures> ranks_figures;
-  if (model_parallel) ranks_figures = gather_rank_figures(*comm, options, per_rank, warmup, result);
-  if (!leader) return outcome;
+  outcome.ran = true;
+  outcome.summary = m.summary;
+  if (!m.leader) return outcome;
+  outcome.checks_pass = m.checks_pass;
   if (model_parallel) {
-    print_parallel(options, outcome.summary, ranks_figures, slowest, warmup);
+    print_parallel(options, m.summary, m.rank_figures, m.slowest, m.warmup);
     if (out.ranks)
-      for (const RankFigures& rf : ranks_figures)
-        out.ranks->append(records::csv_row(
-            records::train_rank_kind(),
-            records::train_rank_cells(
-                rank_record(id, options, rf, world.hostnames().at(static_cast<size_t>(rf.rank))))));
+      for (const records::TrainRankRecord& r : m.rank_records)
+        out.ranks->append(
+            records::csv_row(records::train_rank_kind(), records::train_rank_cells(r)));
   }
-
-  const RunSummary& s = outcome.summary;
-  const size_t psi = result.parameters;
-  const double bytes_expected = expected_bytes_per_step(
-      options.strategy, psi, ranks, element_bytes(options.precision), options.micro_batches);
-  const MemoryFootprint mem_expected =
-      expected_memory(options.strategy, psi, ranks, options.precision,
-                      state_words_per_parameter(options.optimizer));
-  // Padding: communicated - psi elements; each moves at most 3 m times (ZeRO-3)
-  // and is held in at most 4 float32 words (shard, master, optimizer state).
-  const double padding = static_cast<double>(result.communicated_elements - psi);
-  const double m = static_cast<double>(options.micro_batches);
-  const double bytes_slack = padding * 4 * 3 * m + 64 * (2 + m);
-  const double memory_slack = padding * 16 + 64;
-  // Model-parallel runs: per group above; the ZeRO formulas are for data parallelism.
-  const bool bytes_ok = model_parallel || agrees(s.bytes_per_step, bytes_expected, bytes_slack);
-  const bool memory_ok =
-      model_parallel || (agrees(memory[0], mem_expected.parameters, memory_slack) &&
-                         agrees(memory[1], mem_expected.gradients, memory_slack) &&
-                         agrees(memory[2], mem_expected.optimizer, memory_slack));
-  std::printf(
-      "# step median %.3f ms (p90 %.3f) over %zu steps after %zu warm-up; compute %.3f ms, "
-      "communication %.3f ms (%.1f%% of the step), exposed %.3f ms (%.1f%%); %.1f samples/s\n",
-      s.step_median_s * 1e3, s.step_p90_s * 1e3, s.measured_steps, warmup, s.compute_median_s * 1e3,
-      s.comm_median_s * 1e3, 100 * s.comm_share, s.exposed_comm_median_s * 1e3,
-      100 * s.exposed_comm_share, s.samples_per_s);
-  if (model_parallel) {
-    std::printf(
-        "# memory per rank, the largest (parameters, gradients, optimizer state): %s, %s, %s\n",
-        mb(memory[0]).c_str(), mb(memory[1]).c_str(), mb(memory[2]).c_str());
-  } else {
-    const double factor =
-        bytes_expected /
-        std::max(1.0, all_gather_bytes(psi, ranks, element_bytes(options.precision)));
-    std::printf("# bytes sent per step per rank: %s; formula %g Psi (n-1)/n = %s: %s\n",
-                mb(s.bytes_per_step).c_str(), ranks > 1 ? factor : 0.0, mb(bytes_expected).c_str(),
-                bytes_ok ? "ok" : "DIFFERS");
-    std::printf(
-        "# memory per rank (parameters, gradients, optimizer state): %s, %s, %s; ZeRO paper's "
-        "accounting %s, %s, %s: %s\n",
-        mb(memory[0]).c_str(), mb(memory[1]).c_str(), mb(memory[2]).c_str(),
-        mb(mem_expected.parameters).c_str(), mb(mem_expected.gradients).c_str(),
-        mb(mem_expected.optimizer).c_str(), memory_ok ? "ok" : "DIFFERS");
-  }
-  outcome.checks_pass = bytes_ok && memory_ok;
-  if (options.check_consistency) {
-    const auto differs = std::find_if(result.steps.begin(), result.steps.end(),
-                                      [](const StepFigures& f) { return !f.consistent; });
-    if (differs == result.steps.end()) {
-      std::printf("# parameters agree across ranks after every step\n");
-    } else {
-      std::printf("# parameters DIFFER across ranks after step %zu\n", differs->step);
-      outcome.checks_pass = false;
-    }
-  }
-
-  records::TrainRunRecord r;
-  r.run_id = id;
-  r.strategy = std::string(name(options.strategy));
-  r.ranks = static_cast<int64_t>(ranks);
-  // The nodes of the run's ranks, by World's own node arithmetic.
-  const std::vector<std::string> hosts(
-      world.hostnames().begin(), world.hostnames().begin() + static_cast<std::ptrdiff_t>(ranks));
-  r.nodes = World::from_hostnames(0, hosts).node_count();
-  r.backend = comm->backend_name();
-  r.precision = std::string(name(options.precision));
-  r.optimizer = std::string(name(options.optimizer.kind));
-  r.width = static_cast<int64_t>(options.shape.width);
-  r.depth = static_cast<int64_t>(options.shape.depth);
-  r.parameters = static_cast<int64_t>(psi);
-  r.global_batch = static_cast<int64_t>(options.global_batch);
-  r.micro_batches = static_cast<int64_t>(options.micro_batches);
-  r.steps = static_cast<int64_t>(options.steps);
-  r.warmup_steps = static_cast<int64_t>(warmup);
-  r.overlap = options.overlap;
-  r.prefetch = options.prefetch;
-  r.bucket_bytes = static_cast<int64_t>(options.bucket_bytes);
-  r.scaling = one_rank_step_s > 0 || ranks == 1 ? (weak ? "weak" : "strong") : "";
-  r.step_median_s = s.step_median_s;
-  r.step_p90_s = s.step_p90_s;
-  r.compute_median_s = s.compute_median_s;
-  r.comm_median_s = s.comm_median_s;
-  r.exposed_comm_median_s = s.exposed_comm_median_s;
-  r.comm_share = s.comm_share;
-  r.exposed_comm_share = s.exposed_comm_share;
-  r.samples_per_s = s.samples_per_s;
-  r.bytes_per_step = s.bytes_per_step;
-  r.bytes_per_step_expected = model_parallel ? 0 : bytes_expected;
-  r.memory_parameters_B = memory[0];
-  r.memory_gradients_B = memory[1];
-  r.memory_optimizer_B = memory[2];
-  r.memory_parameters_expected_B = model_parallel ? 0 : mem_expected.parameters;
-  r.memory_gradients_expected_B = model_parallel ? 0 : mem_expected.gradients;
-  r.memory_optimizer_expected_B = model_parallel ? 0 : mem_expected.optimizer;
-  r.final_loss = result.steps.back().loss;
-  if (reference) {
-    std::vector<double> curve;
-    for (const auto& f : result.steps) curve.push_back(f.loss);
-    const EquivalenceResult eq =
-        compare_losses(curve, *reference, loss_tolerance(options.precision));
-    std::printf("# %s\n", eq.summary().c_str());
-    r.loss_max_rel_diff = eq.max_relative_difference;
-    r.loss_tolerance = eq.tolerance;
-    r.loss_equivalent = eq.equivalent;
-    outcome.checks_pass = outcome.checks_pass && eq.equivalent;
-  }
-  const double t1 = ranks == 1 ? s.step_median_s : one_rank_step_s;
-  if (t1 > 0) {
-    const Scaling sc = scaling(t1, s.step_median_s, ranks, weak);
-    r.speedup = sc.speedup;
-    r.efficiency = sc.efficiency;
-    if (ranks > 1)
-      std::printf("# %s scaling against 1 rank: speed-up %.2f, efficiency %.1f%%\n",
-                  weak ? "weak" : "strong", sc.speedup, 100 * sc.efficiency);
-  }
-  std::printf("\n");
-  std::fflush(stdout);
+  print_results(options, ranks, weak, m);
   if (out.runs)
-    out.runs->append(records::csv_row(records::train_run_kind(), records::train_run_cells(r)));
+    out.runs->append(records::csv_row(records::train_run_kind(), records::train_run_cells(m.run)));
   return outcome;
 }
 

@@ -15,8 +15,7 @@
 #include "ccscope/job/interruption.h"
 #include "ccscope/job/run_job.h"
 #include "ccscope/job/watchdog.h"
-#include "ccscope/reports/loaded_results.h"
-#include "ccscope/reports/reporter.h"
+#include "ccscope/records/reporter.h"
 #include "collective_spec.h"
 #include "run_metadata.h"
 #include "sweep_runner.h"
@@ -127,22 +126,14 @@ int benchmark_job(job::JobContext& job, const BenchOptions& options,
   }
 
   // Output files are opened before measuring so a bad path fails at once.
-  reports::ReporterList reporters;
-  const std::string open_error = job.open_outputs([&] {
-    try {
-      setup_reporters(reporters);
-    } catch (const reports::InputError&) {  // says what to do already
-      throw;
-    } catch (const std::exception& error) {
-      throw std::runtime_error(error.what() + std::string("; choose a writable path"));
-    }
-  });
+  records::ReporterList reporters;
+  const std::string open_error = job.open_outputs([&] { setup_reporters(reporters); });
   if (!open_error.empty()) return job.leave_together(job.refuse(open_error));
 
   job::InterruptHandlers interrupts(leader ? "ccscope bench: stopping after the current size "
                                              "(signal received; send it again to stop at once)\n"
                                            : "");
-  reports::RunMetadata metadata = collect_run_metadata(world, *comm, command_line);
+  records::RunMetadata metadata = collect_run_metadata(world, *comm, command_line);
   if (leader) reporters.begin(metadata);
   SweepOutcome outcome;
   const std::vector<BenchOptions> runs = sweep_runs(options, world.size());

@@ -15,7 +15,7 @@ extern char** environ;
 
 namespace ccscope::bench {
 
-void set_expected_path(reports::RunMetadata& metadata, const World& world,
+void set_expected_path(records::RunMetadata& metadata, const World& world,
                        const Communicator& comm) {
   // NVML and sysfs place GPUs and rate NICs; hwloc's full I/O scan would add
   // up to a second per node to every bench run for the PCI tree alone.
@@ -59,9 +59,9 @@ std::string shell_join(const std::vector<std::string>& words) {
   return out;
 }
 
-reports::RunMetadata collect_run_metadata(const World& world, const Communicator& comm,
+records::RunMetadata collect_run_metadata(const World& world, const Communicator& comm,
                                           const std::vector<std::string>& command_line) {
-  reports::RunMetadata metadata;
+  records::RunMetadata metadata;
   metadata.ccscope_version = kVersion;
   metadata.git_commit = kGitCommit;
   metadata.backend = comm.backend_name();

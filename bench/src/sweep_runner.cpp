@@ -192,7 +192,7 @@ struct Figures {
 class Sweep {
  public:
   Sweep(const BenchOptions& options, const ControlPlane& control, const JobShape& shape,
-        Communicator& comm, SweepMonitor& monitor, reports::Reporter* reporter, int repeat)
+        Communicator& comm, SweepMonitor& monitor, records::Reporter* reporter, int repeat)
       : options_(options),
         control_(control),
         shape_(shape),
@@ -232,7 +232,7 @@ class Sweep {
   Timing measure(const Layout& layout, bool in_place, const std::string& what);
   Checks check(const Layout& layout, bool in_place, const std::string& what);
   Figures reduce_across_ranks(const Timing& timing, const Checks& checks) const;
-  reports::BenchRecord make_record(const Layout& layout, bool in_place, const Timing& timing,
+  records::BenchRecord make_record(const Layout& layout, bool in_place, const Timing& timing,
                                    const Figures& figures) const;
   void report_wrong(const std::string& what, const Checks& checks, int64_t wrong) const;
 
@@ -277,7 +277,7 @@ class Sweep {
   const JobShape& shape_;
   Communicator& comm_;
   SweepMonitor& monitor_;
-  reports::Reporter* reporter_;
+  records::Reporter* reporter_;
   int repeat_;
   size_t element_bytes_;
   int rank_;
@@ -551,9 +551,9 @@ void Sweep::report_wrong(const std::string& what, const Checks& checks, int64_t 
   }
 }
 
-reports::BenchRecord Sweep::make_record(const Layout& layout, bool in_place, const Timing& timing,
+records::BenchRecord Sweep::make_record(const Layout& layout, bool in_place, const Timing& timing,
                                         const Figures& figures) const {
-  reports::BenchRecord record;
+  records::BenchRecord record;
   record.collective = std::string(name(options_.collective));
   record.backend = comm_.backend_name();
   record.dtype = std::string(name(options_.type));
@@ -642,7 +642,7 @@ std::string preflight(const BenchOptions& options, const World& world, const Com
 
 SweepOutcome run_sweep(const BenchOptions& options, const ControlPlane& control,
                        const JobShape& shape, Communicator& comm, SweepMonitor& monitor,
-                       reports::Reporter* reporter, int repeat,
+                       records::Reporter* reporter, int repeat,
                        const std::function<int()>& pending_signal) {
   const int ranks = comm.size();
   const int rank = comm.rank();
@@ -704,7 +704,7 @@ SweepOutcome run_sweep(const BenchOptions& options, const ControlPlane& control,
 }
 
 SweepOutcome run_sweep(const BenchOptions& options, const World& world, Communicator& comm,
-                       HangWatchdog& watchdog, reports::Reporter* reporter, int repeat,
+                       HangWatchdog& watchdog, records::Reporter* reporter, int repeat,
                        const std::function<int()>& pending_signal) {
   WatchdogMonitor monitor(watchdog);
   const JobShape shape = job_shape(world);

@@ -13,7 +13,7 @@
 #include "ccscope/collectives/control_plane.h"
 #include "ccscope/job/watchdog.h"
 #include "ccscope/collectives/world.h"
-#include "ccscope/reports/reporter.h"
+#include "ccscope/records/reporter.h"
 #include "ccscope/bench/sweep.h"
 #include "options.h"
 

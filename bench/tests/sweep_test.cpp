@@ -19,12 +19,12 @@
 namespace ccscope::bench {
 namespace {
 
-class Collector : public reports::Reporter {
+class Collector : public records::Reporter {
  public:
-  void begin(const reports::RunMetadata&) override {}
-  void add(const reports::BenchRecord& record) override { records.push_back(record); }
-  void end(const reports::RunMetadata&) override {}
-  std::vector<reports::BenchRecord> records;
+  void begin(const records::RunMetadata&) override {}
+  void add(const records::BenchRecord& record) override { records.push_back(record); }
+  void end(const records::RunMetadata&) override {}
+  std::vector<records::BenchRecord> records;
 };
 
 class NoWatchdog : public SweepMonitor {
@@ -113,7 +113,7 @@ class RecordingCommunicator : public Communicator {
 
 struct Result {
   SweepOutcome outcome;  // rank 0's
-  std::vector<reports::BenchRecord> records;
+  std::vector<records::BenchRecord> records;
   std::vector<size_t> send_offsets;  // rank 0's all-reduce send offsets, in order
 };
 

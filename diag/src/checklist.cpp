@@ -31,6 +31,7 @@
 #include "ccscope/diag/environment_check.h"
 #include "ccscope/diag/localize.h"
 #include "ccscope/records/collective.h"
+#include "ccscope/records/reporter.h"
 #include "ccscope/topo/findings.h"
 #include "ccscope/topo/nccl_env.h"
 #include "ccscope/topo/schedule.h"
@@ -56,12 +57,12 @@ constexpr Collective kNodeCollectives[] = {Collective::kAllReduce,     Collectiv
                                            Collective::kAllToAll,      Collective::kSendRecv};
 
 // Keeps the records a sweep hands its reporter (rank 0 of the sweep's group).
-class CollectingReporter : public reports::Reporter {
+class CollectingReporter : public records::Reporter {
  public:
-  void begin(const reports::RunMetadata&) override {}
-  void add(const reports::BenchRecord& record) override { records.push_back(record); }
-  void end(const reports::RunMetadata&) override {}
-  std::vector<reports::BenchRecord> records;
+  void begin(const records::RunMetadata&) override {}
+  void add(const records::BenchRecord& record) override { records.push_back(record); }
+  void end(const records::RunMetadata&) override {}
+  std::vector<records::BenchRecord> records;
 };
 
 // The watchdog's phases: a stage's outer phase stays on between the inner
@@ -439,7 +440,7 @@ void node_stage(const World& world, PhaseMonitor& monitor, PointToPoint& p2p,
     if (node_p2p->rank() != 0) return;
     double busbw = 0;
     size_t from = 0, to = 0;
-    for (const reports::BenchRecord& r : collected.records) {
+    for (const records::BenchRecord& r : collected.records) {
       if (!r.in_place) busbw = r.busbw_GBps;  // the sweep's last size, node_bytes
       from = from == 0 ? r.size_bytes : std::min(from, r.size_bytes);
       to = std::max(to, r.size_bytes);
@@ -768,7 +769,7 @@ void cluster_stage(const World& world, PhaseMonitor& monitor, PointToPoint& p2p,
     monitor.stage("diag stage 3 (cluster): after the network's all-reduce");
     if (world.rank() == 0) {
       double busbw = 0;
-      for (const reports::BenchRecord& r : collected.records)
+      for (const records::BenchRecord& r : collected.records)
         if (!r.in_place) busbw = r.busbw_GBps;
       Status status = outcome.wrong_elements > 0
                           ? Status::kFail
@@ -874,7 +875,7 @@ void scaling_stage(const World& world, PhaseMonitor& monitor, const ChecklistOpt
                          bench::job_shape(world), *comm, monitor,
                          world.rank() == 0 ? &collected : nullptr, 0, no_signal);
     (void)outcome;
-    for (const reports::BenchRecord& r : collected.records)
+    for (const records::BenchRecord& r : collected.records)
       if (!r.in_place) gradient_busbw_GBps = r.busbw_GBps;
     world.all_reduce_max({&gradient_busbw_GBps, 1});
   }

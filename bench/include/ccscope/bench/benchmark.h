@@ -10,7 +10,7 @@
 
 #include "ccscope/bench/options.h"
 #include "ccscope/job/run_job.h"
-#include "ccscope/reports/reporter.h"
+#include "ccscope/records/reporter.h"
 
 namespace ccscope::bench {
 
@@ -25,8 +25,8 @@ inline constexpr int kBenchTimeout = 3;  // the watchdog stopped a hung operatio
 // Called on rank 0 once MPI is up and the options are judged, before anything
 // is measured: appends the reporters the run writes to (console, --csv,
 // --json, ...). An exception refuses the run on every rank (kBenchRefused)
-// with its message; an InputError's message says what to do already.
-using ReporterSetup = std::function<void(reports::ReporterList& reporters)>;
+// with its message, which says what to do.
+using ReporterSetup = std::function<void(records::ReporterList& reporters)>;
 
 // Runs the benchmark on every rank of the job. `command_line` goes into the
 // run metadata. Returns one of the codes above (or does not return: an abort).

@@ -12,7 +12,7 @@
 #include "ccscope/collectives/control_plane.h"
 #include "ccscope/job/watchdog.h"
 #include "ccscope/collectives/world.h"
-#include "ccscope/reports/reporter.h"
+#include "ccscope/records/reporter.h"
 
 namespace ccscope::bench {
 
@@ -58,11 +58,11 @@ class WatchdogMonitor : public SweepMonitor {
 // over all ranks): non-zero stops the sweep there.
 SweepOutcome run_sweep(const BenchOptions& options, const ControlPlane& control,
                        const JobShape& shape, Communicator& comm, SweepMonitor& monitor,
-                       reports::Reporter* reporter, int repeat,
+                       records::Reporter* reporter, int repeat,
                        const std::function<int()>& pending_signal);
 // The same over MPI_COMM_WORLD, watched by `watchdog`.
 SweepOutcome run_sweep(const BenchOptions& options, const World& world, Communicator& comm,
-                       HangWatchdog& watchdog, reports::Reporter* reporter, int repeat,
+                       HangWatchdog& watchdog, records::Reporter* reporter, int repeat,
                        const std::function<int()>& pending_signal);
 
 }  // namespace ccscope::bench

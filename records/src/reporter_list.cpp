@@ -1,9 +1,9 @@
 #include <stdexcept>
 #include <string>
 
-#include "ccscope/reports/reporter.h"
+#include "ccscope/records/reporter.h"
 
-namespace ccscope::reports {
+namespace ccscope::records {
 
 template <typename Call>
 void ReporterList::for_each(const Call& call) {
@@ -28,4 +28,4 @@ void ReporterList::end(const RunMetadata& m) {
   for_each([&](Reporter& r) { r.end(m); });
 }
 
-}  // namespace ccscope::reports
+}  // namespace ccscope::records

@@ -1,0 +1,87 @@
+#pragma once
+// One measured training run over MPI, its records built here where the figures
+// are made: the communicators (the run's ranks, and for model-parallel
+// strategies one per group), the steps with the slowest rank's figures, the
+// summary, bytes and memory against the formulas, the loss against one rank's,
+// and the step, run and rank records. The command layer (app/src/train_verb.cpp)
+// prints and writes them.
+#include <cstddef>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ccscope/collectives/communicator.h"
+#include "ccscope/collectives/world.h"
+#include "ccscope/records/training_record.h"
+#include "ccscope/training_probe/accounting.h"
+#include "ccscope/training_probe/equivalence.h"
+#include "ccscope/training_probe/parallel_trainer.h"
+#include "ccscope/training_probe/summary.h"
+#include "ccscope/training_probe/trainer.h"
+
+namespace ccscope::training_probe {
+
+struct RunRequest {
+  TrainOptions options;
+  size_t ranks = 1;  // the world's first `ranks` ranks (model-parallel: the whole world)
+  bool weak = false;
+  bool yielding_waits = true;
+  std::string run_id;
+  std::optional<std::vector<double>> reference;  // rank 0: one rank's loss curve
+  double one_rank_step_s = 0;  // rank 0: the 1-rank run's median step; 0 when none ran
+};
+
+// One step as every rank of the run sees it: its own figures, the slowest
+// rank's (the maximum over ranks of every time and byte count), and the step
+// record made of them.
+struct StepReport {
+  const StepFigures& own;
+  const StepFigures& slowest;
+  const records::TrainStepRecord& record;
+};
+
+struct RunHooks {
+  // Every rank of the run, its communicators up, before the first step.
+  std::function<void(const Communicator& run)> started;
+  std::function<void(const StepReport&)> step;
+};
+
+// One rank's figures of a model-parallel run: medians over the steps after
+// warm-up of its own times and bytes (ranks differ by stage and group).
+struct RankFigures {
+  size_t rank = 0;
+  GridPosition at;
+  double step_s = 0, tp_bytes = 0, pp_bytes = 0, dp_bytes = 0, ep_bytes = 0;
+  double pipeline_s = 0, busy_s = 0, idle_s = 0;
+  double peak_in_flight = 0, peak_activation_bytes = 0, memory_bytes = 0;
+  double all_to_all_s = 0, routed = 0, dropped = 0, load_imbalance = 0;
+};
+// The share of the pipeline's makespan this stage did not run passes.
+double bubble_of(const RankFigures& f);
+
+struct RunMeasurement {
+  bool ran = false;     // false: this rank sat the run out (nothing below is set)
+  bool leader = false;  // rank 0 of the run: the fields marked "rank 0" are set
+  size_t warmup = 0;
+  RunSummary summary;  // over the slowest rank's steps after warm-up
+  std::vector<StepFigures> slowest;
+  MemoryFootprint memory;  // the largest over ranks
+  // Data-parallel runs: the formulas, and whether the measured figures agree.
+  double bytes_expected = 0;
+  MemoryFootprint memory_expected;
+  bool bytes_ok = true, memory_ok = true;
+  std::optional<size_t> inconsistent_after_step;       // --check-consistency: parameters differed
+  std::optional<EquivalenceResult> equivalence;        // rank 0, with a reference
+  std::optional<Scaling> scaling;                      // rank 0, against the 1-rank run
+  std::vector<RankFigures> rank_figures;               // rank 0, model-parallel runs
+  records::TrainRunRecord run;                         // rank 0
+  std::vector<records::TrainRankRecord> rank_records;  // rank 0, model-parallel runs
+  bool checks_pass = true;                             // rank 0
+};
+
+// Runs `request` on every rank of the world (ranks outside the run return at
+// once with ran == false). Throws what the trainers throw.
+RunMeasurement measure_run(const World& world, const RunRequest& request, const RunHooks& hooks);
+
+}  // namespace ccscope::training_probe

@@ -1,0 +1,317 @@
+// measure_run: see ccscope/training_probe/training_run.h.
+#include "ccscope/training_probe/training_run.h"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+
+#include "ccscope/collectives/backends.h"
+#include "ccscope/common/statistics.h"
+#include "ccscope/training_probe/model.h"
+#include "ccscope/training_probe/optimizer.h"
+#include "ccscope/training_probe/pipeline.h"
+
+namespace ccscope::training_probe {
+namespace {
+
+// The step figures reported as the slowest rank's: the maximum over ranks
+// (peak_in_flight, a count, travels beside them).
+constexpr double StepFigures::*kSlowestFigures[] = {&StepFigures::step_seconds,
+                                                    &StepFigures::compute_seconds,
+                                                    &StepFigures::comm_seconds,
+                                                    &StepFigures::exposed_comm_seconds,
+                                                    &StepFigures::bytes_sent,
+                                                    &StepFigures::tp_bytes,
+                                                    &StepFigures::pp_bytes,
+                                                    &StepFigures::dp_bytes,
+                                                    &StepFigures::ep_bytes,
+                                                    &StepFigures::all_to_all_seconds,
+                                                    &StepFigures::peak_activation_bytes};
+constexpr size_t kSlowestCount = std::size(kSlowestFigures);
+
+StepFigures slowest_over_ranks(Communicator& comm, const StepFigures& own) {
+  double figures[kSlowestCount + 1];
+  for (size_t i = 0; i < kSlowestCount; ++i) figures[i] = own.*kSlowestFigures[i];
+  figures[kSlowestCount] = static_cast<double>(own.peak_in_flight);
+  comm.all_reduce(figures, figures, kSlowestCount + 1, DataType::kFloat64, ReduceOp::kMax);
+  StepFigures slowest = own;
+  for (size_t i = 0; i < kSlowestCount; ++i) slowest.*kSlowestFigures[i] = figures[i];
+  slowest.peak_in_flight = static_cast<size_t>(figures[kSlowestCount]);
+  return slowest;
+}
+
+// A rank's figures that are medians of its steps after warm-up ...
+struct MedianOfSteps {
+  double RankFigures::*figure;
+  double StepFigures::*step;
+};
+constexpr MedianOfSteps kRankMedians[] = {
+    {&RankFigures::step_s, &StepFigures::step_seconds},
+    {&RankFigures::tp_bytes, &StepFigures::tp_bytes},
+    {&RankFigures::pp_bytes, &StepFigures::pp_bytes},
+    {&RankFigures::dp_bytes, &StepFigures::dp_bytes},
+    {&RankFigures::ep_bytes, &StepFigures::ep_bytes},
+    {&RankFigures::pipeline_s, &StepFigures::pipeline_seconds},
+    {&RankFigures::busy_s, &StepFigures::pipeline_busy_seconds},
+    {&RankFigures::idle_s, &StepFigures::pipeline_wait_seconds},
+    {&RankFigures::all_to_all_s, &StepFigures::all_to_all_seconds},
+    {&RankFigures::load_imbalance, &StepFigures::load_imbalance}};
+// ... and every figure that travels to rank 0 (the medians, the peaks over
+// the run, the memory held and the routing sums).
+constexpr double RankFigures::*kRankFigures[] = {
+    &RankFigures::step_s,         &RankFigures::tp_bytes,
+    &RankFigures::pp_bytes,       &RankFigures::dp_bytes,
+    &RankFigures::ep_bytes,       &RankFigures::pipeline_s,
+    &RankFigures::busy_s,         &RankFigures::idle_s,
+    &RankFigures::peak_in_flight, &RankFigures::peak_activation_bytes,
+    &RankFigures::memory_bytes,   &RankFigures::all_to_all_s,
+    &RankFigures::routed,         &RankFigures::dropped,
+    &RankFigures::load_imbalance};
+
+// Collective over the run's ranks; rank 0 gets every rank's figures.
+std::vector<RankFigures> gather_rank_figures(Communicator& comm, const TrainOptions& o,
+                                             const std::vector<StepFigures>& steps, size_t warmup,
+                                             const TrainResult& result) {
+  RankFigures mine;
+  for (const MedianOfSteps& m : kRankMedians) {
+    std::vector<double> values;
+    for (size_t i = std::min(warmup, steps.size() - 1); i < steps.size(); ++i)
+      values.push_back(steps[i].*m.step);
+    mine.*m.figure = median(values);
+  }
+  for (const StepFigures& f : steps) {
+    mine.peak_in_flight = std::max(mine.peak_in_flight, static_cast<double>(f.peak_in_flight));
+    mine.peak_activation_bytes = std::max(mine.peak_activation_bytes, f.peak_activation_bytes);
+    mine.routed += static_cast<double>(f.routed_tokens);
+    mine.dropped += static_cast<double>(f.dropped_tokens);
+  }
+  mine.memory_bytes = result.memory.total();
+  constexpr size_t k = std::size(kRankFigures);
+  double sent[k];
+  for (size_t i = 0; i < k; ++i) sent[i] = mine.*kRankFigures[i];
+  const size_t ranks = static_cast<size_t>(comm.size());
+  std::vector<double> all(k * ranks);
+  comm.all_gather(sent, all.data(), k, DataType::kFloat64);
+  std::vector<RankFigures> figures;
+  for (size_t r = 0; r < ranks; ++r) {
+    RankFigures f;
+    for (size_t i = 0; i < k; ++i) f.*kRankFigures[i] = all[r * k + i];
+    f.rank = r;
+    // Expert parallelism is data parallelism for everything but the experts.
+    f.at = o.strategy == Strategy::kExpert ? GridPosition{0, r, 0} : grid_position(r, o.parallel);
+    figures.push_back(f);
+  }
+  return figures;
+}
+
+records::TrainRankRecord rank_record(const std::string& id, const TrainOptions& o,
+                                     const RankFigures& f, const std::string& host) {
+  records::TrainRankRecord r;
+  r.run_id = id;
+  r.strategy = std::string(name(o.strategy));
+  r.rank = static_cast<int64_t>(f.rank);
+  r.host = host;
+  r.tp_rank = static_cast<int64_t>(f.at.tp);
+  r.dp_rank = static_cast<int64_t>(f.at.dp);
+  r.stage = static_cast<int64_t>(f.at.pp);
+  r.tp = static_cast<int64_t>(o.parallel.tp);
+  r.pp = static_cast<int64_t>(o.parallel.pp);
+  r.dp = static_cast<int64_t>(o.parallel.dp);
+  r.schedule = std::string(name(o.parallel.schedule));
+  r.chunks = static_cast<int64_t>(o.parallel.chunks);
+  r.micro_batches = static_cast<int64_t>(o.micro_batches);
+  r.step_median_s = f.step_s;
+  r.tp_bytes = f.tp_bytes;
+  r.pp_bytes = f.pp_bytes;
+  r.dp_bytes = f.dp_bytes;
+  r.ep_bytes = f.ep_bytes;
+  r.pipeline_s = f.pipeline_s;
+  r.pipeline_busy_s = f.busy_s;
+  r.pipeline_idle_s = f.idle_s;
+  r.bubble = bubble_of(f);
+  r.bubble_textbook =
+      o.parallel.pp > 1 ? textbook_bubble(o.parallel.pp, o.micro_batches, o.parallel.chunks) : 0;
+  r.peak_in_flight = static_cast<int64_t>(f.peak_in_flight);
+  r.peak_activation_B = f.peak_activation_bytes;
+  r.memory_B = f.memory_bytes;
+  r.all_to_all_s = f.all_to_all_s;
+  r.all_to_all_share = f.step_s > 0 ? f.all_to_all_s / f.step_s : 0;
+  r.dropped_share = f.routed > 0 ? f.dropped / f.routed : 0;
+  r.load_imbalance = f.load_imbalance;
+  return r;
+}
+
+records::TrainStepRecord step_record(const RunRequest& q, const StepFigures& own,
+                                     const StepFigures& slowest) {
+  records::TrainStepRecord r;
+  r.run_id = q.run_id;
+  r.strategy = std::string(name(q.options.strategy));
+  r.ranks = static_cast<int64_t>(q.ranks);
+  r.step = static_cast<int64_t>(own.step);
+  r.loss = own.loss;
+  r.step_s = slowest.step_seconds;
+  r.compute_s = slowest.compute_seconds;
+  r.comm_s = slowest.comm_seconds;
+  r.exposed_comm_s = slowest.exposed_comm_seconds;
+  r.bytes_sent = slowest.bytes_sent;
+  r.grad_norm = own.grad_norm;
+  r.loss_scale = own.loss_scale;
+  r.skipped = own.skipped;
+  return r;
+}
+
+// Agreement of a measured figure with its formula: within 1%, or within
+// `slack` bytes (ZeRO's padding to a multiple of the rank count and the few
+// bytes of scalar reductions, which the formulas leave out).
+bool agrees(double measured, double expected, double slack) {
+  return std::abs(measured - expected) <= std::max(0.01 * expected, slack);
+}
+
+}  // namespace
+
+double bubble_of(const RankFigures& f) {
+  // Waits for transfers and for the flush, and the transfers' own cost (the
+  // textbook figure assumes that cost is 0).
+  return f.pipeline_s > 0 ? std::max(0.0, f.pipeline_s - f.busy_s) / f.pipeline_s : 0;
+}
+
+RunMeasurement measure_run(const World& world, const RunRequest& q, const RunHooks& hooks) {
+  const TrainOptions& options = q.options;
+  const size_t ranks = q.ranks;
+  RunMeasurement m;
+  MpiOptions mpi;
+  mpi.first_ranks = static_cast<int>(ranks);
+  mpi.yielding_waits = q.yielding_waits;
+  std::unique_ptr<Communicator> comm = make_mpi_communicator(world, mpi);
+  if (!comm) return m;  // this rank sits the run out
+  m.ran = true;
+  m.leader = comm->rank() == 0;
+  const bool model_parallel = is_model_parallel(options.strategy);
+  // Model-parallel runs span the whole job: one communicator per group.
+  std::unique_ptr<Communicator> tp_comm, pp_comm, dp_comm;
+  if (model_parallel && options.strategy != Strategy::kExpert) {
+    const GroupColors colors = group_colors(static_cast<size_t>(world.rank()), options.parallel);
+    MpiOptions group;
+    group.yielding_waits = q.yielding_waits;
+    group.color = colors.tp;
+    tp_comm = make_mpi_communicator(world, group);
+    group.color = colors.pp;
+    pp_comm = make_mpi_communicator(world, group);
+    group.color = colors.dp;
+    dp_comm = make_mpi_communicator(world, group);
+  }
+  if (hooks.started) hooks.started(*comm);
+
+  std::vector<StepFigures> per_rank;  // this rank's own figures
+  auto on_step = [&](const StepFigures& own) {
+    // The communication thread is idle between steps.
+    const StepFigures slowest = slowest_over_ranks(*comm, own);
+    per_rank.push_back(own);
+    m.slowest.push_back(slowest);
+    const records::TrainStepRecord record = step_record(q, own, slowest);
+    if (hooks.step) hooks.step({own, slowest, record});
+  };
+  const TrainResult result =
+      model_parallel ? train_parallel({comm.get(), tp_comm.get(), pp_comm.get(), dp_comm.get()},
+                                      options, on_step)
+                     : train(*comm, options, on_step);
+  double memory[3] = {result.memory.parameters, result.memory.gradients, result.memory.optimizer};
+  comm->all_reduce(memory, memory, 3, DataType::kFloat64, ReduceOp::kMax);
+  m.memory = {memory[0], memory[1], memory[2]};
+  m.warmup = std::min<size_t>(options.steps > 1 ? options.steps - 1 : 0, 5);
+  m.summary = summarize(m.slowest, m.warmup, options.global_batch);
+  if (model_parallel)
+    m.rank_figures = gather_rank_figures(*comm, options, per_rank, m.warmup, result);
+  if (!m.leader) {
+    m.rank_figures.clear();
+    return m;
+  }
+  for (const RankFigures& rf : m.rank_figures)
+    m.rank_records.push_back(
+        rank_record(q.run_id, options, rf, world.hostnames().at(static_cast<size_t>(rf.rank))));
+
+  const RunSummary& s = m.summary;
+  const size_t psi = result.parameters;
+  m.bytes_expected = expected_bytes_per_step(
+      options.strategy, psi, ranks, element_bytes(options.precision), options.micro_batches);
+  m.memory_expected = expected_memory(options.strategy, psi, ranks, options.precision,
+                                      state_words_per_parameter(options.optimizer));
+  // Padding: communicated - psi elements; each moves at most 3 m times (ZeRO-3)
+  // and is held in at most 4 float32 words (shard, master, optimizer state).
+  const double padding = static_cast<double>(result.communicated_elements - psi);
+  const double micro = static_cast<double>(options.micro_batches);
+  const double bytes_slack = padding * 4 * 3 * micro + 64 * (2 + micro);
+  const double memory_slack = padding * 16 + 64;
+  // Model-parallel runs: per group; the ZeRO formulas are for data parallelism.
+  m.bytes_ok = model_parallel || agrees(s.bytes_per_step, m.bytes_expected, bytes_slack);
+  m.memory_ok = model_parallel || (agrees(memory[0], m.memory_expected.parameters, memory_slack) &&
+                                   agrees(memory[1], m.memory_expected.gradients, memory_slack) &&
+                                   agrees(memory[2], m.memory_expected.optimizer, memory_slack));
+  m.checks_pass = m.bytes_ok && m.memory_ok;
+  if (options.check_consistency) {
+    const auto differs = std::find_if(result.steps.begin(), result.steps.end(),
+                                      [](const StepFigures& f) { return !f.consistent; });
+    if (differs != result.steps.end()) {
+      m.inconsistent_after_step = differs->step;
+      m.checks_pass = false;
+    }
+  }
+
+  records::TrainRunRecord& r = m.run;
+  r.run_id = q.run_id;
+  r.strategy = std::string(name(options.strategy));
+  r.ranks = static_cast<int64_t>(ranks);
+  // The nodes of the run's ranks, by World's own node arithmetic.
+  const std::vector<std::string> hosts(
+      world.hostnames().begin(), world.hostnames().begin() + static_cast<std::ptrdiff_t>(ranks));
+  r.nodes = World::from_hostnames(0, hosts).node_count();
+  r.backend = comm->backend_name();
+  r.precision = std::string(name(options.precision));
+  r.optimizer = std::string(name(options.optimizer.kind));
+  r.width = static_cast<int64_t>(options.shape.width);
+  r.depth = static_cast<int64_t>(options.shape.depth);
+  r.parameters = static_cast<int64_t>(psi);
+  r.global_batch = static_cast<int64_t>(options.global_batch);
+  r.micro_batches = static_cast<int64_t>(options.micro_batches);
+  r.steps = static_cast<int64_t>(options.steps);
+  r.warmup_steps = static_cast<int64_t>(m.warmup);
+  r.overlap = options.overlap;
+  r.prefetch = options.prefetch;
+  r.bucket_bytes = static_cast<int64_t>(options.bucket_bytes);
+  r.scaling = q.one_rank_step_s > 0 || ranks == 1 ? (q.weak ? "weak" : "strong") : "";
+  r.step_median_s = s.step_median_s;
+  r.step_p90_s = s.step_p90_s;
+  r.compute_median_s = s.compute_median_s;
+  r.comm_median_s = s.comm_median_s;
+  r.exposed_comm_median_s = s.exposed_comm_median_s;
+  r.comm_share = s.comm_share;
+  r.exposed_comm_share = s.exposed_comm_share;
+  r.samples_per_s = s.samples_per_s;
+  r.bytes_per_step = s.bytes_per_step;
+  r.bytes_per_step_expected = model_parallel ? 0 : m.bytes_expected;
+  r.memory_parameters_B = memory[0];
+  r.memory_gradients_B = memory[1];
+  r.memory_optimizer_B = memory[2];
+  r.memory_parameters_expected_B = model_parallel ? 0 : m.memory_expected.parameters;
+  r.memory_gradients_expected_B = model_parallel ? 0 : m.memory_expected.gradients;
+  r.memory_optimizer_expected_B = model_parallel ? 0 : m.memory_expected.optimizer;
+  r.final_loss = result.steps.back().loss;
+  if (q.reference) {
+    std::vector<double> curve;
+    for (const auto& f : result.steps) curve.push_back(f.loss);
+    m.equivalence = compare_losses(curve, *q.reference, loss_tolerance(options.precision));
+    r.loss_max_rel_diff = m.equivalence->max_relative_difference;
+    r.loss_tolerance = m.equivalence->tolerance;
+    r.loss_equivalent = m.equivalence->equivalent;
+    m.checks_pass = m.checks_pass && m.equivalence->equivalent;
+  }
+  const double t1 = ranks == 1 ? s.step_median_s : q.one_rank_step_s;
+  if (t1 > 0) {
+    m.scaling = scaling(t1, s.step_median_s, ranks, q.weak);
+    r.speedup = m.scaling->speedup;
+    r.efficiency = m.scaling->efficiency;
+  }
+  return m;
+}
+
+}  // namespace ccscope::training_probe
