@@ -29,4 +29,16 @@ void Communicator::all_to_all_v(const void*, std::span<const size_t>, std::span<
   not_supported(*this, "all_to_all_v");
 }
 
+void check_all_to_all_v_spans(const Communicator& comm, std::span<const size_t> send_counts,
+                              std::span<const size_t> send_displacements,
+                              std::span<const size_t> recv_counts,
+                              std::span<const size_t> recv_displacements) {
+  const size_t n = static_cast<size_t>(comm.size());
+  if (send_counts.size() != n || send_displacements.size() != n || recv_counts.size() != n ||
+      recv_displacements.size() != n)
+    throw UsageError("rank " + std::to_string(comm.rank()) + ", " + comm.backend_name() +
+                     " backend: all_to_all_v needs one count and displacement per rank (" +
+                     std::to_string(n) + ")");
+}
+
 }  // namespace ccscope

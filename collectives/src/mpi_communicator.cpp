@@ -300,11 +300,8 @@ class MpiCommunicator : public Communicator {
                     std::span<const size_t> send_displacements, void* recv,
                     std::span<const size_t> recv_counts, std::span<const size_t> recv_displacements,
                     DataType type) override {
-    const size_t n = static_cast<size_t>(size_);
-    if (send_counts.size() != n || send_displacements.size() != n || recv_counts.size() != n ||
-        recv_displacements.size() != n)
-      throw UsageError("MPI backend: all_to_all_v needs one count and displacement per rank (" +
-                       std::to_string(n) + ")");
+    check_all_to_all_v_spans(*this, send_counts, send_displacements, recv_counts,
+                             recv_displacements);
     auto ints = [](std::span<const size_t> values) {
       std::vector<int> out;
       for (size_t v : values) out.push_back(to_int_count(v));

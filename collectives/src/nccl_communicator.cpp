@@ -793,11 +793,9 @@ class NcclCommunicator : public Communicator {
                     std::span<const size_t> send_displacements, void* recv,
                     std::span<const size_t> recv_counts, std::span<const size_t> recv_displacements,
                     DataType type) override {
+    check_all_to_all_v_spans(*this, send_counts, send_displacements, recv_counts,
+                             recv_displacements);
     const size_t n = static_cast<size_t>(size_);
-    if (send_counts.size() != n || send_displacements.size() != n || recv_counts.size() != n ||
-        recv_displacements.size() != n)
-      throw UsageError(rank_prefix(rank_) + "all_to_all_v needs one count and displacement per " +
-                       "rank (" + std::to_string(n) + ")");
     const size_t es = element_size(type);
     std::vector<PeerSend> sends;
     std::vector<PeerRecv> recvs;

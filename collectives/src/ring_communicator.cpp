@@ -71,6 +71,8 @@ class RingCommunicator : public Communicator {
                     std::span<const size_t> send_displacements, void* recv,
                     std::span<const size_t> recv_counts, std::span<const size_t> recv_displacements,
                     DataType type) override {
+    check_all_to_all_v_spans(*this, send_counts, send_displacements, recv_counts,
+                             recv_displacements);
     const size_t es = element_size(type);
     std::vector<const void*> send_blocks;
     std::vector<void*> recv_blocks;

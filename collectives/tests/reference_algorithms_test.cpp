@@ -998,6 +998,24 @@ TEST(AllToAllv, MismatchedCountIsAnErrorNotAHang) {
                BackendError);
 }
 
+// A span shorter than the rank count is refused before anything is sent,
+// naming the rank and the backend (every backend checks the same way).
+TEST(AllToAllv, SpansWithoutOneEntryPerRankAreAUsageError) {
+  std::string message;
+  InProcessTransport::run(1, [&](PointToPoint& p2p) {
+    auto comm = make_ring_communicator(p2p);
+    std::vector<int32_t> send(2, 0), recv(2, 0);
+    const std::vector<size_t> one = {2}, none = {};
+    try {
+      comm->all_to_all_v(send.data(), one, none, recv.data(), one, one, DataType::kInt32);
+    } catch (const UsageError& e) {
+      message = e.what();
+    }
+  });
+  EXPECT_EQ(message,
+            "rank 0, ring backend: all_to_all_v needs one count and displacement per rank (1)");
+}
+
 // The ring communicator's one-send-one-receive shapes.
 TEST(RingBatchSendRecv, RingPassWithDifferentCountsPerRank) {
   for (int ranks = 1; ranks <= 4; ++ranks) {

@@ -144,4 +144,11 @@ class Communicator {
   virtual std::string resources() const { return ""; }
 };
 
+// all_to_all_v's contract on its spans (one entry per rank of `comm`), checked by
+// every backend that runs it: throws UsageError naming the backend otherwise.
+void check_all_to_all_v_spans(const Communicator& comm, std::span<const size_t> send_counts,
+                              std::span<const size_t> send_displacements,
+                              std::span<const size_t> recv_counts,
+                              std::span<const size_t> recv_displacements);
+
 }  // namespace ccscope
