@@ -17,6 +17,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <numeric>
 #include <optional>
 #include <string>
 #include <vector>
@@ -61,6 +62,7 @@ struct TrainFlags {
   size_t depth = 4;
   std::string activation = "relu";
   size_t global_batch = 128;
+  bool global_batch_given = false;  // else the default is rounded to the rank count
   size_t micro_batches = 1;
   size_t samples = 0;
   std::string optimizer = "sgd";
@@ -610,6 +612,20 @@ int run_training(job::JobContext& job, const TrainFlags& flags, TrainOptions bas
         "traffic to measure (0 B per step)\n",
         flags.offload.c_str());
   }
+  // Defaults run at any rank count: without --global-batch (or a DeepSpeed config's batch),
+  // the default is rounded up to what every run's ranks and micro-batches divide.
+  auto adopt_default_batch = [&](size_t multiple, const char* what) {
+    if (flags.global_batch_given || !flags.deepspeed_config.empty()) return;
+    const size_t batch = default_global_batch(base.global_batch, multiple);
+    // (beyond --global-batch's range, validation below says what to choose)
+    if (batch == base.global_batch || batch > (size_t{1} << 24)) return;
+    if (leader)
+      std::printf(
+          "# global batch %zu: the default %zu rounded up to a multiple of %zu (%s); "
+          "--global-batch sets it\n",
+          batch, base.global_batch, multiple, what);
+    base.global_batch = batch;
+  };
   if (is_model_parallel(base.strategy)) {
     if (!counts.empty() || flags.weak)
       return fail_usage(
@@ -620,11 +636,17 @@ int run_training(job::JobContext& job, const TrainFlags& flags, TrainOptions bas
     const std::string problem = complete_layout(base, world_size, flags.ep);
     if (!problem.empty()) return fail_usage(problem);
     const size_t replicas = base.strategy == Strategy::kExpert ? world_size : base.parallel.dp;
+    adopt_default_batch(replicas * base.micro_batches, "data-parallel replicas x micro-batches");
     const std::string batch = validate(base, replicas);
     if (!batch.empty()) return fail_usage(batch);
   } else {
     if (!flags.ranks_csv.empty())
       return fail_usage("--ranks-csv needs --strategy tp, pp, ep or 3d");
+    // --weak: the per-rank batch is the flag's; else every rank count of the run divides it.
+    size_t multiple = 1;
+    for (size_t k : rank_counts) multiple = std::lcm(multiple, flags.weak ? size_t{1} : k);
+    adopt_default_batch(multiple * base.micro_batches,
+                        flags.weak ? "micro-batches" : "ranks x micro-batches");
     for (size_t k : rank_counts) {
       TrainOptions o = base;
       if (flags.weak) o.global_batch = base.global_batch * k;
@@ -731,9 +753,11 @@ int train_verb(const std::vector<std::string>& args, const std::vector<std::stri
   app.add_option("--width", f.width, "features of every layer")->capture_default_str();
   app.add_option("--depth", f.depth, "linear layers")->capture_default_str();
   app.add_option("--activation", f.activation, "relu or tanh")->capture_default_str();
-  app.add_option("--global-batch", f.global_batch,
-                 "samples per step, all ranks together (with --weak: the batch at one rank)")
-      ->capture_default_str();
+  CLI::Option* global_batch =
+      app.add_option("--global-batch", f.global_batch,
+                     "samples per step, all ranks together (with --weak: the batch at one rank; "
+                     "by default rounded up to a multiple of the ranks x micro-batches)")
+          ->capture_default_str();
   app.add_option("--micro-batches", f.micro_batches,
                  "gradient accumulation steps (DDP no_sync on all but the last)")
       ->capture_default_str();
@@ -817,6 +841,7 @@ int train_verb(const std::vector<std::string>& args, const std::vector<std::stri
                  "tests only: sum, sampler, bucket, clip, microbatch, tp-allreduce, expert")
       ->group("");
   if (const std::optional<int> done = parse_flags(app, kTrainVerb, args)) return *done;
+  f.global_batch_given = global_batch->count() > 0;
   TrainOptions options;
   std::string problem;
   try {  // before MPI starts: the same file twice is refused at once

@@ -308,6 +308,26 @@ double load_element(const void* data, DataType type, size_t index) {
   return 0;
 }
 
+namespace {
+// An integer element from a double: truncated toward zero and wrapped modulo 2^bits, as the
+// integer types' arithmetic wraps (converting an out-of-range double is undefined behaviour:
+// a test's "element + 1" on 255 must store 0). NaN stores 0; beyond 64 bits saturates.
+template <typename Integer>
+Integer to_integer(double value) {
+  constexpr double kTwo63 = 9223372036854775808.0;
+  uint64_t bits = 0;
+  if (std::isnan(value) || value < -kTwo63)
+    bits = value < 0 ? uint64_t{1} << 63 : 0;
+  else if (value >= 2 * kTwo63)
+    bits = ~uint64_t{0};
+  else if (value >= kTwo63)
+    bits = static_cast<uint64_t>(value);
+  else
+    bits = static_cast<uint64_t>(static_cast<int64_t>(value));
+  return static_cast<Integer>(bits);
+}
+}  // namespace
+
 void store_element(void* data, DataType type, size_t index, double value) {
   switch (type) {
     case DataType::kFloat32:
@@ -323,22 +343,22 @@ void store_element(void* data, DataType type, size_t index, double value) {
       static_cast<uint16_t*>(data)[index] = float_to_bfloat16(static_cast<float>(value));
       return;
     case DataType::kInt32:
-      static_cast<int32_t*>(data)[index] = static_cast<int32_t>(value);
+      static_cast<int32_t*>(data)[index] = to_integer<int32_t>(value);
       return;
     case DataType::kInt8:
-      static_cast<int8_t*>(data)[index] = static_cast<int8_t>(value);
+      static_cast<int8_t*>(data)[index] = to_integer<int8_t>(value);
       return;
     case DataType::kUInt8:
-      static_cast<uint8_t*>(data)[index] = static_cast<uint8_t>(value);
+      static_cast<uint8_t*>(data)[index] = to_integer<uint8_t>(value);
       return;
     case DataType::kUInt32:
-      static_cast<uint32_t*>(data)[index] = static_cast<uint32_t>(value);
+      static_cast<uint32_t*>(data)[index] = to_integer<uint32_t>(value);
       return;
     case DataType::kInt64:
-      static_cast<int64_t*>(data)[index] = static_cast<int64_t>(value);
+      static_cast<int64_t*>(data)[index] = to_integer<int64_t>(value);
       return;
     case DataType::kUInt64:
-      static_cast<uint64_t*>(data)[index] = static_cast<uint64_t>(value);
+      static_cast<uint64_t*>(data)[index] = to_integer<uint64_t>(value);
       return;
     case DataType::kFloat8E4M3:
       static_cast<uint8_t*>(data)[index] = float_to_fp8_e4m3(static_cast<float>(value));

@@ -112,6 +112,21 @@ TEST(Types, LoadStoreEveryType) {
   EXPECT_EQ(load_element(storage, DataType::kInt8, 0), -5);
 }
 
+TEST(Types, IntegersStoreOutOfRangeValuesWrappedAsTheirArithmeticDoes) {
+  unsigned char storage[16] = {};
+  auto stored = [&](DataType t, double v) {
+    store_element(storage, t, 0, v);
+    return load_element(storage, t, 0);
+  };
+  EXPECT_EQ(stored(DataType::kUInt8, 256), 0);  // 255 + 1, a corrupted element in the tests
+  EXPECT_EQ(stored(DataType::kUInt8, -1), 255);
+  EXPECT_EQ(stored(DataType::kInt8, 128), -128);
+  EXPECT_EQ(stored(DataType::kUInt32, 4294967296.0 + 7), 7);
+  EXPECT_EQ(stored(DataType::kInt32, 2.9), 2);  // toward zero, as a conversion truncates
+  EXPECT_EQ(stored(DataType::kUInt64, 18446744073709549568.0), 18446744073709549568.0);
+  EXPECT_EQ(stored(DataType::kInt64, std::nan("")), 0);
+}
+
 // --- OCP fp8 (e4m3 "fn": no infinity, one NaN per sign; e5m2: IEEE-like) ---
 
 struct Fp8Format {

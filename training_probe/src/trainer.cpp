@@ -385,8 +385,8 @@ class Engine {
   MemoryFootprint held_memory() const {
     return held_bytes(
         element_, o_.strategy == Strategy::kZero3 ? param_shard_.size() : params_.size(),
-        zero() && o_.strategy != Strategy::kZero1 ? grad_shard_.size() : grads_.size(),
-        *optimizer_, master_.size(), mixed());
+        zero() && o_.strategy != Strategy::kZero1 ? grad_shard_.size() : grads_.size(), *optimizer_,
+        master_.size(), mixed());
   }
 
   const TrainOptions& o_;
@@ -428,6 +428,12 @@ class Engine {
 };
 
 }  // namespace
+
+size_t default_global_batch(size_t preferred, size_t multiple) {
+  if (preferred == 0 || multiple == 0)
+    throw UsageError("default_global_batch: the batch and its multiple must be at least 1");
+  return (preferred + multiple - 1) / multiple * multiple;
+}
 
 std::string validate(const TrainOptions& o, size_t ranks) {
   if (ranks == 0) return "no ranks";

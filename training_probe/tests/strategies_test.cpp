@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "ccscope/collectives/backends.h"
+#include "ccscope/collectives/error.h"
 #include "ccscope/collectives/in_process_transport.h"
 #include "ccscope/training_probe/equivalence.h"
 #include "ccscope/training_probe/trainer.h"
@@ -186,6 +187,20 @@ TEST(BrokenVariants, EachFailsTheCheck) {
     EXPECT_FALSE(eq.equivalent) << c.what << ": " << eq.summary();
     std::printf("broken, %s: %s\n", c.what, eq.summary().c_str());
   }
+}
+
+TEST(Strategies, TheDefaultGlobalBatchRoundsUpToWhatTheRanksDivide) {
+  EXPECT_EQ(default_global_batch(128, 1), 128u);
+  EXPECT_EQ(default_global_batch(128, 2), 128u);
+  EXPECT_EQ(default_global_batch(128, 3), 129u);
+  EXPECT_EQ(default_global_batch(128, 6), 132u);
+  EXPECT_EQ(default_global_batch(128, 200), 200u);  // one sample per rank
+  for (size_t ranks = 1; ranks <= 64; ++ranks) {
+    const size_t batch = default_global_batch(128, ranks);
+    EXPECT_EQ(batch % ranks, 0u) << ranks;
+    EXPECT_LT(batch, 128 + ranks) << ranks;
+  }
+  EXPECT_THROW(default_global_batch(128, 0), UsageError);
 }
 
 TEST(Strategies, OptionsThatCannotRunSayWhy) {

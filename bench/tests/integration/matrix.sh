@@ -4,7 +4,10 @@
 # in one launch: tiny, non-divisible and ~400 KiB sizes (-b 8 -e 400K -f 37:
 # 8, 296, 10952, 405224 B; from 296 B at 3 and 4 ranks). At 3 and 4 ranks
 # (ranks outnumber this machine's cores, and every operation costs a scheduler
-# slice) the reductions run every type with sum and every op with float;
+# slice) the runs over every type stop at 10952 B (the check's cost grows with
+# ranks x bytes: 405224 B of every type took 9 of a 4-rank test's 16 s) and
+# float, plus bfloat16 (an MPI_Op of ccscope's own) for the reductions, runs
+# the whole sweep; the reductions run every type with sum and every op with float;
 # broadcast, gather and scatter run from the last rank (and from rank 0 with
 # float), reduce every type with sum from the last rank and every op with float
 # from rank 0 (at every rank count). At 1 and 2 ranks broadcast, gather and
@@ -38,9 +41,14 @@ case $COLL in
 esac
 SWEEP=(-b 8 -e 400K -f 37)
 NSIZES=4
+# ALL_TYPES_SWEEP: the sizes of a run over every type (-d all).
+ALL_TYPES_SWEEP=("${SWEEP[@]}")
+ALL_TYPES_NSIZES=$NSIZES
 if [ "$NRANKS" -ge 3 ]; then  # 296, 10952, 405224 B: the 8 B case runs at 1 and 2 ranks
   SWEEP=(-b 296 -e 400K -f 37)
   NSIZES=3
+  ALL_TYPES_SWEEP=(-b 296 -e 11K -f 37)  # 296, 10952 B
+  ALL_TYPES_NSIZES=2
 fi
 
 # Which unsigned types this MPI library reduces as signed under MPI_MIN/MAX.
@@ -59,7 +67,9 @@ check_run() {
   local dir="$WORK/run$RUNS"
   mkdir -p "$dir"
   RUNS=$((RUNS + 1))
-  local args=(bench "$COLL" --backend "$BACKEND" "${SWEEP[@]}" -n 1 -w 0 -c 1 -d "$types"
+  local sweep=("${SWEEP[@]}") nsizes=$NSIZES
+  [ "$types" = all ] && sweep=("${ALL_TYPES_SWEEP[@]}") nsizes=$ALL_TYPES_NSIZES
+  local args=(bench "$COLL" --backend "$BACKEND" "${sweep[@]}" -n 1 -w 0 -c 1 -d "$types"
     --no-progress --timeout 60 --csv "$dir/out.csv")
   [ "$REDUCES" = 1 ] && args+=(-o "$ops")
   [ "$root" != - ] && args+=(-r "$root")
@@ -69,7 +79,7 @@ check_run() {
   [ "$REDUCES" = 1 ] && [ "$ops" = all ] && nops=${#ALL_OPS[@]}
   local nroots=1
   [ "$root" = -1 ] && nroots=$NRANKS
-  local expected_rows=$((ntypes * nops * NSIZES * PLACES * nroots))
+  local expected_rows=$((ntypes * nops * nsizes * PLACES * nroots))
 
   local status=0
   "$MPIEXEC" -n "$NRANKS" "$CCSCOPE" "${args[@]}" >"$dir/stdout" 2>"$dir/stderr" </dev/null || status=$?
@@ -81,7 +91,7 @@ check_run() {
   fi
   local got_rows
   got_rows=$(printf '%s' "$rows" | grep -c '^' || true)
-  assert_eq "$expected_rows" "$got_rows" "$tag: CSV data rows ($ntypes type(s) x $nops op(s) x $NSIZES sizes x $PLACES placement(s) x $nroots root(s))"
+  assert_eq "$expected_rows" "$got_rows" "$tag: CSV data rows ($ntypes type(s) x $nops op(s) x $nsizes sizes x $PLACES placement(s) x $nroots root(s))"
 
   local expected_op=none expected_root=-1
   [ "$REDUCES" -eq 1 ] && [ "$ops" != all ] && expected_op=$ops
@@ -157,16 +167,21 @@ else
     allreduce | reducescatter)
       check_run all sum -
       check_run float all -
+      check_run bfloat16 sum -
       ;;
     reduce)
       check_run all sum "$last"
       check_run float all 0
+      check_run bfloat16 sum "$last"
       ;;
     broadcast | gather | scatter)
       check_run all - "$last"
       check_run float - 0
       ;;
-    *) check_run all - - ;;
+    *)
+      check_run all - -
+      check_run float - -
+      ;;
   esac
 fi
 log "$RUNS run(s) of mpiexec -n $NRANKS ccscope bench $COLL"

@@ -46,6 +46,20 @@ PY
   done
 done
 
+if [[ $ranks == 3 ]]; then
+  # Defaults run at any rank count: 128 does not divide over 3 ranks, so without
+  # --global-batch the default rounds up to 129 and says so; given, 128 is refused.
+  timeout 300 "$mpiexec" -n 3 "$ccscope" train --steps 2 --width 16 --print-every 0 \
+    >"$work/out" 2>"$work/err" || fail "train with the default batch at 3 ranks exited $?: $(cat "$work/err")"
+  grep -q "^# global batch 129: the default 128 rounded up to a multiple of 3" "$work/out" ||
+    fail "the default batch at 3 ranks: no note of the rounding: $(head -5 "$work/out")"
+  timeout 300 "$mpiexec" -n 3 "$ccscope" train --steps 2 --width 16 --global-batch 128 \
+    >"$work/out" 2>"$work/err"
+  rc=$?
+  [[ $rc == 2 ]] && grep -q "global batch 128 does not divide over 3 ranks" "$work/err" ||
+    fail "--global-batch 128 at 3 ranks: exit $rc, want 2 and the reason: $(cat "$work/err")"
+fi
+
 if [[ $ranks == 2 ]]; then
   for fault in "ddp sum" "ddp sampler" "ddp bucket" "zero2 bucket" "zero2 clip --grad-clip 0.05" \
                "zero3 clip --grad-clip 0.05"; do

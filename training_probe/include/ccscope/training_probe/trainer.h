@@ -35,10 +35,10 @@ namespace ccscope::training_probe {
 
 // Deliberately broken variants, for the tests that prove the checks can fail.
 struct Faults {
-  bool sum_not_average = false;            // gradients summed across ranks, not averaged
-  bool sampler_not_reseeded = false;       // set_epoch never called
-  std::optional<size_t> unreduced_bucket;  // this bucket is never reduced
-  bool clip_per_shard = false;             // ZeRO: clip each shard by its own norm
+  bool sum_not_average = false;               // gradients summed across ranks, not averaged
+  bool sampler_not_reseeded = false;          // set_epoch never called
+  std::optional<size_t> unreduced_bucket;     // this bucket is never reduced
+  bool clip_per_shard = false;                // ZeRO: clip each shard by its own norm
   std::optional<size_t> dropped_micro_batch;  // pipeline: this micro-batch's gradient is dropped
   bool skipped_tp_all_reduce = false;         // tensor parallel: the backward all-reduce skipped
   bool wrong_expert = false;                  // expert parallel: tokens sent to expert e + 1
@@ -99,6 +99,11 @@ inline size_t dataset_size(const TrainOptions& options) {
 // "" when they can.
 std::string validate(const TrainOptions& options, size_t ranks);
 
+// The global batch of a run that does not set one: `preferred` rounded up to a multiple of
+// `multiple` (the ranks, or data-parallel replicas, times the micro-batches), so that the
+// defaults run at any rank count. Both must be at least 1.
+size_t default_global_batch(size_t preferred, size_t multiple);
+
 // One optimizer step on this rank (times are this rank's; the caller reduces
 // over ranks).
 struct StepFigures {
@@ -121,9 +126,9 @@ struct StepFigures {
   size_t peak_in_flight = 0;         // most micro-batches' activations held at once
   double peak_activation_bytes = 0;  // their bytes
   double all_to_all_seconds = 0;     // expert parallel: dispatch and combine
-  size_t routed_tokens = 0;          // expert parallel: (token, expert) assignments wanted, all ranks
-  size_t dropped_tokens = 0;         //   of them dropped for capacity, all ranks
-  double load_imbalance = 0;         //   max / mean tokens per expert, all ranks
+  size_t routed_tokens = 0;   // expert parallel: (token, expert) assignments wanted, all ranks
+  size_t dropped_tokens = 0;  //   of them dropped for capacity, all ranks
+  double load_imbalance = 0;  //   max / mean tokens per expert, all ranks
 };
 
 struct TrainResult {
