@@ -95,22 +95,7 @@ std::vector<Stage> parse_stages(const std::vector<std::string>& words) {
 }
 
 records::DiagCheckRecord to_record(const Check& c, const std::string& run_id) {
-  records::DiagCheckRecord r;
-  r.run_id = run_id;
-  r.time_utc = utc_now_iso8601();
-  r.stage = static_cast<int64_t>(c.stage);
-  r.stage_name = diag::stage_name(c.stage);
-  r.check = c.name;
-  r.status = diag::status_name(c.status);
-  r.host = c.host;
-  r.rank = c.rank;
-  r.peer = c.peer;
-  if (!std::isnan(c.measured)) r.measured = c.measured;
-  if (!std::isnan(c.expected)) r.expected = c.expected;
-  r.unit = c.unit;
-  r.message = c.message;
-  r.remedy = c.remedy;
-  return r;
+  return records::DiagCheckRecord{run_id, utc_now_iso8601(), c};
 }
 
 std::string figure_text(double value, const std::string& unit) {

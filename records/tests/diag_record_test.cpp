@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <set>
 #include <string>
 
@@ -12,18 +13,17 @@ DiagCheckRecord sample_fail() {
   DiagCheckRecord r;
   r.run_id = "diag-20261202T101500Z";
   r.time_utc = "2026-12-02T10:15:07Z";
-  r.stage = 2;
-  r.stage_name = "node";
-  r.check = "node.nvlink_bandwidth";
-  r.status = "FAIL";
-  r.host = "gpu-node-07";
-  r.rank = 3;
-  r.peer = "GPU5";
-  r.measured = 41.5;
-  r.expected = 1.0 / 3 * 450;  // not short in decimal: the shortest exact text
-  r.unit = "GB/s";
-  r.message = "GPU3 -> GPU5 at 41.5 GB/s, \"NV18\" expects 150";  // a comma and quotes
-  r.remedy = "check nvidia-smi nvlink -s; reseat or RMA the board";
+  r.check.stage = DiagStage::kNode;
+  r.check.name = "node.nvlink_bandwidth";
+  r.check.status = DiagStatus::kFail;
+  r.check.host = "gpu-node-07";
+  r.check.rank = 3;
+  r.check.peer = "GPU5";
+  r.check.measured = 41.5;
+  r.check.expected = 1.0 / 3 * 450;  // not short in decimal: the shortest exact text
+  r.check.unit = "GB/s";
+  r.check.message = "GPU3 -> GPU5 at 41.5 GB/s, \"NV18\" expects 150";  // a comma and quotes
+  r.check.remedy = "check nvidia-smi nvlink -s; reseat or RMA the board";
   return r;
 }
 
@@ -38,7 +38,8 @@ TEST(DiagRecords, EveryFieldNamedOnceAndDescribed) {
     EXPECT_TRUE(f.in_csv) << f.name;
   }
   EXPECT_EQ(kind.schema_id(), "ccscope.diag_check/1");
-  EXPECT_EQ(kind.fields.size(), 15u);  // 14 members + schema
+  EXPECT_EQ(kind.fields.size(),
+            15u);  // run_id, time_utc, the check's 11 members, stage_name, schema
   EXPECT_EQ(csv_line(csv_columns(kind)),
             "schema,run_id,time_utc,stage,stage_name,check,status,host,rank,peer,measured,"
             "expected,unit,message,remedy\n");
@@ -48,15 +49,14 @@ TEST(DiagRecords, CsvRoundTripThroughTheTable) {
   const DiagCheckRecord fail = sample_fail();
   DiagCheckRecord cluster;  // a check of the whole cluster without a figure
   cluster.run_id = fail.run_id;
-  cluster.stage = 3;
-  cluster.stage_name = "cluster";
-  cluster.check = "cluster.clock_offset";
-  cluster.status = "WARN";
-  cluster.measured = -2.25;  // an offset may be negative
-  cluster.unit = "ms";
+  cluster.check.stage = DiagStage::kCluster;
+  cluster.check.name = "cluster.clock_offset";
+  cluster.check.status = DiagStatus::kWarn;
+  cluster.check.measured = -2.25;  // an offset may be negative
+  cluster.check.unit = "ms";
   DiagCheckRecord skipped;
-  skipped.check = "rank.gemm";
-  skipped.status = "SKIP";
+  skipped.check.name = "rank.gemm";
+  skipped.check.status = DiagStatus::kSkip;
 
   const DiagCheckKind& kind = diag_check_kind();
   const std::string text = csv_line(csv_columns(kind)) + csv_row(kind, diag_check_cells(fail)) +
@@ -69,18 +69,22 @@ TEST(DiagRecords, CsvRoundTripThroughTheTable) {
   for (size_t i = 0; i < kind.fields.size(); ++i)
     EXPECT_EQ(csv_text(read[i], kind.fields[i].type), csv_text(written[i], kind.fields[i].type))
         << kind.fields[i].name;
-  EXPECT_EQ(back[0].stage, 2);
-  EXPECT_EQ(back[0].status, "FAIL");
-  EXPECT_EQ(back[0].rank, 3);
-  EXPECT_EQ(back[0].measured, 41.5);
-  EXPECT_EQ(back[0].expected, 1.0 / 3 * 450);
-  EXPECT_EQ(back[0].message, fail.message);
-  EXPECT_EQ(back[1].measured, -2.25);
-  EXPECT_FALSE(back[1].expected.has_value());
-  EXPECT_EQ(back[1].host, "");
-  EXPECT_EQ(back[1].rank, -1);  // written as -1
-  EXPECT_FALSE(back[2].measured.has_value());
-  EXPECT_EQ(back[2].status, "SKIP");
+  EXPECT_EQ(back[0].check.stage, DiagStage::kNode);
+  EXPECT_EQ(back[0].check.status, DiagStatus::kFail);
+  EXPECT_EQ(back[0].check.rank, 3);
+  EXPECT_EQ(back[0].check.measured, 41.5);
+  EXPECT_EQ(back[0].check.expected, 1.0 / 3 * 450);
+  EXPECT_EQ(back[0].check.message, fail.check.message);
+  EXPECT_EQ(back[1].check.measured, -2.25);
+  EXPECT_TRUE(std::isnan(back[1].check.expected));
+  EXPECT_EQ(back[1].check.host, "");
+  EXPECT_EQ(back[1].check.rank, -1);  // written as -1
+  EXPECT_TRUE(std::isnan(back[2].check.measured));
+  EXPECT_EQ(back[2].check.status, DiagStatus::kSkip);
+  // The stage's name is written from the stage.
+  const std::string fail_row_start =
+      "\nccscope.diag_check/1,diag-20261202T101500Z,2026-12-02T10:15:07Z,2,node,";
+  EXPECT_NE(text.find(fail_row_start), std::string::npos) << text;
 }
 
 // A CSV of the kind's columns with one row: `status` and `rank` as given.
@@ -92,8 +96,8 @@ std::string one_row(const std::string& status, const std::string& rank) {
 TEST(DiagRecords, EmptyRankIsNoneInParticular) {
   const std::vector<DiagCheckRecord> back = read_diag_check_csv(one_row("PASS", ""));
   ASSERT_EQ(back.size(), 1u);
-  EXPECT_EQ(back[0].rank, -1);
-  EXPECT_EQ(read_diag_check_csv(one_row("PASS", "0"))[0].rank, 0);
+  EXPECT_EQ(back[0].check.rank, -1);
+  EXPECT_EQ(read_diag_check_csv(one_row("PASS", "0"))[0].check.rank, 0);
 }
 
 TEST(DiagRecords, RefusesWhatIsNotAVerdict) {
@@ -110,6 +114,9 @@ TEST(DiagRecords, RefusesWhatIsNotAVerdict) {
   EXPECT_THROW(
       read_diag_check_csv("schema,stage,check,status\nccscope.diag_check/1,0,rank.gemm,PASS\n"),
       CsvError);  // stages start at 1
+  EXPECT_THROW(
+      read_diag_check_csv("schema,stage,check,status\nccscope.diag_check/1,5,rank.gemm,PASS\n"),
+      CsvError);  // and end at 4 (scaling)
   EXPECT_THROW(read_diag_check_csv("schema,check,status,measured\n"
                                    "ccscope.diag_check/1,rank.gemm,PASS,fast\n"),
                CsvError);

@@ -24,14 +24,13 @@ size_t status_index(const std::string& status) {
 
 // Four significant digits, whole numbers from 10^4 up (no exponent for a
 // GFLOP/s figure), with the unit.
-std::string figure(const std::optional<double>& value, const std::string& unit) {
-  if (!value) return "";
-  const double v = *value;
+std::string figure(double v, const std::string& unit) {
+  if (std::isnan(v)) return "";
   std::string text = std::fabs(v) >= 1e4 ? fmt::format("{:.0f}", v) : fmt::format("{:.4g}", v);
   return unit.empty() ? text : text + " " + unit;
 }
 
-std::string where(const records::DiagCheckRecord& c) {
+std::string where(const records::DiagCheck& c) {
   std::string text = c.host;
   if (c.rank >= 0) text += (text.empty() ? "" : " ") + fmt::format("rank {}", c.rank);
   if (!c.peer.empty()) text += (text.empty() ? "" : " ") + std::string("\xE2\x86\x92 ") + c.peer;
@@ -81,9 +80,9 @@ std::vector<DiagRun> diag_runs(const DiagResults& diag) {
       if (!c->time_utc.empty() && (run.first_time.empty() || c->time_utc < run.first_time))
         run.first_time = c->time_utc;
       run.last_time = std::max(run.last_time, c->time_utc);
-      auto& [name, counts] = stages[c->stage];
-      if (name.empty()) name = c->stage_name;
-      const size_t s = status_index(c->status);
+      auto& [name, counts] = stages[static_cast<int64_t>(c->check.stage)];
+      if (name.empty()) name = records::stage_name(c->check.stage);
+      const size_t s = status_index(records::status_name(c->check.status));
       if (s < 4) ++counts[s], ++total[s];
     }
     run.status = worst(total);
@@ -99,18 +98,19 @@ std::vector<DiagRun> diag_runs(const DiagResults& diag) {
       run.stages.push_back(StageVerdict{stage, worst(counts), line});
     }
     std::stable_sort(checks.begin(), checks.end(), [](const auto* a, const auto* b) {
-      const size_t sa = status_index(a->status), sb = status_index(b->status);
-      return sa != sb ? sa < sb : a->stage < b->stage;
+      const size_t sa = status_index(records::status_name(a->check.status)),
+                   sb = status_index(records::status_name(b->check.status));
+      return sa != sb ? sa < sb : a->check.stage < b->check.stage;
     });
     for (const records::DiagCheckRecord* c : checks) {
       Finding f;
       f.check = c;
-      f.stage = c->stage_name.empty() ? std::to_string(c->stage)
-                                      : fmt::format("{} {}", c->stage, c->stage_name);
-      f.where = where(*c);
-      f.measured = figure(c->measured, c->unit);
-      f.expected = figure(c->expected, c->unit);
-      if (status_index(c->status) < 2) ++run.attention;
+      f.stage = fmt::format("{} {}", static_cast<int>(c->check.stage),
+                            records::stage_name(c->check.stage));
+      f.where = where(c->check);
+      f.measured = figure(c->check.measured, c->check.unit);
+      f.expected = figure(c->check.expected, c->check.unit);
+      if (status_index(records::status_name(c->check.status)) < 2) ++run.attention;
       run.findings.push_back(std::move(f));
     }
   }

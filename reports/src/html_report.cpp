@@ -873,10 +873,11 @@ void diag_findings_rows(std::string& o, const diag_model::DiagRun& run, size_t b
     o += fmt::format(
         "<tr class=\"diag-{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}"
         "</td><td class=\"num\">{}</td><td>{}</td><td>{}</td></tr>\n",
-        esc(diag_model::status_class(f.check->status)), or_absent(f.stage),
-        or_absent(f.check->check), diag_badge(f.check->status), or_absent(f.where),
-        or_absent(f.measured), or_absent(f.expected), or_absent(f.check->message),
-        or_absent(f.check->remedy));
+        esc(diag_model::status_class(records::status_name(f.check->check.status))),
+        or_absent(f.stage), or_absent(f.check->check.name),
+        diag_badge(records::status_name(f.check->check.status)), or_absent(f.where),
+        or_absent(f.measured), or_absent(f.expected), or_absent(f.check->check.message),
+        or_absent(f.check->check.remedy));
   }
   o += "</tbody></table>\n";
 }
@@ -909,7 +910,7 @@ void diag_findings_section(std::string& o, const DiagResults& diag) {
     if (run.attention < run.findings.size()) {
       size_t pass = 0;
       for (size_t i = run.attention; i < run.findings.size(); ++i)
-        pass += run.findings[i].check->status == "PASS";
+        pass += run.findings[i].check->check.status == records::DiagStatus::kPass;
       const size_t other = run.findings.size() - run.attention - pass;
       o += fmt::format("<details class=\"diag-passed\"><summary>{} PASS{}</summary>\n", pass,
                        other > 0 ? fmt::format(", {} SKIP", other) : "");

@@ -191,11 +191,12 @@ void diag_findings_tables(std::string& o, const DiagResults& diag, bool after_ot
          "remedy |\n|---|---|---|---|---:|---:|---|---|\n";
     for (size_t i = 0; i < run.findings.size(); ++i) {
       const diag_model::Finding& f = run.findings[i];
-      const std::string status =
-          i < run.attention ? "**" + f.check->status + "**" : f.check->status;
+      const records::DiagCheck& check = f.check->check;
+      const std::string name = records::status_name(check.status);
+      const std::string status = i < run.attention ? "**" + name + "**" : name;
       o += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", cell(f.stage),
-                       cell(f.check->check), md(status), cell(f.where), cell(f.measured),
-                       cell(f.expected), cell(f.check->message), cell(f.check->remedy));
+                       cell(check.name), md(status), cell(f.where), cell(f.measured),
+                       cell(f.expected), cell(check.message), cell(check.remedy));
     }
   }
   o += "\nFAIL = broken, WARN = works but below what it should be, SKIP = cannot be judged here; "

@@ -11,6 +11,7 @@
 // stopped after a FAIL ("complete": false).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -64,18 +65,19 @@ TEST(DiagReaders, ReadsTheChecksOfACsv) {
   const DiagResults d = read_diag_results(kDiag + "/diag_checks.csv");
   ASSERT_EQ(d.checks.size(), 8u);
   EXPECT_TRUE(d.incomplete_runs.empty());
-  const records::DiagCheckRecord& fail = d.checks[4];
-  EXPECT_EQ(fail.check, "node.nvlink_bandwidth");
-  EXPECT_EQ(fail.status, "FAIL");
+  const records::DiagCheck& fail = d.checks[4].check;
+  EXPECT_EQ(fail.name, "node.nvlink_bandwidth");
+  EXPECT_EQ(fail.status, records::DiagStatus::kFail);
+  EXPECT_EQ(fail.stage, records::DiagStage::kNode);
   EXPECT_EQ(fail.host, "gpu-b");
   EXPECT_EQ(fail.rank, 3);
   EXPECT_EQ(fail.peer, "GPU5");
   EXPECT_EQ(fail.measured, 41.5);
   EXPECT_EQ(fail.expected, 150);
   EXPECT_EQ(fail.message, "GPU3 -> GPU5 at 28% of \"NV18\", a lane down?");
-  EXPECT_EQ(d.checks[6].measured, -2.25);
-  EXPECT_FALSE(d.checks[2].measured.has_value());
-  EXPECT_EQ(d.checks[7].rank, -1);
+  EXPECT_EQ(d.checks[6].check.measured, -2.25);
+  EXPECT_TRUE(std::isnan(d.checks[2].check.measured));
+  EXPECT_EQ(d.checks[7].check.rank, -1);
 }
 
 TEST(DiagReaders, TellsDiagFilesFromOthers) {

@@ -24,7 +24,8 @@ expect_usage 1 "use fp32, bf16" --precision fp8
 expect_usage 2 "does not divide over 2 ranks" --global-batch 9
 expect_usage 2 "the job has 2 rank" --scaling 1,2,4
 expect_usage 1 "give rank counts" --scaling 1,x
-expect_usage 1 "micro-batches" --micro-batches 3
+# (a given batch: without one, the default rounds up to a multiple of the micro-batches)
+expect_usage 1 "micro-batches" --micro-batches 3 --global-batch 128
 expect_usage 1 "is a directory" --csv "$work"
 printf '{"train_batch_size": 8, "zero_optimization": {"stage": 2,}' >"$work/bad.json"
 expect_usage 1 "deepspeed" --deepspeed-config "$work/bad.json"

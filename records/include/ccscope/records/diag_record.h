@@ -6,6 +6,7 @@
 // ({schema, complete, checks: [...]}) is written and read by reports
 // (ccscope/reports/diag_results.h): records depend on no JSON library.
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -15,20 +16,38 @@
 
 namespace ccscope::records {
 
+// The verdict of a check. PASS: as expected. WARN: works, but below what it should be or
+// odd; the run goes on. FAIL: broken; the checklist stops after this stage (unless
+// --keep-going). SKIP: cannot be judged here (no GPU, one node).
+enum class DiagStatus { kPass, kWarn, kFail, kSkip };
+const char* status_name(DiagStatus status);  // "PASS", "WARN", "FAIL", "SKIP"
+// The gauge value Prometheus gets: 0 PASS, 1 WARN, 2 FAIL, -1 SKIP.
+int status_value(DiagStatus status);
+// The checklist's stages, in order.
+enum class DiagStage { kRank = 1, kNode = 2, kCluster = 3, kScaling = 4 };
+const char* stage_name(DiagStage stage);  // "rank", "node", "cluster", "scaling"
+
+// One check of the bring-up checklist and its verdict: what was measured, what was expected
+// (from topo, or from the rest of the cluster), and one line on what to do. Every part of diag
+// returns these (diag::Check is this type); a record adds the run it belongs to.
+struct DiagCheck {
+  DiagStage stage = DiagStage::kRank;
+  std::string name;  // dotted, stable: "rank.gemm", "cluster.clock_offset"
+  DiagStatus status = DiagStatus::kPass;
+  std::string host;  // the node it is about; "" for the whole cluster
+  int rank = -1;     // the rank it is about; -1 for none in particular
+  std::string peer;  // the other end of a link ("node2"), else ""
+  double measured = std::numeric_limits<double>::quiet_NaN();  // NaN: the check has no figure
+  double expected = std::numeric_limits<double>::quiet_NaN();
+  std::string unit;     // "GB/s", "GFLOP/s", "ms", "" for a count or a yes/no
+  std::string message;  // one line: what was seen
+  std::string remedy;   // one line: what to do ("" on PASS)
+};
+
 struct DiagCheckRecord {
-  std::string run_id;                        // one diag run: "diag-<utc time>"
-  std::string time_utc;                      // when the check was judged (ISO 8601)
-  int64_t stage = 1;                         // 1 rank, 2 node, 3 cluster, 4 scaling
-  std::string stage_name;                    // rank, node, cluster, scaling
-  std::string check;                         // dotted, stable: "rank.gemm", "cluster.clock_offset"
-  std::string status;                        // PASS, WARN, FAIL, SKIP
-  std::string host;                          // the node it is about; "" for the whole cluster
-  int64_t rank = -1;                         // the rank it is about; -1 for none in particular
-  std::string peer;                          // the other end of a link, else ""
-  std::optional<double> measured, expected;  // absent when the check has no figure
-  std::string unit;                          // "GB/s", "GFLOP/s", "ms", "" for a count or a yes/no
-  std::string message;                       // one line: what was seen
-  std::string remedy;                        // one line: what to do ("" on PASS)
+  std::string run_id;    // one diag run: "diag-<utc time>"
+  std::string time_utc;  // when the check was judged (ISO 8601)
+  DiagCheck check;
 };
 
 // The statuses a record may hold, worst first.
