@@ -59,11 +59,19 @@ named=$(rows_with slow FAIL | awk '$1 == "cluster.slow_node" {print $2}' | sort 
 [[ $named == node1 ]] || { show slow; fail "slow link: cluster.slow_node names '$named', want node1"; }
 vc fault link 1 rate=100mbit
 
-# 1% of the packets to node1 lost: its partners retransmit, the pairs name node1.
+# 1% of the packets to node1 lost: its partners retransmit, the pairs name node1. A finding
+# about a link (cluster.slow_link: TCP on a lossy link is slow too) names the link, host and
+# peer: it counts as naming node1 when node1 is one of its ends.
 vc fault link 1 loss=1%
 diag_run loss -- --stages 3
-named=$( { rows_with loss WARN; rows_with loss FAIL; } | awk '$2 != "" {print $2}' | sort -u | xargs)
+named=$(for status in WARN FAIL; do
+  python3 "$READ_RECORDS" "$WORK/loss.csv" --fields host,peer --where "status=$status"
+done | awk -F'\t' '$1 != "" || $2 != "" {
+  if ($1 != "" && $2 != "" && ($1 == "node1" || $2 == "node1")) print "node1"
+  else print ($1 != "" ? $1 : $2) }' | sort -u | xargs)
 [[ $named == node1 ]] || { show loss; fail "1% loss on node1: findings name '$named', want node1 only"; }
+lossy=$(rows_with loss WARN | awk '$1 == "cluster.packet_loss" {print $2}' | sort -u | xargs)
+[[ $lossy == node1 ]] || { show loss; fail "1% loss on node1: cluster.packet_loss WARNs '$lossy', want node1"; }
 vc fault link 1 loss=0%
 
 # A clock 50 ms ahead on node2.
