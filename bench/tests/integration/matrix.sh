@@ -11,7 +11,9 @@
 # broadcast, gather and scatter run from the last rank (and from rank 0 with
 # float), reduce every type with sum from the last rank and every op with float
 # from rank 0 (at every rank count). At 1 and 2 ranks broadcast, gather and
-# scatter run from every root. Every CSV row must be checked, with the right
+# scatter run from every root; all-reduce and reduce-scatter run every type with
+# every op up to 10952 B and, at 405224 B, every type with sum and every op with
+# float (every type x op at 405224 B was two thirds of their time). Every CSV row must be checked, with the right
 # collective, type, op, root, rank count and backend, and no wrong element,
 # except where the MPI library itself is known to be wrong: unsigned MPI_MIN /
 # MPI_MAX on a library that compares them as signed (MPICH 4.0,
@@ -44,6 +46,11 @@ NSIZES=4
 # ALL_TYPES_SWEEP: the sizes of a run over every type (-d all).
 ALL_TYPES_SWEEP=("${SWEEP[@]}")
 ALL_TYPES_NSIZES=$NSIZES
+LARGEST=405224
+if [ "$NRANKS" -le 2 ] && [ "$REDUCES" = 1 ] && [ "$COLL" != reduce ]; then
+  ALL_TYPES_SWEEP=(-b 8 -e 11K -f 37)  # 8, 296, 10952 B; 405224 B in two runs below
+  ALL_TYPES_NSIZES=3
+fi
 if [ "$NRANKS" -ge 3 ]; then  # 296, 10952, 405224 B: the 8 B case runs at 1 and 2 ranks
   SWEEP=(-b 296 -e 400K -f 37)
   NSIZES=3
@@ -60,7 +67,8 @@ if [ "$BACKEND" = mpi ] && [ "$REDUCES" = 1 ] && [ -n "$PROBE" ]; then
 fi
 
 RUNS=0
-# check_run TYPES OPS ROOT: one launch; TYPES/OPS are "all" or one name.
+# check_run TYPES OPS ROOT [largest]: one launch; TYPES/OPS are "all" or one name;
+# "largest": only the sweep's largest size.
 check_run() {
   local types=$1 ops=$2 root=$3
   local tag="${COLL} n=${NRANKS} -d ${types} -o ${ops} root=${root} backend=${BACKEND}"
@@ -69,6 +77,7 @@ check_run() {
   RUNS=$((RUNS + 1))
   local sweep=("${SWEEP[@]}") nsizes=$NSIZES
   [ "$types" = all ] && sweep=("${ALL_TYPES_SWEEP[@]}") nsizes=$ALL_TYPES_NSIZES
+  [ "${4:-}" = largest ] && sweep=(-b "$LARGEST" -e "$LARGEST") nsizes=1
   local args=(bench "$COLL" --backend "$BACKEND" "${sweep[@]}" -n 1 -w 0 -c 1 -d "$types"
     --no-progress --timeout 60 --csv "$dir/out.csv")
   [ "$REDUCES" = 1 ] && args+=(-o "$ops")
@@ -159,6 +168,14 @@ if [ "$NRANKS" -le 2 ]; then
     reduce)  # MPI's ops per type are all-reduce's (run with -d all -o all above)
       check_run all sum "$last"
       check_run float all 0
+      ;;
+    allreduce | reducescatter)
+      # Every type with every op up to 10952 B; at 405224 B every type with sum (past the
+      # library's eager/rendezvous and algorithm switches, through ccscope's own MPI_Ops
+      # for half, bfloat16 and the fp8 types) and every op with float.
+      check_run all all -
+      check_run all sum - largest
+      check_run float all - largest
       ;;
     *) check_run all all - ;;
   esac

@@ -33,14 +33,14 @@ job_procs() { # processes of any job of this cluster still alive, anywhere
   grep -lsaz "^VCLUSTER_JOB=$VC_NAME\." /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3 || true
 }
 
-# run_with_fault NAME FAULT...: an endless all-reduce with --timeout 10 through the
+# run_with_fault NAME FAULT...: an endless all-reduce with --timeout 5 through the
 # cluster, FAULT injected after 3 s; the job must end non-zero by itself within
 # 30 s and leave no process behind. Sets rc and elapsed; stderr in $WORK/NAME.err.
 run_with_fault() {
   local name=$1
   shift
   vc run --timeout 60 -- "$CCSCOPE" bench allreduce --backend mpi -b 1M -e 1M -n 1000000 -w 1 \
-    --timeout 10 >"$WORK/$name.out" 2>"$WORK/$name.err" &
+    --timeout 5 >"$WORK/$name.out" 2>"$WORK/$name.err" &
   local run_pid=$!
   sleep 3
   vc fault --wait 20 "$@"

@@ -16,7 +16,8 @@ source "$(dirname "$0")/lib.sh"
 require_vcluster
 require_ccscope
 
-DIAG=(diag --timeout 30 --train-steps 30 --bytes 1M)
+# 20 training steps: the fewest stage 4 judges efficiency over.
+DIAG=(diag --timeout 30 --train-steps 20)
 # diag_run NAME [ENV=VALUE...] -- ARGS...: rc in $rc, files in $WORK/NAME.*
 diag_run() {
   local name=$1
@@ -36,7 +37,7 @@ show() { sed 's/^/  | /' "$WORK/$1.out" | grep -E "WARN|FAIL|verdict|->" | head 
 
 vc up --nodes 3 --ranks-per-node 2 --rate 100mbit
 for ((i = 1; i <= ${DIAG_HEALTHY_RUNS:-1}; i++)); do
-  diag_run healthy$i CCSCOPE_DIAG_TEST=1 -- --json "$WORK/healthy$i.json"
+  diag_run healthy$i CCSCOPE_DIAG_TEST=1 -- --bytes 1M --json "$WORK/healthy$i.json"
   [[ $rc == 0 ]] || { show healthy$i; fail "healthy run $i: exit $rc, want 0"; }
   bad=$( { rows_with healthy$i WARN; rows_with healthy$i FAIL; } )
   [[ -z $bad ]] || { show healthy$i; fail "healthy run $i: false findings: $bad"; }
@@ -51,9 +52,9 @@ for ((i = 1; i <= ${DIAG_HEALTHY_RUNS:-1}; i++)); do
     "$WORK/healthy$i.json" || fail "healthy run $i: the JSON document is not complete"
 done
 
-# A link at 1/5: the node is named, and only it.
+# A link at 1/5: the node is named, and only it (256 KiB transfers: 0.1 s on the slow link).
 vc fault link 1 rate=20mbit
-diag_run slow -- --stages 3
+diag_run slow -- --stages 3 --bytes 256K
 [[ $rc == 1 ]] || { show slow; fail "slow link: exit $rc, want 1"; }
 named=$(rows_with slow FAIL | awk '$1 == "cluster.slow_node" {print $2}' | sort -u | xargs)
 [[ $named == node1 ]] || { show slow; fail "slow link: cluster.slow_node names '$named', want node1"; }
@@ -63,7 +64,7 @@ vc fault link 1 rate=100mbit
 # about a link (cluster.slow_link: TCP on a lossy link is slow too) names the link, host and
 # peer: it counts as naming node1 when node1 is one of its ends.
 vc fault link 1 loss=1%
-diag_run loss -- --stages 3
+diag_run loss -- --stages 3 --bytes 1M
 named=$(for status in WARN FAIL; do
   python3 "$READ_RECORDS" "$WORK/loss.csv" --fields host,peer --where "status=$status"
 done | awk -F'\t' '$1 != "" || $2 != "" {
@@ -75,13 +76,13 @@ lossy=$(rows_with loss WARN | awk '$1 == "cluster.packet_loss" {print $2}' | sor
 vc fault link 1 loss=0%
 
 # A clock 50 ms ahead on node2.
-diag_run clock CCSCOPE_TEST_CLOCK_OFFSET=node2=50 -- --stages 3
+diag_run clock CCSCOPE_TEST_CLOCK_OFFSET=node2=50 -- --stages 3 --bytes 1M
 named=$(rows_with clock WARN | awk '$1 == "cluster.clock_offset" {print $2}' | xargs)
 [[ $named == node2 ]] || { show clock; fail "clock offset: cluster.clock_offset WARNs '$named', want node2"; }
 [[ $rc == 0 ]] || { show clock; fail "clock offset: exit $rc, want 0 (a WARN)"; }
 
 # Wrong results on one rank: stage 2 fails on its node and the run stops there.
-diag_run corrupt -- --stages 1-3 --test-corrupt-rank 3
+diag_run corrupt -- --stages 2-3 --bytes 1M --test-corrupt-rank 3
 [[ $rc == 1 ]] || { show corrupt; fail "corrupt rank: exit $rc, want 1"; }
 hosts=$(rows_with corrupt FAIL | awk '$1 ~ /^node\./ {print $2}' | sort -u | xargs)
 [[ $hosts == node1 ]] || { show corrupt; fail "corrupt rank: stage 2 FAILs on '$hosts', want node1"; }

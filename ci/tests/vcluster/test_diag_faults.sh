@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # ccscope diag when a rank or a node stops answering mid-run (3 x 2, 100 Mbit/s,
-# --timeout 10, the fault injected while stage 4 trains):
+# --timeout 5, the fault injected while stage 4 trains):
 #  - a rank stopped with SIGSTOP: exit 3 (a hang cut short) within the timeout
 #    plus 20 s, stderr names the rank and its node;
 #  - a rank killed: the job ends within 10 s, stderr names the dead rank and node;
@@ -15,7 +15,7 @@ require_ccscope
 diag_with_fault() {
   local name=$1
   shift
-  vc run --timeout 120 -- "$CCSCOPE" diag --stages 2,4 --timeout 10 --train-steps 100000 \
+  vc run --timeout 120 -- "$CCSCOPE" diag --stages 2,4 --timeout 5 --train-steps 100000 \
     --csv "$WORK/$name.csv" >"$WORK/$name.out" 2>"$WORK/$name.err" &
   local run_pid=$!
   # Wait for stage 4 (the checks of stage 2 are written by then).
@@ -51,7 +51,7 @@ diag_with_fault() {
 vc up --nodes 3 --ranks-per-node 2 --rate 100mbit
 diag_with_fault stop stop-rank 3
 [[ $rc == 3 ]] || fail "stop: exit $rc, want 3 (a hang cut short)"
-((elapsed <= 30)) || fail "stop: took ${elapsed}s after the fault (want <= timeout 10 s + 20 s)"
+((elapsed <= 30)) || fail "stop: took ${elapsed}s after the fault (want <= timeout 5 s + 20 s)"
 grep -qE "rank 3 \(node1\)" "$WORK/stop.err" || fail "stop: stderr does not name rank 3 (node1)"
 
 diag_with_fault kill kill-rank 4

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The other fault actions while a job runs:
-#  - link-down node2 (3 nodes x 1 rank): `ccscope bench --timeout 10` exits
+#  - link-down node2 (3 nodes x 1 rank): `ccscope bench --timeout 5` exits
 #    non-zero within 30 s and its report names rank 2 as unreachable and node2
 #    as cut off (not "gone");
 #  - kill-rank (SIGKILL) of rank 1 and of rank 0 (3 x 1), and of rank 1 on

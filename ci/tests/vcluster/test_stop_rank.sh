@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A rank stopped (SIGSTOP) mid-run: `ccscope bench --timeout 10` exits non-zero
+# A rank stopped (SIGSTOP) mid-run: `ccscope bench --timeout 5` exits non-zero
 # within 30 s and its stderr names the stopped rank; afterwards no process of the
 # job is left, and after `down` no namespace of ours either.
 source "$(dirname "$0")/lib.sh"

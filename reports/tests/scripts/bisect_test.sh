@@ -31,7 +31,7 @@ cd "$work"
 bench() {  # bench OUTPUT.csv [taskset prefix...]
   local out=$1
   shift
-  timeout 120 "$@" mpiexec -n 2 "$ccscope" bench allreduce --backend mpi -b 256K -e 4M -f 4 \
+  timeout 120 "$@" mpiexec -n 2 "$ccscope" bench allreduce --backend mpi -b 256K -e 1M -f 4 \
     -n 10 -w 2 --repeat 6 --timeout 60 --csv "$out" >/dev/null
 }
 bench baseline.csv
