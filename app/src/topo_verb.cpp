@@ -74,54 +74,12 @@ std::vector<topo::HostTopology> load_topology_file(const std::string& path) {
                             "NCCL_TOPO_DUMP_FILE dump, or ccscope topo --json output)");
 }
 
-// The path records of a report: every GPU pair of every node and every node
-// pair, with the measured figure where one was measured.
+// The path records of a report as CSV (topo::path_records builds them).
 std::string path_records_csv(const topo::TopologyReport& report) {
   const auto& kind = records::topology_path_kind();
   std::string out = records::csv_line(records::csv_columns(kind));
-  const auto measured_for = [&report](const std::string& a, const std::string& b) {
-    for (const topo::MeasuredPair& m : report.measured)
-      if ((m.endpoint_a == a && m.endpoint_b == b) || (m.endpoint_a == b && m.endpoint_b == a))
-        return &m;
-    return static_cast<const topo::MeasuredPair*>(nullptr);
-  };
-  const auto fill = [&](records::TopologyPathRecord& r, double expected,
-                        const topo::MeasuredPair* m) {
-    if (expected > 0) r.expected_GBps = expected;
-    if (m) {
-      r.measured_GBps = m->measured_GBps;
-      r.round = static_cast<int64_t>(m->round);
-      if (expected > 0) {
-        r.percent_of_expected = 100 * m->measured_GBps / expected;
-        r.below_threshold = m->below_threshold;
-      }
-    }
-  };
-  for (const topo::HostTopology& node : report.nodes)
-    for (const topo::GpuPairPath& p : topo::gpu_pair_paths(node, report.env)) {
-      records::TopologyPathRecord r;
-      r.kind = "gpu_pair";
-      r.host_a = r.host_b = node.hostname;
-      r.endpoint_a = "GPU" + std::to_string(p.gpu_a);
-      r.endpoint_b = "GPU" + std::to_string(p.gpu_b);
-      r.path = p.token();
-      r.basis = p.basis;
-      fill(r, p.expected_GBps,
-           measured_for(node.hostname + "/" + r.endpoint_a, node.hostname + "/" + r.endpoint_b));
-      out += records::csv_row(kind, records::topology_path_cells(r));
-    }
-  for (const topo::NodePairPath& p : report.node_pairs) {
-    records::TopologyPathRecord r;
-    r.kind = "node_pair";
-    r.host_a = p.host_a;
-    r.host_b = p.host_b;
-    r.endpoint_a = p.device_a;
-    r.endpoint_b = p.device_b;
-    r.path = topo::transport_name(p.transport);
-    r.basis = p.basis;
-    fill(r, p.expected_GBps, measured_for(p.host_a, p.host_b));
+  for (const records::TopologyPathRecord& r : topo::path_records(report))
     out += records::csv_row(kind, records::topology_path_cells(r));
-  }
   return out;
 }
 

@@ -186,4 +186,50 @@ std::string render_topology_text(const TopologyReport& report) {
   return out;
 }
 
+std::vector<records::TopologyPathRecord> path_records(const TopologyReport& report) {
+  const auto measured_for = [&report](const std::string& a, const std::string& b) {
+    for (const MeasuredPair& m : report.measured)
+      if ((m.endpoint_a == a && m.endpoint_b == b) || (m.endpoint_a == b && m.endpoint_b == a))
+        return &m;
+    return static_cast<const MeasuredPair*>(nullptr);
+  };
+  const auto fill = [](records::TopologyPathRecord& r, double expected, const MeasuredPair* m) {
+    if (expected > 0) r.expected_GBps = expected;
+    if (!m) return;
+    r.measured_GBps = m->measured_GBps;
+    r.round = static_cast<int64_t>(m->round);
+    if (expected > 0) {
+      r.percent_of_expected = 100 * m->measured_GBps / expected;
+      r.below_threshold = m->below_threshold;
+    }
+  };
+  std::vector<records::TopologyPathRecord> out;
+  for (const HostTopology& node : report.nodes)
+    for (const GpuPairPath& p : gpu_pair_paths(node, report.env)) {
+      records::TopologyPathRecord r;
+      r.kind = "gpu_pair";
+      r.host_a = r.host_b = node.hostname;
+      r.endpoint_a = "GPU" + std::to_string(p.gpu_a);
+      r.endpoint_b = "GPU" + std::to_string(p.gpu_b);
+      r.path = p.token();
+      r.basis = p.basis;
+      fill(r, p.expected_GBps,
+           measured_for(node.hostname + "/" + r.endpoint_a, node.hostname + "/" + r.endpoint_b));
+      out.push_back(std::move(r));
+    }
+  for (const NodePairPath& p : report.node_pairs) {
+    records::TopologyPathRecord r;
+    r.kind = "node_pair";
+    r.host_a = p.host_a;
+    r.host_b = p.host_b;
+    r.endpoint_a = p.device_a;
+    r.endpoint_b = p.device_b;
+    r.path = transport_name(p.transport);
+    r.basis = p.basis;
+    fill(r, p.expected_GBps, measured_for(p.host_a, p.host_b));
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
 }  // namespace ccscope::topo

@@ -495,5 +495,58 @@ TEST(TopologyJsonFuzz, PairLoopsAgreeWithTheSinglePairOnAncestors) {
   EXPECT_NE(matrix.find("GPU3  ?     PXB   ?     X"), std::string::npos) << matrix;
 }
 
+// topo --csv's records: every GPU pair of every node, then every node pair; a measured pair
+// carries its figure, round and share of the expected, an unmeasured one none of them.
+TEST(PathRecords, EveryGpuPairThenEveryNodePairWithTheMeasuredFigureWhereMeasured) {
+  TopologyReport report;
+  report.nodes.push_back(hand_built_node());
+  HostTopology second = hand_built_node();
+  second.hostname = "gpu-node-08";
+  report.nodes.push_back(second);
+  complete_report(report);
+  ASSERT_EQ(report.node_pairs.size(), 1u);
+  MeasuredPair nodes{"gpu-node-07", "gpu-node-08", "socket", 2, 0, 1.5, true};
+  MeasuredPair gpus{"gpu-node-08/GPU1", "gpu-node-08/GPU0", "NV4", 1, 0, 20, false};
+  report.measured = {nodes, gpus};
+
+  const std::vector<records::TopologyPathRecord> records = path_records(report);
+  const size_t gpu_pairs = gpu_pair_paths(report.nodes[0], report.env).size();
+  ASSERT_GT(gpu_pairs, 0u);
+  ASSERT_EQ(records.size(), 2 * gpu_pairs + 1);
+  for (size_t i = 0; i < 2 * gpu_pairs; ++i) {
+    const records::TopologyPathRecord& r = records[i];
+    SCOPED_TRACE(r.host_a + " " + r.endpoint_a + "-" + r.endpoint_b);
+    EXPECT_EQ(r.kind, "gpu_pair");
+    EXPECT_EQ(r.host_a, i < gpu_pairs ? "gpu-node-07" : "gpu-node-08");
+    EXPECT_EQ(r.host_b, r.host_a);
+    // The pair measured in either order, on its own node only.
+    const bool measured =
+        r.host_a == "gpu-node-08" && ((r.endpoint_a == "GPU0" && r.endpoint_b == "GPU1") ||
+                                      (r.endpoint_a == "GPU1" && r.endpoint_b == "GPU0"));
+    EXPECT_EQ(r.measured_GBps.has_value(), measured);
+    if (measured) {
+      EXPECT_EQ(*r.measured_GBps, 20);
+      EXPECT_EQ(r.round, 1);
+      ASSERT_TRUE(r.expected_GBps.has_value());
+      EXPECT_DOUBLE_EQ(*r.percent_of_expected, 100 * 20 / *r.expected_GBps);
+      EXPECT_EQ(r.below_threshold, false);
+    }
+  }
+  const records::TopologyPathRecord& pair = records.back();
+  EXPECT_EQ(pair.kind, "node_pair");
+  EXPECT_EQ(pair.host_a, "gpu-node-07");
+  EXPECT_EQ(pair.host_b, "gpu-node-08");
+  EXPECT_EQ(pair.path, transport_name(report.node_pairs[0].transport));
+  EXPECT_EQ(pair.basis, report.node_pairs[0].basis);
+  EXPECT_EQ(pair.measured_GBps, 1.5);
+  EXPECT_EQ(pair.round, 2);
+  if (report.node_pairs[0].expected_GBps > 0) {
+    EXPECT_EQ(pair.below_threshold, true);
+    EXPECT_DOUBLE_EQ(*pair.percent_of_expected, 100 * 1.5 / report.node_pairs[0].expected_GBps);
+  } else {
+    EXPECT_FALSE(pair.percent_of_expected.has_value());
+  }
+}
+
 }  // namespace
 }  // namespace ccscope::topo

@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ccscope/records/topology_record.h"
 #include "ccscope/topo/findings.h"
 #include "ccscope/topo/nccl_env.h"
 #include "ccscope/topo/paths.h"
@@ -38,6 +39,10 @@ struct TopologyReport {
 // pair), and the findings of the nodes, of the cluster's homogeneity and of
 // the measured pairs below the threshold.
 void complete_report(TopologyReport& report);
+
+// The report's path records ("ccscope.topo_path/1", `topo --csv`): every GPU pair of every
+// node, then every node pair, each with its measured figure where one was measured.
+std::vector<records::TopologyPathRecord> path_records(const TopologyReport& report);
 
 std::string topology_json(const TopologyReport& report);
 // The nodes of a ccscope topology JSON document; TopologyError for anything else.
