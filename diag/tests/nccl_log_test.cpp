@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "../fuzz/nccl_log_fuzz_entry.h"
+#include "ccscope/records/document_kind.h"
 
 namespace ccscope::diag {
 namespace {
@@ -300,6 +301,20 @@ TEST(NcclLog, BinaryAndEmptyInputsAreReportedNotFatal) {
   const auto nothing = analyze_nccl_logs({});
   EXPECT_TRUE(nothing.findings.empty());
   EXPECT_NE(nccl_log_text(nothing).find("0 input(s)"), std::string::npos);
+}
+
+// Every key the JSON writes is in the ccscope.nccl_log/1 table (docs/records.md), with the
+// table's type, and every key of the table is written by one of the logs.
+TEST(NcclLog, JsonKeysAreTheDocumentKindTable) {
+  std::vector<std::string> documents;
+  for (const char* file :
+       {"ib-2node-gdr-openmpi.log", "gdr-disabled-asymmetric-2.12.log", "garbled-interleaved.log",
+        "peer-closed-ib-error-kubectl.log", "socket-with-ib-srun.log", "invalid-usage-refused.log",
+        "nccl-2.28.3-h200-2rank-socket.log"})
+    documents.push_back(nccl_log_json(analyze_file(file)));
+  const std::vector<std::string> differences =
+      records::document_key_differences(records::nccl_log_document_kind(), documents);
+  EXPECT_TRUE(differences.empty()) << ::testing::PrintToString(differences);
 }
 
 TEST(NcclLog, JsonHasTheDocumentedLayout) {

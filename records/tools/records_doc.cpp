@@ -1,5 +1,5 @@
-// records_doc: prints docs/records.md, the reference of every record kind,
-// from the schema tables themselves (records/src/*_schema.cpp), so that the
+// records_doc: prints docs/records.md, the reference of every record kind and JSON
+// document, from the tables themselves (records/src/*_schema.cpp, document_kinds.cpp), so that the
 // page cannot say anything the readers and writers do not do. The test
 // docs.records_drift compares its output with the checked-in page.
 //
@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "ccscope/records/diag_record.h"
+#include "ccscope/records/document_kind.h"
 #include "ccscope/records/schema.h"
 #include "ccscope/records/topology_record.h"
 #include "ccscope/records/training_record.h"
@@ -49,6 +50,14 @@ void print_kind(const Kind& kind, std::string_view written_by) {
   std::cout << "\n";
 }
 
+void print_document(const DocumentKind& kind) {
+  std::cout << "## `" << kind.schema_id() << "`\n\n" << kind.written_by << "\n\n";
+  std::cout << "| key | type | null | meaning |\n|---|---|---|---|\n";
+  for (const DocumentKey& key : kind.keys)
+    std::cout << "| `" << cell(key.path) << "` | " << name(key.type) << " | "
+              << (key.nullable ? "yes" : "") << " | " << cell(key.meaning) << " |\n";
+}
+
 }  // namespace
 
 int main() {
@@ -78,9 +87,17 @@ int main() {
   print_kind(train_step_kind(), "`ccscope train --csv`: one row per step.");
   print_kind(train_run_kind(), "`ccscope train --runs-csv`: one row per run.");
   print_kind(train_rank_kind(), "`ccscope train --ranks-csv`: one row per rank.");
-  std::cout << "Not yet described by a table (their layout is in the verb's page): the topology\n"
-               "document `ccscope.topo/1` ([topo.md](topo.md)), the NCCL log analysis\n"
-               "`ccscope.nccl_log/1` ([diag.md](diag.md)) and the advice `ccscope.advice/1`\n"
-               "([advise.md](advise.md)).\n";
+  std::cout
+      << "# Documents\n\n"
+         "Three outputs are one JSON document each rather than records: their keys are the\n"
+         "tables in `records/src/document_kinds.cpp`, printed here. A **key** is a path from\n"
+         "the document's root: `[]` is each element of an array, `*` a key that is data\n"
+         "(a source's name). **null**: the value is `null` where it is unknown. A test beside\n"
+         "each writer checks that it writes exactly these keys, with these types.\n\n";
+  const std::vector<const DocumentKind*> documents = document_kinds();
+  for (size_t i = 0; i < documents.size(); ++i) {
+    if (i) std::cout << "\n";  // the page ends with the last table's row
+    print_document(*documents[i]);
+  }
   return std::cout ? 0 : 1;
 }

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "ccscope/records/document_kind.h"
 #include "ccscope/topo/paths.h"
 #include "ccscope/topo/report.h"
 
@@ -546,6 +547,25 @@ TEST(PathRecords, EveryGpuPairThenEveryNodePairWithTheMeasuredFigureWhereMeasure
   } else {
     EXPECT_FALSE(pair.percent_of_expected.has_value());
   }
+}
+
+// Every key topology_json writes is in the ccscope.topo/1 table (docs/records.md), with the
+// table's type, and every key of the table is written: two hand-built nodes with their node
+// pair, measured pairs, an NCCL variable, an ancestor level and a finding.
+TEST(TopologyJson, KeysAreTheDocumentKindTable) {
+  TopologyReport report;
+  report.nodes.push_back(hand_built_node());
+  HostTopology second = hand_built_node();
+  second.hostname = "gpu-node-08";
+  second.gpu_ancestors.push_back({0, 1, "PIX"});
+  report.nodes.push_back(second);
+  report.env["NCCL_P2P_LEVEL"] = "NVL";
+  report.measured = {{"gpu-node-07", "gpu-node-08", "socket", 0, 0, 1.5, true}};
+  complete_report(report);
+  report.findings.push_back({Finding::Severity::kWarn, "gpu-node-07", "a.check", "seen", "do"});
+  const std::vector<std::string> differences =
+      records::document_key_differences(records::topology_document_kind(), {topology_json(report)});
+  EXPECT_TRUE(differences.empty()) << ::testing::PrintToString(differences);
 }
 
 }  // namespace

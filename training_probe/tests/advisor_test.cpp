@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ccscope/records/document_kind.h"
+
 namespace ccscope::training_probe {
 namespace {
 
@@ -446,6 +448,24 @@ TEST(Advisor, JsonDocument) {
   EXPECT_EQ(doc["candidates"].size(), a.candidates.size());
   EXPECT_EQ(doc["model"]["parameters"], 4 * (256 * 256 + 256));
   EXPECT_TRUE(doc["candidates"][0]["fits"].get<bool>());
+}
+
+// Every key advice_json writes is in the ccscope.advice/1 table (docs/records.md), with the
+// table's type, and every key of the table is written: a probe and a 7.5B transformer on 16
+// ranks, and a layout search where nothing fits (null recommendation).
+TEST(Advisor, JsonKeysAreTheDocumentKindTable) {
+  const AdvisorModel probe = probe_model(256, 4, 64);
+  const AdvisorCluster two = cluster(2, 2, 80);
+  const AdvisorModel big = zero_paper_model();
+  const AdvisorCluster sixteen = cluster(16, 8, 80);
+  const AdvisorCluster tiny = cluster(2, 2, 1);
+  const std::vector<std::string> documents = {
+      advice_json(advise(probe, two, {}), probe, two, {}),
+      advice_json(advise(big, sixteen, {}), big, sixteen, {}),
+      advice_json(advise(big, tiny, {}), big, tiny, {})};
+  const std::vector<std::string> differences =
+      records::document_key_differences(records::advice_document_kind(), documents);
+  EXPECT_TRUE(differences.empty()) << ::testing::PrintToString(differences);
 }
 
 }  // namespace
