@@ -30,6 +30,7 @@
 #include "ccscope/diag/counters.h"
 #include "ccscope/diag/environment_check.h"
 #include "ccscope/diag/localize.h"
+#include "ccscope/job/backend_registry.h"
 #include "ccscope/records/collective.h"
 #include "ccscope/records/reporter.h"
 #include "ccscope/topo/findings.h"
@@ -147,6 +148,22 @@ Check make_check(Stage stage, std::string name, Status status, std::string host,
   return c;
 }
 
+// The job's backend as registered (the verb refuses a name that is not).
+const job::Backend& job_backend(const ChecklistOptions& options) {
+  const job::Backend* backend = job::find_backend(options.backend);
+  if (!backend) throw std::invalid_argument("no backend named '" + options.backend + "'");
+  return *backend;
+}
+
+bool on_device(const ChecklistOptions& options) {
+  return job_backend(options).capabilities.device == job::DeviceKind::kDevice;
+}
+
+// A backend that makes no group communicators spans the world only (NCCL's here).
+bool spans_world_only(const ChecklistOptions& options) {
+  return !job_backend(options).capabilities.groups;
+}
+
 bench::BenchOptions sweep_options(const ChecklistOptions& options, Collective collective,
                                   size_t min_bytes, size_t max_bytes, int iterations) {
   bench::BenchOptions b;
@@ -159,7 +176,7 @@ bench::BenchOptions sweep_options(const ChecklistOptions& options, Collective co
   b.warmup_iterations = 2;
   b.check_iterations = 1;
   b.backend = options.backend;
-  b.yielding_waits = options.backend == "mpi";
+  b.yielding_waits = !on_device(options);  // host backends: keep the cores for other ranks
   b.progress = false;
   // Twice the watchdog's: it names the stuck rank before a wait gives up.
   b.timeout_seconds = 2 * std::chrono::duration<double>(options.timeout).count();
@@ -168,15 +185,34 @@ bench::BenchOptions sweep_options(const ChecklistOptions& options, Collective co
 
 int no_signal() { return 0; }
 
+std::unique_ptr<Communicator> world_communicator(const World& world,
+                                                 const ChecklistOptions& options) {
+  job::BackendOptions backend_options;
+  backend_options.isolate_ranks = options.isolate_ranks;
+  return job::make_backend(options.backend, world, backend_options);
+}
+
+// Over the ranks that pass `color`: the job's backend when it makes groups, else the first
+// host backend that does.
+std::unique_ptr<Communicator> host_group_communicator(const World& world,
+                                                      const ChecklistOptions& options, int color,
+                                                      bool yielding_waits) {
+  const job::Backend* backend = &job_backend(options);
+  if (!backend->capabilities.groups) backend = job::first_group_backend(job::DeviceKind::kHost);
+  if (!backend) throw std::runtime_error("no backend of this ccscope makes group communicators");
+  job::BackendOptions backend_options;
+  backend_options.color = color;
+  backend_options.yielding_waits = yielding_waits;
+  return job::make_backend(backend->name, world, backend_options);
+}
+
+// Over the ranks that pass `color`, on the job's backend. One that spans the world only
+// serves a group that is the world (one node, or stage 4's every rank): the callers ask it
+// for no other.
 std::unique_ptr<Communicator> group_communicator(const World& world,
                                                  const ChecklistOptions& options, int color) {
-  // NCCL's communicator spans the world only: a group of it exists when the
-  // group is the world (one node).
-  if (options.backend == "nccl") return make_nccl_communicator(world, {options.isolate_ranks});
-  MpiOptions mpi;
-  mpi.color = color;
-  mpi.yielding_waits = true;
-  return make_mpi_communicator(world, mpi);
+  if (spans_world_only(options)) return world_communicator(world, options);
+  return host_group_communicator(world, options, color, true);
 }
 
 std::vector<int> ranks_of_host(const World& world, const std::string& host) {
@@ -291,13 +327,10 @@ void rank_stage(const World& world, PhaseMonitor& monitor, PointToPoint& p2p,
   auto self_p2p = make_group_point_to_point(p2p, {world.rank()});
   auto self_control = point_to_point_control(*self_p2p);
   std::unique_ptr<Communicator> self_comm;
-  if (options.backend == "nccl" && world.size() == 1) {
-    self_comm = make_nccl_communicator(world, {options.isolate_ranks});
-  } else {
-    MpiOptions mpi;
-    mpi.color = world.rank();
-    self_comm = make_mpi_communicator(world, mpi);
-  }
+  if (spans_world_only(options) && world.size() == 1)
+    self_comm = world_communicator(world, options);
+  else
+    self_comm = host_group_communicator(world, options, world.rank(), false);
   CollectingReporter collected;
   bench::BenchOptions sweep =
       sweep_options(options, Collective::kAllReduce, size_t{1} << 20, size_t{1} << 20, 5);
@@ -310,8 +343,8 @@ void rank_stage(const World& world, PhaseMonitor& monitor, PointToPoint& p2p,
   // ranks, the world's NCCL communicator: its buffers are this rank's GPU's).
   double h2d_GBps = 0, d2h_GBps = 0;
   std::unique_ptr<Communicator> device_comm;
-  if (options.backend == "nccl" && self_comm->memory_kind() != MemoryKind::kDevice)
-    device_comm = make_nccl_communicator(world, {options.isolate_ranks});
+  if (on_device(options) && self_comm->memory_kind() != MemoryKind::kDevice)
+    device_comm = world_communicator(world, options);
   Communicator& copier = device_comm ? *device_comm : *self_comm;
   if (copier.memory_kind() == MemoryKind::kDevice) {
     const size_t bytes = size_t{256} << 20;
@@ -406,7 +439,7 @@ void node_stage(const World& world, PhaseMonitor& monitor, PointToPoint& p2p,
   const std::vector<int> members = ranks_of_host(world, world.hostname());
   auto node_p2p = make_group_point_to_point(p2p, members);
   auto node_control = point_to_point_control(*node_p2p);
-  const bool several_nccl_nodes = options.backend == "nccl" && world.node_count() > 1;
+  const bool several_nccl_nodes = spans_world_only(options) && world.node_count() > 1;
   std::unique_ptr<Communicator> comm;
   if (!several_nccl_nodes) comm = group_communicator(world, options, world.node_index());
 
@@ -641,8 +674,7 @@ std::vector<Check> topology_checks(const bench::ClusterTopology& cluster) {
 std::string my_environment(const World& world, const ChecklistOptions& options) {
   json e;
   e["variables"] = recorded_environment(environ);
-  e["gpu_in_use"] =
-      options.backend == "nccl" ? gpu_identity_for_local_rank(world.local_rank()) : "";
+  e["gpu_in_use"] = on_device(options) ? gpu_identity_for_local_rank(world.local_rank()) : "";
   e["nccl_version"] = nccl_version_string();
   e["mpi_library"] = MpiSession::library_version();
   e["ccscope_version"] = kVersion;
@@ -708,7 +740,7 @@ void cluster_stage(const World& world, PhaseMonitor& monitor, PointToPoint& p2p,
 
   const std::vector<CounterSnapshot> before = gather_counters(world, monitor, leader, false);
   const topo::RankSetPath expected = bench::expected_path_of_run(
-      cluster, topo::nccl_environment_from_process(), options.backend != "nccl");
+      cluster, topo::nccl_environment_from_process(), !on_device(options));
 
   // Every pair of nodes (their first ranks), then each suspect against a good node.
   std::vector<std::pair<int, int>> pairs;
@@ -739,8 +771,8 @@ void cluster_stage(const World& world, PhaseMonitor& monitor, PointToPoint& p2p,
     std::unique_ptr<Communicator> comm;
     std::unique_ptr<PointToPoint> leaders_p2p;
     std::unique_ptr<ControlPlane> leaders_control;
-    if (options.backend == "nccl") {
-      comm = make_nccl_communicator(world, {options.isolate_ranks});
+    if (on_device(options)) {
+      comm = world_communicator(world, options);
     } else if (leader) {
       leaders_p2p = make_group_point_to_point(p2p, leaders);
       leaders_control = point_to_point_control(*leaders_p2p);
@@ -752,7 +784,7 @@ void cluster_stage(const World& world, PhaseMonitor& monitor, PointToPoint& p2p,
     bench::SweepOutcome outcome;
     if (comm) {
       const bench::JobShape shape{world.node_count(),
-                                  options.backend == "nccl" ? world.max_ranks_per_node() : 1,
+                                  on_device(options) ? world.max_ranks_per_node() : 1,
                                   world.hostname()};
       outcome = bench::run_sweep(sweep_options(options, Collective::kAllReduce,
                                                options.cluster_bytes, options.cluster_bytes, 5),
@@ -782,8 +814,8 @@ void cluster_stage(const World& world, PhaseMonitor& monitor, PointToPoint& p2p,
                             outcome.wrong_elements)
               : fmt::format("all-reduce busbw {:.3g} GB/s at {} over {} nodes ({}); expected {}",
                             busbw, format_size(options.cluster_bytes), world.node_count(),
-                            options.backend == "nccl" ? "NCCL, every rank"
-                                                      : "ring over MPI, one rank per node",
+                            on_device(options) ? job_backend(options).library + ", every rank"
+                                               : "ring over MPI, one rank per node",
                             expected.expected_GBps > 0
                                 ? fmt::format("{:.3g} GB/s ({})", expected.expected_GBps,
                                               expected.description)
@@ -983,8 +1015,7 @@ ChecklistResult run_checklist(const World& world, HangWatchdog& watchdog,
   topo::ProbeOptions probe;
   probe.use_hwloc = false;
   cluster = bench::gather_cluster_topology(
-      world, probe,
-      options.backend == "nccl" ? gpu_identity_for_local_rank(world.local_rank()) : "");
+      world, probe, on_device(options) ? gpu_identity_for_local_rank(world.local_rank()) : "");
   for (Stage stage : options.stages) {
     if (world.rank() == 0 && options.on_stage_begin) options.on_stage_begin(stage);
     monitor.stage(fmt::format("diag stage {} ({})", static_cast<int>(stage), stage_name(stage)));
@@ -1004,9 +1035,9 @@ ChecklistResult run_checklist(const World& world, HangWatchdog& watchdog,
             rank_hosts.push_back(cluster.rank_node[static_cast<size_t>(r)]);
             rank_gpus.push_back(cluster.rank_gpu[static_cast<size_t>(r)]);
           }
-          path = topo::slowest_rank_path(cluster.nodes, rank_hosts, rank_gpus,
-                                         topo::nccl_environment_from_process(),
-                                         options.backend != "nccl");
+          path =
+              topo::slowest_rank_path(cluster.nodes, rank_hosts, rank_gpus,
+                                      topo::nccl_environment_from_process(), !on_device(options));
         }
         node_stage(world, monitor, *p2p, path, options, verdicts);
         break;

@@ -13,17 +13,18 @@ std::vector<Backend> built_in_backends() {
   std::vector<Backend> list;
   list.push_back(Backend{"mpi",
                          "MPI",
-                         {DeviceKind::kHost, true, false, {}},
+                         {DeviceKind::kHost, true, false, {}, true},
                          [] { return true; },
                          [] { return true; },
                          [](const World& world, const BackendOptions& options) {
                            MpiOptions mpi;
+                           mpi.color = options.color;
                            mpi.yielding_waits = options.yielding_waits;
                            return make_mpi_communicator(world, mpi);
                          }});
   list.push_back(Backend{"nccl",
                          "NCCL",
-                         {DeviceKind::kDevice, true, false, {}},
+                         {DeviceKind::kDevice, true, false, {}, false},
                          [] { return nccl_backend_compiled(); },
                          [] { return nccl_backend_usable(); },
                          [](const World& world, const BackendOptions& options) {
@@ -32,7 +33,7 @@ std::vector<Backend> built_in_backends() {
   list.push_back(Backend{
       "ring",
       "ccscope's ring over MPI",
-      {DeviceKind::kHost, true, false, {}},
+      {DeviceKind::kHost, true, false, {}, false},
       [] { return true; },
       [] { return true; },
       [](const World& world, const BackendOptions&) { return make_ring_communicator(world); }});
@@ -66,6 +67,12 @@ const std::vector<Backend>& registered_backends() { return backends(); }
 const Backend* find_backend(const std::string& name) {
   for (const Backend& b : backends())
     if (b.name == name) return &b;
+  return nullptr;
+}
+
+const Backend* first_group_backend(DeviceKind device) {
+  for (const Backend& b : backends())
+    if (b.capabilities.device == device && b.capabilities.groups && b.built()) return &b;
   return nullptr;
 }
 

@@ -65,6 +65,19 @@ TEST(BackendRegistry, BuiltInBackendsSayWhatTheyAre) {
   EXPECT_EQ(nccl->capabilities.device, DeviceKind::kDevice);
   EXPECT_TRUE(mpi->built());
   EXPECT_EQ(find_backend("gloo"), nullptr);
+  // MPI splits the world into groups; ccscope's NCCL and ring communicators span it whole.
+  EXPECT_TRUE(mpi->capabilities.groups);
+  EXPECT_FALSE(nccl->capabilities.groups);
+  EXPECT_FALSE(ring->capabilities.groups);
+}
+
+// What a job whose backend spans the world only (NCCL) uses for its groups: the first built
+// host backend that makes them; none of the device kind.
+TEST(BackendRegistry, TheFirstGroupBackendOfAKindIsBuiltAndMakesGroups) {
+  const Backend* host = first_group_backend(DeviceKind::kHost);
+  ASSERT_NE(host, nullptr);
+  EXPECT_EQ(host->name, "mpi");
+  EXPECT_EQ(first_group_backend(DeviceKind::kDevice), nullptr);
 }
 
 TEST(BackendRegistry, ARegisteredBackendIsFoundAndReplacedByName) {

@@ -5,6 +5,7 @@
 // an entry in backend_registry.cpp's built-in list); no caller tests names.
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,9 @@ struct BackendCapabilities {
   bool needs_serialized_threads = false;
   // The collectives it implements (ccscope's names); empty: every one.
   std::vector<std::string> collectives;
+  // Makes communicators over a group of the world's ranks (BackendOptions::color); false:
+  // over the whole world only (ccscope's NCCL communicator).
+  bool groups = true;
 };
 
 // What a factory may be asked for (one struct for every backend; each reads
@@ -31,6 +35,9 @@ struct BackendCapabilities {
 struct BackendOptions {
   bool isolate_ranks = false;   // device backends: ranks of one node connect as if remote
   bool yielding_waits = false;  // host backends: waits sleep instead of spinning
+  // Backends with capabilities.groups: over the ranks that pass the same color (ordered by
+  // world rank); unset: the whole world.
+  std::optional<int> color;
 };
 
 struct Backend {
@@ -51,6 +58,9 @@ void register_backend(Backend backend);
 const std::vector<Backend>& registered_backends();
 // The backend named `name`, or nullptr.
 const Backend* find_backend(const std::string& name);
+// The first built backend of `device` kind that makes group communicators, or nullptr: what a
+// job whose backend spans the world only uses for the groups it needs.
+const Backend* first_group_backend(DeviceKind device);
 
 struct BackendChoice {
   std::string backend;  // the default's name
