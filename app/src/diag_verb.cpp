@@ -131,7 +131,6 @@ class DiagOutputs {
     if (!flags.prometheus.empty()) prometheus_target_ = reports::resolve_output(flags.prometheus);
   }
   void add(const Check& check) {
-    checks_.push_back(check);
     records_.push_back(to_record(check, run_id_));
     if (csv_)
       csv_->append(
@@ -163,17 +162,21 @@ class DiagOutputs {
       run.finished_unix_s =
           std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
               .count();
-      reports::write_whole_file(*prometheus_target_, diag::prometheus_text(checks_, run));
+      reports::write_whole_file(*prometheus_target_, diag::prometheus_text(checks(), run));
     }
   }
-  const std::vector<Check>& checks() const { return checks_; }
+  // The checks judged so far: the records' own (one list of what was judged).
+  std::vector<Check> checks() const {
+    std::vector<Check> checks;
+    for (const records::DiagCheckRecord& r : records_) checks.push_back(r.check);
+    return checks;
+  }
 
  private:
   const DiagFlags& flags_;
   std::string run_id_;
   std::unique_ptr<RowFile> csv_;
   std::optional<reports::OutputTarget> json_target_, prometheus_target_;
-  std::vector<Check> checks_;
   std::vector<records::DiagCheckRecord> records_;
   std::chrono::steady_clock::time_point stage_started_;
 };
