@@ -1,8 +1,7 @@
 #pragma once
-// What the training engines (trainer.cpp, parallel_trainer.cpp) share below
-// their strategies: the clock, the communicated number format, reusable
-// scratch buffers, a parameter hash, the end of a step (fp16 overflow,
-// clipping, the optimizer) and the loop over steps.
+// What the training engine (engine.h) and its strategies share below them:
+// the clock, the communicated number format, reusable scratch buffers, a
+// parameter hash, the end of a step (fp16 overflow, clipping, the optimizer).
 #include <chrono>
 #include <cmath>
 #include <functional>
@@ -195,21 +194,6 @@ inline MemoryFootprint held_bytes(size_t element_bytes, size_t parameters, size_
   m.optimizer = static_cast<double>(optimizer.state_bytes());
   if (mixed) m.optimizer += 4.0 * static_cast<double>(master_words);
   return m;
-}
-
-// The loop over steps, each seen by `on_step` as it completes.
-inline TrainResult run_steps(size_t steps, size_t parameters, size_t communicated,
-                             const std::function<StepFigures(size_t)>& one_step,
-                             const std::function<void(const StepFigures&)>& on_step) {
-  TrainResult result;
-  result.parameters = parameters;
-  result.communicated_elements = communicated;
-  for (size_t step = 0; step < steps; ++step) {
-    StepFigures f = one_step(step);
-    if (on_step) on_step(f);
-    result.steps.push_back(f);
-  }
-  return result;
 }
 
 }  // namespace ccscope::training_probe
