@@ -22,6 +22,7 @@
 #include "ccscope/training_probe/moe.h"
 #include "ccscope/training_probe/pipeline.h"
 #include "engine.h"
+#include "layers.h"
 #include "wire.h"
 
 namespace ccscope::training_probe {
@@ -168,35 +169,11 @@ void all_reduce_values(Communicator& c, ScratchPool& pool, Precision p, std::spa
 }
 
 // ===================================================================== dense
-enum class Role { kFull, kColumn, kRow };
-
-struct LocalLayer {
-  size_t layer = 0;  // in the model
-  Role role = Role::kFull;
-  Range shard;        // column: output features held; row: input features held
-  size_t offset = 0;  // weight, then bias, in the local vector
-  size_t weight_count = 0;
-  size_t bias_count = 0;
-  size_t in = 0, out = 0;  // this rank's GEMM
-  bool last = false;       // the model's last layer: no nonlinearity
-};
-
-// One micro-batch through one chunk: what backward needs.
-struct ChunkCache {
-  std::vector<std::vector<float>> inputs, pre, outs;
-  double bytes(size_t element) const {
-    size_t n = 0;
-    for (const auto* v : {&inputs, &pre, &outs})
-      for (const auto& x : *v) n += x.size();
-    return static_cast<double>(n * element);
-  }
-};
-
 // tp x pp x dp (tp, pp and 3d are its cases): the model's layers cut into
 // column/row-parallel pairs and pipeline stages, run as the stage's pipeline
 // plan says; gradients averaged over the data group after the flush (or
 // reduce-scattered, stepped per shard and all-gathered: ZeRO-1).
-class Grid final : public StrategyHooks {
+class Grid final : public StrategyHooks, public LayerHooks {
  public:
   Grid(EngineState& state, const ParallelGroups& g, size_t world_rank)
       : s_(state),
@@ -207,11 +184,10 @@ class Grid final : public StrategyHooks {
         w_(o_.shape.width),
         precision_(o_.precision),
         element_(state.element) {
-    const TrainOptions& o = o_;
-    const std::vector<Range> pieces = virtual_stage_blocks(o);
-    const std::vector<Range> blocks = model_blocks(o.shape.depth, p_.tp);
-    const std::vector<LayerSlice> slices = layer_slices(o.shape);
-    const std::vector<float> full = initial_parameters(o.shape, o.seed);
+    const std::vector<Range> pieces = virtual_stage_blocks(o_);
+    const std::vector<Range> blocks = model_blocks(o_.shape.depth, p_.tp);
+    const std::vector<LayerSlice> slices = layer_slices(o_.shape);
+    const std::vector<float> full = initial_parameters(o_.shape, o_.seed);
     const Range tp_shard = split_evenly(w_, p_.tp, at_.tp);
     chunks_.resize(p_.chunks);
     for (size_t c = 0; c < p_.chunks; ++c) {
@@ -221,28 +197,28 @@ class Grid final : public StrategyHooks {
         for (size_t l = layers.begin; l < layers.end; ++l) {
           LocalLayer x;
           x.layer = l;
-          x.last = l + 1 == o.shape.depth;
+          x.last = l + 1 == o_.shape.depth;
           if (p_.tp > 1 && layers.size() == 2)
-            x.role = l == layers.begin ? Role::kColumn : Role::kRow;
-          x.shard = x.role == Role::kFull ? Range{0, w_} : tp_shard;
+            x.role = l == layers.begin ? LayerRole::kColumn : LayerRole::kRow;
+          x.shard = x.role == LayerRole::kFull ? Range{0, w_} : tp_shard;
           const size_t q = x.shard.size();
-          x.in = x.role == Role::kRow ? q : w_;
-          x.out = x.role == Role::kColumn ? q : w_;
+          x.in = x.role == LayerRole::kRow ? q : w_;
+          x.out = x.role == LayerRole::kColumn ? q : w_;
           x.weight_count = x.in * x.out;
-          x.bias_count = x.role == Role::kColumn ? q : w_;
+          x.bias_count = x.role == LayerRole::kColumn ? q : w_;
           x.offset = params_.size();
           const float* weight = full.data() + slices[l].weight_offset;
           const float* bias = full.data() + slices[l].bias_offset;
           for (size_t r = 0; r < x.out; ++r) {
-            const size_t row = x.role == Role::kColumn ? x.shard.begin + r : r;
-            const size_t col = x.role == Role::kRow ? x.shard.begin : 0;
+            const size_t row = x.role == LayerRole::kColumn ? x.shard.begin + r : r;
+            const size_t col = x.role == LayerRole::kRow ? x.shard.begin : 0;
             params_.insert(params_.end(), weight + row * w_ + col, weight + row * w_ + col + x.in);
           }
-          const size_t bias_begin = x.role == Role::kColumn ? x.shard.begin : 0;
+          const size_t bias_begin = x.role == LayerRole::kColumn ? x.shard.begin : 0;
           params_.insert(params_.end(), bias + bias_begin, bias + bias_begin + x.bias_count);
           // A replicated copy's gradient counts once in the global norm.
-          const float weight_unique = x.role == Role::kFull && at_.tp != 0 ? 0.0f : 1.0f;
-          const float bias_unique = x.role != Role::kColumn && at_.tp != 0 ? 0.0f : 1.0f;
+          const float weight_unique = x.role == LayerRole::kFull && at_.tp != 0 ? 0.0f : 1.0f;
+          const float bias_unique = x.role != LayerRole::kColumn && at_.tp != 0 ? 0.0f : 1.0f;
           unique_.insert(unique_.end(), x.weight_count, weight_unique);
           unique_.insert(unique_.end(), x.bias_count, bias_unique);
           chunks_[c].push_back(x);
@@ -250,7 +226,6 @@ class Grid final : public StrategyHooks {
       }
     }
     local_ = params_.size();
-    zero_bias_.assign(w_, 0.0f);
     grads_.assign(local_, 0.0f);
     if (p_.zero1 && p_.dp > 1) {
       shard_ = shard_range({0, local_}, p_.dp);
@@ -390,7 +365,7 @@ class Grid final : public StrategyHooks {
 
   void forward(const Key& key, StepFigures& f) {
     const auto [m, c] = key;
-    ChunkCache& cache = caches_[key];
+    LayerCache& cache = caches_[key];
     std::vector<float> x;
     if (first_virtual(c)) {
       gather_batch(s_.data, std::span(samples_now_).subspan(m * micro_, micro_), s_.inputs,
@@ -401,32 +376,7 @@ class Grid final : public StrategyHooks {
       x = std::move(activation_in_.at(key));
       activation_in_.erase(key);
     }
-    for (const LocalLayer& layer : chunks_[c]) {
-      cache.inputs.push_back(std::move(x));
-      const std::vector<float>& in = cache.inputs.back();
-      const float* weight = params_.data() + layer.offset;
-      const float* bias = weight + layer.weight_count;
-      std::vector<float> pre(micro_ * layer.out);
-      if (layer.role == Role::kRow) {
-        linear_forward(in, micro_, layer.in, layer.out, weight, zero_bias_.data(), pre.data());
-        s_.comm.run(
-            g_.tp, all_reduce_bytes(pre.size(), p_.tp, element_), &f.tp_bytes,
-            [&](Communicator& comm) { all_reduce_values(comm, s_.pool, precision_, pre, 1.0f); });
-        for (size_t r = 0; r < micro_; ++r)
-          for (size_t i = 0; i < layer.out; ++i) pre[r * layer.out + i] += bias[i];
-      } else {
-        linear_forward(in, micro_, layer.in, layer.out, weight, bias, pre.data());
-      }
-      round_to(precision_, pre);
-      std::vector<float> out;
-      if (layer.last)
-        out = pre;
-      else
-        activate(o_.shape.activation, precision_, pre, out);
-      cache.pre.push_back(std::move(pre));
-      cache.outs.push_back(out);
-      x = std::move(out);
-    }
+    x = forward_layers(chunks_[c], std::move(x), pass(), cache, *this, f);
     if (last_virtual(c)) {
       gather_batch(s_.data, std::span(samples_now_).subspan(m * micro_, micro_), s_.inputs,
                    s_.targets);
@@ -441,34 +391,29 @@ class Grid final : public StrategyHooks {
   }
 
   void backward(const Key& key, StepFigures& f) {
-    const auto [m, c] = key;
-    ChunkCache& cache = caches_.at(key);
+    const size_t c = key.second;
+    const LayerCache& cache = caches_.at(key);
     std::vector<float> grad = std::move(gradient_in_.at(key));
     gradient_in_.erase(key);
-    const std::vector<LocalLayer>& layers = chunks_[c];
-    for (size_t i = layers.size(); i-- > 0;) {
-      const LocalLayer& layer = layers[i];
-      if (!layer.last)
-        activation_backward(o_.shape.activation, precision_, cache.pre[i], cache.outs[i], grad);
-      const float* weight = params_.data() + layer.offset;
-      float* weight_grad = grads_.data() + layer.offset;
-      float* bias_grad = weight_grad + layer.weight_count;
-      const bool needs_input_grad = layer.layer > 0;
-      std::vector<float> grad_input;
-      if (needs_input_grad) grad_input.resize(micro_ * layer.in);
-      linear_backward(cache.inputs[i], grad, micro_, layer.in, layer.out, weight, weight_grad,
-                      bias_grad, needs_input_grad ? grad_input.data() : nullptr);
-      round_to(precision_, {weight_grad, layer.weight_count + layer.bias_count});
-      if (layer.role == Role::kColumn && needs_input_grad && !o_.faults.skipped_tp_all_reduce)
-        s_.comm.run(g_.tp, all_reduce_bytes(grad_input.size(), p_.tp, element_), &f.tp_bytes,
-                    [&](Communicator& comm) {
-                      all_reduce_values(comm, s_.pool, precision_, grad_input, 1.0f);
-                    });
-      round_to(precision_, grad_input);
-      grad = std::move(grad_input);
-    }
+    grad = backward_layers(chunks_[c], std::move(grad), pass(), cache, *this, f);
     caches_.erase(key);
     if (!first_virtual(c)) gradient_out_[key] = std::move(grad);
+  }
+
+  // -------------------------------------------------------- layer hooks
+  LayerPass pass() const { return {o_.shape.activation, precision_, micro_}; }
+  const float* forward_parameters(const LocalLayer& layer) override {
+    return params_.data() + layer.offset;
+  }
+  const float* backward_parameters(const LocalLayer& layer) override {
+    return params_.data() + layer.offset;
+  }
+  float* gradients(const LocalLayer& layer) override { return grads_.data() + layer.offset; }
+  void tensor_all_reduce(std::vector<float>& values, bool backward, StepFigures& f) override {
+    if (backward && o_.faults.skipped_tp_all_reduce) return;
+    s_.comm.run(
+        g_.tp, all_reduce_bytes(values.size(), p_.tp, element_), &f.tp_bytes,
+        [&](Communicator& comm) { all_reduce_values(comm, s_.pool, precision_, values, 1.0f); });
   }
 
   // --------------------------------------------------------- after the flush
@@ -532,7 +477,7 @@ class Grid final : public StrategyHooks {
   Precision precision_;
   size_t element_;
   std::vector<std::vector<LocalLayer>> chunks_;
-  std::vector<float> params_, grads_, master_, grad_shard_, unique_, zero_bias_;
+  std::vector<float> params_, grads_, master_, grad_shard_, unique_;
   std::vector<float> unique_shard_;  // the norm's weights of what this rank steps
   size_t local_ = 0;
   Shard shard_;
@@ -541,7 +486,7 @@ class Grid final : public StrategyHooks {
   size_t per_replica_ = 0, micro_ = 0;
   std::vector<size_t> samples_now_;
   double local_loss_ = 0;
-  std::map<Key, ChunkCache> caches_;
+  std::map<Key, LayerCache> caches_;
   std::map<Key, std::vector<float>> activation_in_, activation_out_, gradient_in_, gradient_out_;
 };
 
@@ -601,7 +546,7 @@ namespace {
 // Expert parallel: the mixture-of-experts model, experts spread over every
 // rank, tokens dispatched to them and combined back by all-to-all; the other
 // parameters data-parallel over every rank.
-class Expert final : public StrategyHooks {
+class Expert final : public StrategyHooks, public LayerHooks {
  public:
   explicit Expert(EngineState& state)
       : s_(state),
@@ -614,10 +559,9 @@ class Expert final : public StrategyHooks {
         element_(state.element),
         moe_{w_, o_.parallel.experts, o_.parallel.top_k, o_.parallel.capacity_factor},
         mine_(experts_of_rank(rank_, ranks_, o_.parallel.experts)) {
-    const TrainOptions& o = o_;
-    const MoeLayout layout = moe_layout(o.shape, moe_.experts);
+    const MoeLayout layout = moe_layout(o_.shape, moe_.experts);
     parameters_ = layout.total;
-    const std::vector<float> full = moe_initial_parameters(layout.total, w_, o.seed);
+    const std::vector<float> full = moe_initial_parameters(layout.total, w_, o_.seed);
     // Replicated parameters first (data-parallel), then this rank's experts.
     for (const MoeLayout::Layer& l : layout.layers) {
       Local x;
@@ -629,6 +573,11 @@ class Expert final : public StrategyHooks {
       layers_.push_back(x);
     }
     replicated_ = params_.size();
+    for (size_t l = 0; l < layers_.size(); ++l) {
+      LocalLayer x = full_layer(l, w_, o_.shape.depth, layers_[l].offset);
+      if (layers_[l].mixture) x.role = LayerRole::kMixture;
+      stack_.push_back(x);
+    }
     for (size_t i = 0; i < layers_.size(); ++i) {
       if (!layers_[i].mixture) continue;
       for (size_t e = mine_.begin; e < mine_.end; ++e) {
@@ -661,12 +610,16 @@ class Expert final : public StrategyHooks {
     double local_loss = 0;
     for (size_t m = 0; m < o_.micro_batches; ++m) {
       gather_batch(s_.data, std::span(samples).subspan(m * micro_, micro_), s_.inputs, s_.targets);
-      Cache cache;
-      std::vector<float> y = forward(cache, f);
+      std::vector<float> x = s_.inputs;
+      round_to(precision_, x);
+      const LayerPass pass{o_.shape.activation, precision_, micro_};
+      LayerCache cache;
+      mixtures_.clear();
+      const std::vector<float> y = forward_layers(stack_, std::move(x), pass, cache, *this, f);
       std::vector<float> grad;
       local_loss +=
           mse_loss(y, s_.targets, micro_, w_, per_rank, static_cast<float>(f.loss_scale), grad);
-      backward(cache, grad, f);
+      backward_layers(stack_, std::move(grad), pass, cache, *this, f);
     }
     return local_loss;
   }
@@ -744,38 +697,21 @@ class Expert final : public StrategyHooks {
     // Per local expert: its rows' inputs, pre-activations, outputs.
     std::vector<std::vector<float>> inputs, pre, outs;
   };
-  struct Cache {
-    std::vector<std::vector<float>> inputs, pre, outs;  // dense layers, by layer
-    std::map<size_t, MixtureCache> mixtures;
-  };
-
-  std::vector<float> forward(Cache& cache, StepFigures& f) {
-    std::vector<float> x = s_.inputs;
-    round_to(precision_, x);
-    const size_t depth = o_.shape.depth;
-    cache.inputs.resize(depth);
-    cache.pre.resize(depth);
-    cache.outs.resize(depth);
-    for (size_t l = 0; l < depth; ++l) {
-      if (layers_[l].mixture) {
-        x = mixture_forward(l, std::move(x), cache.mixtures[l], f);
-        continue;
-      }
-      const float* weight = params_.data() + layers_[l].offset;
-      std::vector<float> pre(micro_ * w_);
-      linear_forward(x, micro_, w_, w_, weight, weight + w_ * w_, pre.data());
-      round_to(precision_, pre);
-      std::vector<float> out;
-      if (l + 1 == depth)
-        out = pre;
-      else
-        activate(o_.shape.activation, precision_, pre, out);
-      cache.inputs[l] = std::move(x);
-      cache.pre[l] = std::move(pre);
-      cache.outs[l] = out;
-      x = std::move(out);
-    }
-    return x;
+  // -------------------------------------------------------- layer hooks
+  const float* forward_parameters(const LocalLayer& layer) override {
+    return params_.data() + layer.offset;
+  }
+  const float* backward_parameters(const LocalLayer& layer) override {
+    return params_.data() + layer.offset;
+  }
+  float* gradients(const LocalLayer& layer) override { return grads_.data() + layer.offset; }
+  std::vector<float> mixture_forward(const LocalLayer& layer, std::vector<float> x,
+                                     StepFigures& f) override {
+    return experts_forward(layer.layer, std::move(x), mixtures_[layer.layer], f);
+  }
+  std::vector<float> mixture_backward(const LocalLayer& layer, std::vector<float> dy,
+                                      StepFigures& f) override {
+    return experts_backward(layer.layer, dy, mixtures_.at(layer.layer), f);
   }
 
   // Rows of `values` [n x w] exchanged with every rank: `send_counts[p]` rows
@@ -818,7 +754,7 @@ class Expert final : public StrategyHooks {
     return out;
   }
 
-  std::vector<float> mixture_forward(size_t l, std::vector<float> x, MixtureCache& mc,
+  std::vector<float> experts_forward(size_t l, std::vector<float> x, MixtureCache& mc,
                                      StepFigures& f) {
     const size_t E = moe_.experts, K = moe_.top_k;
     const float* gate_weight = params_.data() + layers_[l].offset;
@@ -932,28 +868,7 @@ class Expert final : public StrategyHooks {
     return row_of;
   }
 
-  void backward(Cache& cache, std::vector<float> grad, StepFigures& f) {
-    const size_t depth = o_.shape.depth;
-    for (size_t l = depth; l-- > 0;) {
-      if (layers_[l].mixture) {
-        grad = mixture_backward(l, grad, cache.mixtures.at(l), f);
-        continue;
-      }
-      if (l + 1 < depth)
-        activation_backward(o_.shape.activation, precision_, cache.pre[l], cache.outs[l], grad);
-      const float* weight = params_.data() + layers_[l].offset;
-      float* weight_grad = grads_.data() + layers_[l].offset;
-      std::vector<float> grad_input;
-      if (l > 0) grad_input.resize(micro_ * w_);
-      linear_backward(cache.inputs[l], grad, micro_, w_, w_, weight, weight_grad,
-                      weight_grad + w_ * w_, l > 0 ? grad_input.data() : nullptr);
-      round_to(precision_, {weight_grad, w_ * w_ + w_});
-      round_to(precision_, grad_input);
-      grad = std::move(grad_input);
-    }
-  }
-
-  std::vector<float> mixture_backward(size_t l, const std::vector<float>& dy, MixtureCache& mc,
+  std::vector<float> experts_backward(size_t l, const std::vector<float>& dy, MixtureCache& mc,
                                       StepFigures& f) {
     const size_t E = moe_.experts, K = moe_.top_k;
     std::vector<float> dx = dy;  // the residual
@@ -1014,6 +929,8 @@ class Expert final : public StrategyHooks {
   Range mine_;
   size_t parameters_ = 0;
   std::vector<Local> layers_;
+  std::vector<LocalLayer> stack_;            // the layers the forward and backward run through
+  std::map<size_t, MixtureCache> mixtures_;  // this micro-batch's, by layer
   size_t replicated_ = 0;
   std::vector<float> params_, grads_, master_, unique_;
   size_t micro_ = 0;

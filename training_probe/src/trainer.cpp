@@ -19,6 +19,7 @@
 #include "ccscope/training_probe/data.h"
 #include "ccscope/training_probe/layout.h"
 #include "engine.h"
+#include "layers.h"
 #include "wire.h"
 
 namespace ccscope::training_probe {
@@ -27,16 +28,18 @@ namespace {
 // The data-parallel strategies' model: every rank runs every layer (Model's)
 // over its part of the batch. The step is written here once; the hooks say
 // where a layer's parameters and gradients are and what follows its backward.
-class DataParallel : public StrategyHooks {
+class DataParallel : public StrategyHooks, public LayerHooks {
  public:
   explicit DataParallel(EngineState& state)
       : s_(state),
         o_(state.options),
         ranks_(state.world_ranks()),
         rank_(state.world_rank()),
-        model_(o_.shape, o_.precision),
-        slices_(model_.slices()),
-        psi_(model_.parameter_count()) {}
+        slices_(layer_slices(o_.shape)),
+        psi_(parameter_count(o_.shape)) {
+    for (size_t l = 0; l < slices_.size(); ++l)
+      layers_.push_back(full_layer(l, o_.shape.width, o_.shape.depth, slices_[l].begin()));
+  }
 
   size_t parameters() const override { return psi_; }
 
@@ -46,12 +49,19 @@ class DataParallel : public StrategyHooks {
     const std::vector<size_t> samples = s_.step_samples(step, ranks_, rank_, per_rank);
     zero_gradients();
     double local_loss = 0;
+    const LayerPass pass{o_.shape.activation, s_.precision, micro};
     for (size_t m = 0; m < o_.micro_batches; ++m) {
       gather_batch(s_.data, std::span(samples).subspan(m * micro, micro), s_.inputs, s_.targets);
-      forward(micro);
-      local_loss += mse_loss(cache_.output, s_.targets, micro, o_.shape.width, per_rank,
-                             static_cast<float>(f.loss_scale), grad_output_);
-      backward(m + 1 == o_.micro_batches);
+      std::vector<float> x = s_.inputs;
+      round_to(s_.precision, x);
+      LayerCache cache;
+      const std::vector<float> y = forward_layers(layers_, std::move(x), pass, cache, *this, f);
+      std::vector<float> grad;
+      local_loss += mse_loss(y, s_.targets, micro, o_.shape.width, per_rank,
+                             static_cast<float>(f.loss_scale), grad);
+      last_micro_batch_ = m + 1 == o_.micro_batches;
+      begin_backward();
+      backward_layers(layers_, std::move(grad), pass, cache, *this, f);
     }
     s_.comm.wait_all();
     return local_loss;
@@ -76,13 +86,8 @@ class DataParallel : public StrategyHooks {
   std::vector<float> final_parameters() override { return params_; }
 
  protected:
-  // The hooks of the layer loop.
+  // Besides the layer hooks: a step's start and each micro-batch's backward's.
   virtual void zero_gradients() = 0;
-  virtual const float* forward_parameters(size_t layer) = 0;
-  virtual void after_forward(size_t /*layer*/) {}
-  virtual const float* backward_parameters(size_t layer) = 0;
-  virtual float* layer_gradients(size_t layer) = 0;
-  virtual void after_backward(size_t layer, bool last_micro_batch) = 0;
   virtual void begin_backward() {}
   virtual size_t held_parameters() const { return params_.size(); }
   virtual size_t held_gradients() const { return grads_.size(); }
@@ -95,33 +100,13 @@ class DataParallel : public StrategyHooks {
   const TrainOptions& o_;
   size_t ranks_;
   size_t rank_;
-  Model model_;
   std::vector<LayerSlice> slices_;
+  std::vector<LocalLayer> layers_;  // the model's, whole
   size_t psi_;
-  std::vector<float> params_;  // full parameters in the compute format (all but ZeRO-3)
-  std::vector<float> grads_;   // full gradients (single, DDP, ZeRO-1)
-  std::vector<float> master_;  // float32 master weights: full (mixed DDP) or this rank's shard
-
- private:
-  void forward(size_t batch) {
-    model_.begin_forward(s_.inputs, batch, cache_);
-    for (size_t l = 0; l < slices_.size(); ++l) {
-      model_.forward_layer(l, forward_parameters(l), cache_);
-      after_forward(l);
-    }
-  }
-
-  void backward(bool last_micro_batch) {
-    begin_backward();
-    for (size_t l = slices_.size(); l-- > 0;) {
-      const float* layer_params = backward_parameters(l);
-      model_.backward_layer(l, layer_params, cache_, grad_output_, layer_gradients(l));
-      after_backward(l, last_micro_batch);
-    }
-  }
-
-  ForwardCache cache_;
-  std::vector<float> grad_output_;
+  bool last_micro_batch_ = false;  // DDP's no_sync on the others
+  std::vector<float> params_;      // full parameters in the compute format (all but ZeRO-3)
+  std::vector<float> grads_;       // full gradients (single, DDP, ZeRO-1)
+  std::vector<float> master_;      // float32 master weights: full (mixed DDP) or this rank's shard
 };
 
 // DDP's and ZeRO-1/2's buckets, filled in reverse layer order: each is
@@ -176,14 +161,17 @@ class Replicated final : public DataParallel {
 
  private:
   void zero_gradients() override { std::fill(grads_.begin(), grads_.end(), 0.0f); }
-  const float* forward_parameters(size_t layer) override {
-    return params_.data() + slices_[layer].begin();
+  const float* forward_parameters(const LocalLayer& layer) override {
+    return params_.data() + layer.offset;
   }
-  const float* backward_parameters(size_t layer) override { return forward_parameters(layer); }
-  float* layer_gradients(size_t layer) override { return grads_.data() + slices_[layer].begin(); }
+  const float* backward_parameters(const LocalLayer& layer) override {
+    return forward_parameters(layer);
+  }
+  float* gradients(const LocalLayer& layer) override { return grads_.data() + layer.offset; }
   void begin_backward() override { queue_.restart(); }
-  void after_backward(size_t layer, bool last_micro_batch) override {
-    if (last_micro_batch) queue_.submit_ready(layer, [this](size_t k) { all_reduce_bucket(k); });
+  void after_backward(const LocalLayer& layer) override {
+    if (last_micro_batch_)
+      queue_.submit_ready(layer.layer, [this](size_t k) { all_reduce_bucket(k); });
   }
 
   void all_reduce_bucket(size_t k) {
@@ -312,10 +300,12 @@ class BucketShards : public Sharded {
   }
 
  protected:
-  const float* forward_parameters(size_t layer) override {
-    return params_.data() + slices_[layer].begin();
+  const float* forward_parameters(const LocalLayer& layer) override {
+    return params_.data() + layer.offset;
   }
-  const float* backward_parameters(size_t layer) override { return forward_parameters(layer); }
+  const float* backward_parameters(const LocalLayer& layer) override {
+    return forward_parameters(layer);
+  }
   void begin_backward() override { queue_.restart(); }
   void after_optimizer() override {
     for (size_t k = 0; k < units_.size(); ++k)
@@ -335,11 +325,11 @@ class Zero1 final : public BucketShards {
   }
 
  private:
-  float* layer_gradients(size_t layer) override { return grads_.data() + slices_[layer].begin(); }
-  void after_backward(size_t layer, bool last_micro_batch) override {
+  float* gradients(const LocalLayer& layer) override { return grads_.data() + layer.offset; }
+  void after_backward(const LocalLayer& layer) override {
     // The full gradients stay put until the step ends: no copy.
-    if (last_micro_batch)
-      queue_.submit_ready(layer, [this](size_t k) {
+    if (last_micro_batch_)
+      queue_.submit_ready(layer.layer, [this](size_t k) {
         reduce_scatter_unit(k, grads_.data() + queue_.buckets()[k].range.begin, nullptr);
       });
   }
@@ -354,13 +344,13 @@ class Zero2 final : public BucketShards {
 
  private:
   size_t held_gradients() const override { return grad_shard_.size(); }
-  float* layer_gradients(size_t layer) override {
-    layer_scratch_.assign(slices_[layer].end() - slices_[layer].begin(), 0.0f);
+  float* gradients(const LocalLayer& layer) override {
+    layer_scratch_.assign(layer.weight_count + layer.bias_count, 0.0f);
     return layer_scratch_.data();
   }
-  void after_backward(size_t layer, bool) override {
-    stage_layer_gradients(layer);
-    queue_.submit_ready(layer, [this](size_t k) {
+  void after_backward(const LocalLayer& layer) override {
+    stage_layer_gradients(layer.layer);
+    queue_.submit_ready(layer.layer, [this](size_t k) {
       auto it = staging_.find(k);
       std::shared_ptr<const std::vector<float>> staged = std::move(it->second);
       staging_.erase(it);  // the operation holds the only reference: freed after it runs
@@ -427,24 +417,27 @@ class Zero3 final : public Sharded {
  private:
   size_t held_parameters() const override { return param_shard_.size(); }
   size_t held_gradients() const override { return grad_shard_.size(); }
-  const float* forward_parameters(size_t layer) override {
-    return gathered_parameters(layer, layer + 1 < slices_.size() ? layer + 1 : layer);
+  const float* forward_parameters(const LocalLayer& layer) override {
+    const size_t l = layer.layer;
+    return gathered_parameters(l, l + 1 < slices_.size() ? l + 1 : l);
   }
-  void after_forward(size_t layer) override { gathered_[layer].reset(); }
-  const float* backward_parameters(size_t layer) override {
-    return gathered_parameters(layer, layer > 0 ? layer - 1 : layer);
+  void after_forward(const LocalLayer& layer) override { gathered_[layer.layer].reset(); }
+  const float* backward_parameters(const LocalLayer& layer) override {
+    const size_t l = layer.layer;
+    return gathered_parameters(l, l > 0 ? l - 1 : l);
   }
-  float* layer_gradients(size_t layer) override {
-    layer_scratch_.assign(slices_[layer].end() - slices_[layer].begin(), 0.0f);
+  float* gradients(const LocalLayer& layer) override {
+    layer_scratch_.assign(layer.weight_count + layer.bias_count, 0.0f);
     return layer_scratch_.data();
   }
-  void after_backward(size_t layer, bool) override {
-    if (o_.faults.unreduced_bucket != layer) {
+  void after_backward(const LocalLayer& layer) override {
+    const size_t l = layer.layer;
+    if (o_.faults.unreduced_bucket != l) {
       auto copy = std::make_shared<const std::vector<float>>(layer_scratch_);
       const float* values = copy->data();
-      reduce_scatter_unit(layer, values, std::move(copy));
+      reduce_scatter_unit(l, values, std::move(copy));
     }
-    gathered_[layer].reset();
+    gathered_[l].reset();
   }
   void after_optimizer() override {
     for (size_t i = 0; i < master_.size(); ++i)
