@@ -7,7 +7,11 @@
 // chosen once when the run starts:
 //
 //   trainer.cpp           Replicated (single, DDP), Zero1, Zero2, Zero3
-//   parallel_trainer.cpp  Grid (tensor x pipeline x data, ZeRO-1 over data), Expert
+//   parallel_trainer.cpp  Grid (tensor x pipeline x data; GridZero1 with ZeRO-1 over
+//                         the data group), Expert
+//
+// The layers' forward and backward are layers.h's, written once too; a
+// strategy's LayerHooks say where each layer's parameters and gradients are.
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -20,6 +24,7 @@
 #include "ccscope/training_probe/loss_scaler.h"
 #include "ccscope/training_probe/optimizer.h"
 #include "ccscope/training_probe/trainer.h"
+#include "layers.h"
 #include "wire.h"
 
 namespace ccscope::training_probe {
@@ -115,6 +120,41 @@ class StrategyHooks {
   virtual MemoryFootprint memory() const = 0;
   // The full parameters on every rank (empty where the strategy does not gather them).
   virtual std::vector<float> final_parameters() { return {}; }
+};
+
+// What most strategies hold: this rank's parameters in the compute format at
+// each local layer's offset, their gradients and (mixed precision, or a
+// shard) the float32 master weights. The layer hooks read and write them.
+class LocalModel : public StrategyHooks, public LayerHooks {
+ public:
+  explicit LocalModel(EngineState& state) : s_(state), o_(state.options) {}
+  const float* forward_parameters(const LocalLayer& layer) override {
+    return params_.data() + layer.offset;
+  }
+  const float* backward_parameters(const LocalLayer& layer) override {
+    return params_.data() + layer.offset;
+  }
+  float* gradients(const LocalLayer& layer) override { return grads_.data() + layer.offset; }
+  // What this rank keeps between steps, in the bytes of the formats the
+  // strategy holds them in (the CPU path stores 16-bit values in floats).
+  MemoryFootprint memory() const override {
+    return held_bytes(s_.element, held_parameters(), held_gradients(), *s_.optimizer,
+                      master_.size(), s_.mixed());
+  }
+
+ protected:
+  virtual size_t held_parameters() const { return params_.size(); }
+  virtual size_t held_gradients() const { return grads_.size(); }
+  // The optimizer on unsharded parameters.
+  void step_all(std::span<const float> gradients, size_t step) {
+    step_parameters(*s_.optimizer, s_.precision, params_, master_, gradients, step);
+  }
+
+  EngineState& s_;
+  const TrainOptions& o_;
+  std::vector<float> params_;  // this rank's parameters in the compute format
+  std::vector<float> grads_;   // their gradients
+  std::vector<float> master_;  // float32 master weights: of params_ (mixed precision) or a shard
 };
 
 using MakeStrategy = std::function<std::unique_ptr<StrategyHooks>(EngineState&)>;

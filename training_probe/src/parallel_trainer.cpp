@@ -173,11 +173,12 @@ void all_reduce_values(Communicator& c, ScratchPool& pool, Precision p, std::spa
 // column/row-parallel pairs and pipeline stages, run as the stage's pipeline
 // plan says; gradients averaged over the data group after the flush (or
 // reduce-scattered, stepped per shard and all-gathered: ZeRO-1).
-class Grid final : public StrategyHooks, public LayerHooks {
+class Grid : public LocalModel {
  public:
+  // The layers and their parameters, not yet rounded to the compute format
+  // (the master copy is made from them first).
   Grid(EngineState& state, const ParallelGroups& g, size_t world_rank)
-      : s_(state),
-        o_(state.options),
+      : LocalModel(state),
         p_(o_.parallel),
         g_(g),
         at_(grid_position(world_rank, o_.parallel)),
@@ -227,19 +228,6 @@ class Grid final : public StrategyHooks, public LayerHooks {
     }
     local_ = params_.size();
     grads_.assign(local_, 0.0f);
-    if (p_.zero1 && p_.dp > 1) {
-      shard_ = shard_range({0, local_}, p_.dp);
-      const Range mine = shard_.owned(at_.dp);
-      master_.assign(shard_.chunk, 0.0f);
-      std::copy(params_.begin() + static_cast<std::ptrdiff_t>(mine.begin),
-                params_.begin() + static_cast<std::ptrdiff_t>(mine.end), master_.begin());
-      grad_shard_.assign(shard_.chunk, 0.0f);
-      s_.optimizer = std::make_unique<Optimizer>(o_.optimizer, shard_.chunk);
-    } else {
-      if (s_.mixed()) master_ = params_;
-      s_.optimizer = std::make_unique<Optimizer>(o_.optimizer, local_);
-    }
-    round_to(precision_, params_);
     plan_ = pipeline_plan(p_.schedule, p_.pp, at_.pp, o_.micro_batches, p_.chunks);
   }
 
@@ -274,13 +262,7 @@ class Grid final : public StrategyHooks, public LayerHooks {
     return s_.reduce(agree ? 1.0 : 0.0, ReduceOp::kMin) > 0;
   }
 
-  MemoryFootprint memory() const override {
-    return held_bytes(element_, params_.size(), grads_.size(), *s_.optimizer, master_.size(),
-                      s_.mixed());
-  }
-
- private:
-  bool zero1() const { return p_.zero1 && p_.dp > 1; }
+ protected:
   size_t last_chunk() const { return p_.chunks - 1; }
   bool first_virtual(size_t chunk) const { return chunk == 0 && at_.pp == 0; }
   bool last_virtual(size_t chunk) const { return chunk == last_chunk() && at_.pp + 1 == p_.pp; }
@@ -402,13 +384,6 @@ class Grid final : public StrategyHooks, public LayerHooks {
 
   // -------------------------------------------------------- layer hooks
   LayerPass pass() const { return {o_.shape.activation, precision_, micro_}; }
-  const float* forward_parameters(const LocalLayer& layer) override {
-    return params_.data() + layer.offset;
-  }
-  const float* backward_parameters(const LocalLayer& layer) override {
-    return params_.data() + layer.offset;
-  }
-  float* gradients(const LocalLayer& layer) override { return grads_.data() + layer.offset; }
   void tensor_all_reduce(std::vector<float>& values, bool backward, StepFigures& f) override {
     if (backward && o_.faults.skipped_tp_all_reduce) return;
     s_.comm.run(
@@ -416,45 +391,95 @@ class Grid final : public StrategyHooks, public LayerHooks {
         [&](Communicator& comm) { all_reduce_values(comm, s_.pool, precision_, values, 1.0f); });
   }
 
-  // --------------------------------------------------------- after the flush
+  // All-reduces (sum) `values` over the data group, each scaled by `scale` first.
+  void data_all_reduce(std::span<float> values, float scale, StepFigures& f) {
+    s_.comm.run(g_.dp, all_reduce_bytes(values.size(), p_.dp, element_), &f.dp_bytes,
+                [&](Communicator& c) { all_reduce_values(c, s_.pool, precision_, values, scale); });
+  }
+
+  const ParallelOptions& p_;
+  ParallelGroups g_;
+  GridPosition at_;
+  size_t w_;
+  Precision precision_;
+  size_t element_;
+  std::vector<std::vector<LocalLayer>> chunks_;
+  std::vector<float> unique_;        // each element's weight in the global norm
+  std::vector<float> unique_shard_;  // of what this rank steps, where it differs
+  size_t local_ = 0;
+  std::vector<PipelineStep> plan_;
+
+ private:
+  size_t per_replica_ = 0, micro_ = 0;
+  std::vector<size_t> samples_now_;
+  double local_loss_ = 0;
+  std::map<Key, LayerCache> caches_;
+  std::map<Key, std::vector<float>> activation_in_, activation_out_, gradient_in_, gradient_out_;
+};
+
+// The data group's replicas all-reduce their gradients after the flush.
+class GridReplicas final : public Grid {
  public:
+  GridReplicas(EngineState& state, const ParallelGroups& g, size_t world_rank)
+      : Grid(state, g, world_rank) {
+    if (s_.mixed()) master_ = params_;
+    s_.optimizer = std::make_unique<Optimizer>(o_.optimizer, local_);
+    round_to(precision_, params_);
+  }
+
   ReducedGradients reduce_gradients(StepFigures& f) override {
-    const float average = 1.0f / static_cast<float>(p_.dp);
-    if (zero1()) {
-      const Shard shard = shard_;
-      float* out = grad_shard_.data();
-      s_.comm.run(g_.dp, reduce_scatter_bytes(shard.padded_size(p_.dp), p_.dp, element_),
-                  &f.dp_bytes, [&](Communicator& c) {
-                    WireBuffer send(s_.pool, precision_, shard.padded_size(p_.dp));
-                    send.pack(grads_, average);
-                    WireBuffer recv(s_.pool, precision_, shard.chunk);
-                    c.reduce_scatter(send.data(), recv.data(), shard.chunk, wire_type(precision_),
-                                     ReduceOp::kSum);
-                    recv.unpack({out, shard.chunk}, false);
-                  });
-      const Range mine = shard.owned(at_.dp);
-      std::fill(grad_shard_.begin() + static_cast<std::ptrdiff_t>(mine.size()), grad_shard_.end(),
-                0.0f);
-      unique_shard_.assign(shard.chunk, 0.0f);
-      std::copy(unique_.begin() + static_cast<std::ptrdiff_t>(mine.begin),
-                unique_.begin() + static_cast<std::ptrdiff_t>(mine.end), unique_shard_.begin());
-      return {grad_shard_, unique_shard_, true};
-    }
     if (p_.dp == 1) return {grads_, unique_, true};
-    s_.comm.run(
-        g_.dp, all_reduce_bytes(local_, p_.dp, element_), &f.dp_bytes,
-        [&](Communicator& c) { all_reduce_values(c, s_.pool, precision_, grads_, average); });
+    data_all_reduce(grads_, 1.0f / static_cast<float>(p_.dp), f);
     // Replicas hold equal gradients: the first counts them in the norm.
     if (at_.dp == 0) return {grads_, unique_, true};
     unique_shard_.assign(local_, 0.0f);
     return {grads_, unique_shard_, true};
   }
 
+  void apply(std::span<const float> gradients, size_t step, StepFigures&) override {
+    step_all(gradients, step);
+  }
+};
+
+// ZeRO-1 over the data group (DeepSpeed's with Megatron's TP and PP): the
+// gradients reduce-scattered, each replica steps its shard, the updated
+// shards all-gathered.
+class GridZero1 final : public Grid {
+ public:
+  GridZero1(EngineState& state, const ParallelGroups& g, size_t world_rank)
+      : Grid(state, g, world_rank), shard_(shard_range({0, local_}, p_.dp)) {
+    const Range mine = shard_.owned(at_.dp);
+    master_.assign(shard_.chunk, 0.0f);
+    std::copy(params_.begin() + static_cast<std::ptrdiff_t>(mine.begin),
+              params_.begin() + static_cast<std::ptrdiff_t>(mine.end), master_.begin());
+    grad_shard_.assign(shard_.chunk, 0.0f);
+    s_.optimizer = std::make_unique<Optimizer>(o_.optimizer, shard_.chunk);
+    round_to(precision_, params_);
+  }
+
+  ReducedGradients reduce_gradients(StepFigures& f) override {
+    const float average = 1.0f / static_cast<float>(p_.dp);
+    const Shard shard = shard_;
+    float* out = grad_shard_.data();
+    s_.comm.run(g_.dp, reduce_scatter_bytes(shard.padded_size(p_.dp), p_.dp, element_), &f.dp_bytes,
+                [&](Communicator& c) {
+                  WireBuffer send(s_.pool, precision_, shard.padded_size(p_.dp));
+                  send.pack(grads_, average);
+                  WireBuffer recv(s_.pool, precision_, shard.chunk);
+                  c.reduce_scatter(send.data(), recv.data(), shard.chunk, wire_type(precision_),
+                                   ReduceOp::kSum);
+                  recv.unpack({out, shard.chunk}, false);
+                });
+    const Range mine = shard.owned(at_.dp);
+    std::fill(grad_shard_.begin() + static_cast<std::ptrdiff_t>(mine.size()), grad_shard_.end(),
+              0.0f);
+    unique_shard_.assign(shard.chunk, 0.0f);
+    std::copy(unique_.begin() + static_cast<std::ptrdiff_t>(mine.begin),
+              unique_.begin() + static_cast<std::ptrdiff_t>(mine.end), unique_shard_.begin());
+    return {grad_shard_, unique_shard_, true};
+  }
+
   void apply(std::span<const float> gradients, size_t step, StepFigures& f) override {
-    if (!zero1()) {
-      step_parameters(*s_.optimizer, precision_, params_, master_, gradients, step);
-      return;
-    }
     s_.optimizer->step(master_, gradients, step);
     const Shard shard = shard_;
     s_.comm.run(g_.dp, all_gather_bytes(shard.padded_size(p_.dp), p_.dp, element_), &f.dp_bytes,
@@ -468,26 +493,8 @@ class Grid final : public StrategyHooks, public LayerHooks {
   }
 
  private:
-  EngineState& s_;
-  const TrainOptions& o_;
-  const ParallelOptions& p_;
-  ParallelGroups g_;
-  GridPosition at_;
-  size_t w_;
-  Precision precision_;
-  size_t element_;
-  std::vector<std::vector<LocalLayer>> chunks_;
-  std::vector<float> params_, grads_, master_, grad_shard_, unique_;
-  std::vector<float> unique_shard_;  // the norm's weights of what this rank steps
-  size_t local_ = 0;
   Shard shard_;
-  std::vector<PipelineStep> plan_;
-
-  size_t per_replica_ = 0, micro_ = 0;
-  std::vector<size_t> samples_now_;
-  double local_loss_ = 0;
-  std::map<Key, LayerCache> caches_;
-  std::map<Key, std::vector<float>> activation_in_, activation_out_, gradient_in_, gradient_out_;
+  std::vector<float> grad_shard_;  // this replica's reduced gradients
 };
 
 // ====================================================================== MoE
@@ -546,11 +553,10 @@ namespace {
 // Expert parallel: the mixture-of-experts model, experts spread over every
 // rank, tokens dispatched to them and combined back by all-to-all; the other
 // parameters data-parallel over every rank.
-class Expert final : public StrategyHooks, public LayerHooks {
+class Expert final : public LocalModel {
  public:
   explicit Expert(EngineState& state)
-      : s_(state),
-        o_(state.options),
+      : LocalModel(state),
         world_(state.world),
         ranks_(state.world_ranks()),
         rank_(state.world_rank()),
@@ -655,11 +661,6 @@ class Expert final : public StrategyHooks, public LayerHooks {
     return s_.reduce(hash, ReduceOp::kMin) == s_.reduce(hash, ReduceOp::kMax);
   }
 
-  MemoryFootprint memory() const override {
-    return held_bytes(element_, params_.size(), grads_.size(), *s_.optimizer, master_.size(),
-                      s_.mixed());
-  }
-
   ReducedGradients reduce_gradients(StepFigures& f) override {
     const float average = 1.0f / static_cast<float>(ranks_);
     if (world_ && ranks_ > 1)
@@ -675,7 +676,7 @@ class Expert final : public StrategyHooks, public LayerHooks {
   }
 
   void apply(std::span<const float> gradients, size_t step, StepFigures&) override {
-    step_parameters(*s_.optimizer, precision_, params_, master_, gradients, step);
+    step_all(gradients, step);
   }
 
  private:
@@ -698,13 +699,6 @@ class Expert final : public StrategyHooks, public LayerHooks {
     std::vector<std::vector<float>> inputs, pre, outs;
   };
   // -------------------------------------------------------- layer hooks
-  const float* forward_parameters(const LocalLayer& layer) override {
-    return params_.data() + layer.offset;
-  }
-  const float* backward_parameters(const LocalLayer& layer) override {
-    return params_.data() + layer.offset;
-  }
-  float* gradients(const LocalLayer& layer) override { return grads_.data() + layer.offset; }
   std::vector<float> mixture_forward(const LocalLayer& layer, std::vector<float> x,
                                      StepFigures& f) override {
     return experts_forward(layer.layer, std::move(x), mixtures_[layer.layer], f);
@@ -918,8 +912,6 @@ class Expert final : public StrategyHooks, public LayerHooks {
     return dx;
   }
 
-  EngineState& s_;
-  const TrainOptions& o_;
   Communicator* world_;
   size_t ranks_, rank_;
   size_t w_;
@@ -932,7 +924,7 @@ class Expert final : public StrategyHooks, public LayerHooks {
   std::vector<LocalLayer> stack_;            // the layers the forward and backward run through
   std::map<size_t, MixtureCache> mixtures_;  // this micro-batch's, by layer
   size_t replicated_ = 0;
-  std::vector<float> params_, grads_, master_, unique_;
+  std::vector<float> unique_;  // each element's weight in the global norm
   size_t micro_ = 0;
   std::vector<double> wanted_;
   size_t dropped_ = 0;
@@ -940,6 +932,17 @@ class Expert final : public StrategyHooks, public LayerHooks {
 
 std::unique_ptr<StrategyHooks> make_expert(EngineState& state) {
   return std::make_unique<Expert>(state);
+}
+
+// The tensor x pipeline x data strategy's hooks: ZeRO-1 over the data group or not.
+MakeStrategy make_grid(const ParallelGroups& groups, size_t rank, const ParallelOptions& layout) {
+  if (layout.zero1 && layout.dp > 1)
+    return [&groups, rank](EngineState& state) {
+      return std::make_unique<GridZero1>(state, groups, rank);
+    };
+  return [&groups, rank](EngineState& state) {
+    return std::make_unique<GridReplicas>(state, groups, rank);
+  };
 }
 
 void check_size(Communicator* c, size_t expected, const char* group) {
@@ -968,9 +971,8 @@ TrainResult train_parallel(const ParallelGroups& groups, const TrainOptions& opt
   check_size(groups.pp, options.parallel.pp, "pipeline");
   check_size(groups.dp, options.parallel.dp, "data-parallel");
   const size_t rank = static_cast<size_t>(groups.world->rank());
-  return run_engine(
-      options, groups.world, true,
-      [&](EngineState& state) { return std::make_unique<Grid>(state, groups, rank); }, on_step);
+  return run_engine(options, groups.world, true, make_grid(groups, rank, options.parallel),
+                    on_step);
 }
 
 TrainResult train_parallel_single(const TrainOptions& options,
@@ -988,10 +990,8 @@ TrainResult train_parallel_single(const TrainOptions& options,
   if (!problem.empty()) throw UsageError(problem);
   if (options.strategy == Strategy::kExpert)
     return run_engine(single, nullptr, true, make_expert, on_step);
-  return run_engine(
-      single, nullptr, true,
-      [](EngineState& state) { return std::make_unique<Grid>(state, ParallelGroups{}, 0); },
-      on_step);
+  const ParallelGroups none;
+  return run_engine(single, nullptr, true, make_grid(none, 0, single.parallel), on_step);
 }
 
 }  // namespace ccscope::training_probe

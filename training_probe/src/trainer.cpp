@@ -28,11 +28,10 @@ namespace {
 // The data-parallel strategies' model: every rank runs every layer (Model's)
 // over its part of the batch. The step is written here once; the hooks say
 // where a layer's parameters and gradients are and what follows its backward.
-class DataParallel : public StrategyHooks, public LayerHooks {
+class DataParallel : public LocalModel {
  public:
   explicit DataParallel(EngineState& state)
-      : s_(state),
-        o_(state.options),
+      : LocalModel(state),
         ranks_(state.world_ranks()),
         rank_(state.world_rank()),
         slices_(layer_slices(o_.shape)),
@@ -77,36 +76,25 @@ class DataParallel : public StrategyHooks, public LayerHooks {
     const double hash = static_cast<double>(fnv1a(final_parameters()));
     return s_.reduce(hash, ReduceOp::kMin) == s_.reduce(hash, ReduceOp::kMax);
   }
-  // What this rank keeps between steps, in the bytes of the formats the
-  // strategy holds them in (the CPU path stores 16-bit values in floats).
-  MemoryFootprint memory() const override {
-    return held_bytes(s_.element, held_parameters(), held_gradients(), *s_.optimizer,
-                      master_.size(), s_.mixed());
-  }
   std::vector<float> final_parameters() override { return params_; }
 
  protected:
   // Besides the layer hooks: a step's start and each micro-batch's backward's.
   virtual void zero_gradients() = 0;
   virtual void begin_backward() {}
-  virtual size_t held_parameters() const { return params_.size(); }
-  virtual size_t held_gradients() const { return grads_.size(); }
 
   float average_scale() const {
     return o_.faults.sum_not_average ? 1.0f : 1.0f / static_cast<float>(ranks_);
   }
 
-  EngineState& s_;
-  const TrainOptions& o_;
   size_t ranks_;
   size_t rank_;
   std::vector<LayerSlice> slices_;
   std::vector<LocalLayer> layers_;  // the model's, whole
   size_t psi_;
   bool last_micro_batch_ = false;  // DDP's no_sync on the others
-  std::vector<float> params_;      // full parameters in the compute format (all but ZeRO-3)
-  std::vector<float> grads_;       // full gradients (single, DDP, ZeRO-1)
-  std::vector<float> master_;      // float32 master weights: full (mixed DDP) or this rank's shard
+  // LocalModel's params_: full (all but ZeRO-3); grads_: full (single, DDP,
+  // ZeRO-1); master_: full (mixed DDP) or this rank's shard (ZeRO).
 };
 
 // DDP's and ZeRO-1/2's buckets, filled in reverse layer order: each is
@@ -156,18 +144,11 @@ class Replicated final : public DataParallel {
   size_t communicated() const override { return psi_; }
   ReducedGradients reduce_gradients(StepFigures&) override { return {grads_, {}, false}; }
   void apply(std::span<const float> gradients, size_t step, StepFigures&) override {
-    step_parameters(*s_.optimizer, s_.precision, params_, master_, gradients, step);
+    step_all(gradients, step);
   }
 
  private:
   void zero_gradients() override { std::fill(grads_.begin(), grads_.end(), 0.0f); }
-  const float* forward_parameters(const LocalLayer& layer) override {
-    return params_.data() + layer.offset;
-  }
-  const float* backward_parameters(const LocalLayer& layer) override {
-    return forward_parameters(layer);
-  }
-  float* gradients(const LocalLayer& layer) override { return grads_.data() + layer.offset; }
   void begin_backward() override { queue_.restart(); }
   void after_backward(const LocalLayer& layer) override {
     if (last_micro_batch_)
@@ -300,12 +281,6 @@ class BucketShards : public Sharded {
   }
 
  protected:
-  const float* forward_parameters(const LocalLayer& layer) override {
-    return params_.data() + layer.offset;
-  }
-  const float* backward_parameters(const LocalLayer& layer) override {
-    return forward_parameters(layer);
-  }
   void begin_backward() override { queue_.restart(); }
   void after_optimizer() override {
     for (size_t k = 0; k < units_.size(); ++k)
@@ -325,7 +300,6 @@ class Zero1 final : public BucketShards {
   }
 
  private:
-  float* gradients(const LocalLayer& layer) override { return grads_.data() + layer.offset; }
   void after_backward(const LocalLayer& layer) override {
     // The full gradients stay put until the step ends: no copy.
     if (last_micro_batch_)
