@@ -46,6 +46,29 @@ std::vector<size_t> EngineState::step_samples(size_t step, size_t replicas, size
                        !options.faults.sampler_not_reseeded);
 }
 
+double LocalModel::train_micro_batches(std::span<const LocalLayer> layers, size_t step,
+                                       size_t replicas, size_t replica, StepFigures& f) {
+  const size_t per_replica = o_.global_batch / replicas;
+  const size_t micro = per_replica / o_.micro_batches;
+  const std::vector<size_t> samples = s_.step_samples(step, replicas, replica, per_replica);
+  const LayerPass pass{o_.shape.activation, s_.precision, micro};
+  double local_loss = 0;
+  for (size_t m = 0; m < o_.micro_batches; ++m) {
+    gather_batch(s_.data, std::span(samples).subspan(m * micro, micro), s_.inputs, s_.targets);
+    std::vector<float> x = s_.inputs;
+    round_to(s_.precision, x);
+    begin_micro_batch();
+    LayerCache cache;
+    const std::vector<float> y = forward_layers(layers, std::move(x), pass, cache, *this, f);
+    std::vector<float> grad;
+    local_loss += mse_loss(y, s_.targets, micro, o_.shape.width, per_replica,
+                           static_cast<float>(f.loss_scale), grad);
+    begin_backward(m + 1 == o_.micro_batches);
+    backward_layers(layers, std::move(grad), pass, cache, *this, f);
+  }
+  return local_loss;
+}
+
 namespace {
 
 class Engine {

@@ -143,6 +143,14 @@ class LocalModel : public StrategyHooks, public LayerHooks {
   }
 
  protected:
+  // The step's batch, split over `replicas` data-parallel ranks (this one
+  // `replica`), through `layers` one micro-batch after another: forward,
+  // loss, backward. Returns this rank's share of the loss.
+  double train_micro_batches(std::span<const LocalLayer> layers, size_t step, size_t replicas,
+                             size_t replica, StepFigures& f);
+  // Before each micro-batch's forward, and before its backward.
+  virtual void begin_micro_batch() {}
+  virtual void begin_backward(bool /*last_micro_batch*/) {}
   virtual size_t held_parameters() const { return params_.size(); }
   virtual size_t held_gradients() const { return grads_.size(); }
   // The optimizer on unsharded parameters.

@@ -1,10 +1,11 @@
-// The model-parallel strategies: a dense engine for tensor, pipeline and data
-// parallelism in any combination (tp and pp alone are the combinations with
-// the other degrees 1), and an expert-parallel engine for the
-// mixture-of-experts model. Both keep the probe's arithmetic (model.h's
-// GEMMs and rounding, data.h's sampler, optimizer.h's element-wise steps) so
-// that a loss difference from `single` can come only from how the model was
-// cut and what was communicated.
+// The model-parallel strategies' hooks (engine.h): Grid for tensor, pipeline
+// and data parallelism in any combination (tp and pp alone are the
+// combinations with the other degrees 1; GridZero1 adds ZeRO-1 over the data
+// group), and Expert for the mixture-of-experts model. They run in the one
+// engine over layers.h's forward and backward and keep the probe's arithmetic
+// (model.h's GEMMs and rounding, data.h's sampler, optimizer.h's element-wise
+// steps), so that a loss difference from `single` can come only from how the
+// model was cut and what was communicated.
 #include "ccscope/training_probe/parallel_trainer.h"
 
 #include <fmt/format.h>
@@ -607,27 +608,11 @@ class Expert final : public LocalModel {
   size_t communicated() const override { return parameters_; }
 
   double forward_backward(size_t step, StepFigures& f) override {
-    const size_t per_rank = o_.global_batch / ranks_;
-    micro_ = per_rank / o_.micro_batches;
-    const std::vector<size_t> samples = s_.step_samples(step, ranks_, rank_, per_rank);
+    micro_ = o_.global_batch / ranks_ / o_.micro_batches;
     std::fill(grads_.begin(), grads_.end(), 0.0f);
     wanted_.assign(moe_.experts, 0.0);
     dropped_ = 0;
-    double local_loss = 0;
-    for (size_t m = 0; m < o_.micro_batches; ++m) {
-      gather_batch(s_.data, std::span(samples).subspan(m * micro_, micro_), s_.inputs, s_.targets);
-      std::vector<float> x = s_.inputs;
-      round_to(precision_, x);
-      const LayerPass pass{o_.shape.activation, precision_, micro_};
-      LayerCache cache;
-      mixtures_.clear();
-      const std::vector<float> y = forward_layers(stack_, std::move(x), pass, cache, *this, f);
-      std::vector<float> grad;
-      local_loss +=
-          mse_loss(y, s_.targets, micro_, w_, per_rank, static_cast<float>(f.loss_scale), grad);
-      backward_layers(stack_, std::move(grad), pass, cache, *this, f);
-    }
-    return local_loss;
+    return train_micro_batches(stack_, step, ranks_, rank_, f);
   }
 
   double bytes_sent(const StepFigures& f, const CommCounters&) const override {
@@ -699,6 +684,7 @@ class Expert final : public LocalModel {
     std::vector<std::vector<float>> inputs, pre, outs;
   };
   // -------------------------------------------------------- layer hooks
+  void begin_micro_batch() override { mixtures_.clear(); }
   std::vector<float> mixture_forward(const LocalLayer& layer, std::vector<float> x,
                                      StepFigures& f) override {
     return experts_forward(layer.layer, std::move(x), mixtures_[layer.layer], f);

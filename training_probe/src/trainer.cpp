@@ -43,25 +43,8 @@ class DataParallel : public LocalModel {
   size_t parameters() const override { return psi_; }
 
   double forward_backward(size_t step, StepFigures& f) override {
-    const size_t per_rank = o_.global_batch / ranks_;
-    const size_t micro = per_rank / o_.micro_batches;
-    const std::vector<size_t> samples = s_.step_samples(step, ranks_, rank_, per_rank);
     zero_gradients();
-    double local_loss = 0;
-    const LayerPass pass{o_.shape.activation, s_.precision, micro};
-    for (size_t m = 0; m < o_.micro_batches; ++m) {
-      gather_batch(s_.data, std::span(samples).subspan(m * micro, micro), s_.inputs, s_.targets);
-      std::vector<float> x = s_.inputs;
-      round_to(s_.precision, x);
-      LayerCache cache;
-      const std::vector<float> y = forward_layers(layers_, std::move(x), pass, cache, *this, f);
-      std::vector<float> grad;
-      local_loss += mse_loss(y, s_.targets, micro, o_.shape.width, per_rank,
-                             static_cast<float>(f.loss_scale), grad);
-      last_micro_batch_ = m + 1 == o_.micro_batches;
-      begin_backward();
-      backward_layers(layers_, std::move(grad), pass, cache, *this, f);
-    }
+    const double local_loss = train_micro_batches(layers_, step, ranks_, rank_, f);
     s_.comm.wait_all();
     return local_loss;
   }
@@ -79,9 +62,9 @@ class DataParallel : public LocalModel {
   std::vector<float> final_parameters() override { return params_; }
 
  protected:
-  // Besides the layer hooks: a step's start and each micro-batch's backward's.
+  // Besides the layer hooks: the step's start.
   virtual void zero_gradients() = 0;
-  virtual void begin_backward() {}
+  void begin_backward(bool last_micro_batch) override { last_micro_batch_ = last_micro_batch; }
 
   float average_scale() const {
     return o_.faults.sum_not_average ? 1.0f : 1.0f / static_cast<float>(ranks_);
@@ -149,7 +132,10 @@ class Replicated final : public DataParallel {
 
  private:
   void zero_gradients() override { std::fill(grads_.begin(), grads_.end(), 0.0f); }
-  void begin_backward() override { queue_.restart(); }
+  void begin_backward(bool last_micro_batch) override {
+    DataParallel::begin_backward(last_micro_batch);
+    queue_.restart();
+  }
   void after_backward(const LocalLayer& layer) override {
     if (last_micro_batch_)
       queue_.submit_ready(layer.layer, [this](size_t k) { all_reduce_bucket(k); });
@@ -281,7 +267,10 @@ class BucketShards : public Sharded {
   }
 
  protected:
-  void begin_backward() override { queue_.restart(); }
+  void begin_backward(bool last_micro_batch) override {
+    DataParallel::begin_backward(last_micro_batch);
+    queue_.restart();
+  }
   void after_optimizer() override {
     for (size_t k = 0; k < units_.size(); ++k)
       all_gather_unit(k, master_.data() + unit_offsets_[k], params_.data() + units_[k].unit.begin);
