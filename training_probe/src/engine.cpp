@@ -46,6 +46,19 @@ std::vector<size_t> EngineState::step_samples(size_t step, size_t replicas, size
                        !options.faults.sampler_not_reseeded);
 }
 
+std::vector<float> LocalModel::load_batch(std::span<const size_t> samples) {
+  gather_batch(s_.data, samples, s_.inputs, s_.targets);
+  std::vector<float> x = s_.inputs;
+  round_to(s_.precision, x);
+  return x;
+}
+
+double LocalModel::batch_loss(std::span<const float> output, size_t batch, size_t batch_total,
+                              const StepFigures& f, std::vector<float>& grad) const {
+  return mse_loss(output, s_.targets, batch, o_.shape.width, batch_total,
+                  static_cast<float>(f.loss_scale), grad);
+}
+
 double LocalModel::train_micro_batches(std::span<const LocalLayer> layers, size_t step,
                                        size_t replicas, size_t replica, StepFigures& f) {
   const size_t per_replica = o_.global_batch / replicas;
@@ -54,15 +67,12 @@ double LocalModel::train_micro_batches(std::span<const LocalLayer> layers, size_
   const LayerPass pass{o_.shape.activation, s_.precision, micro};
   double local_loss = 0;
   for (size_t m = 0; m < o_.micro_batches; ++m) {
-    gather_batch(s_.data, std::span(samples).subspan(m * micro, micro), s_.inputs, s_.targets);
-    std::vector<float> x = s_.inputs;
-    round_to(s_.precision, x);
+    std::vector<float> x = load_batch(std::span(samples).subspan(m * micro, micro));
     begin_micro_batch();
     LayerCache cache;
     const std::vector<float> y = forward_layers(layers, std::move(x), pass, cache, *this, f);
     std::vector<float> grad;
-    local_loss += mse_loss(y, s_.targets, micro, o_.shape.width, per_replica,
-                           static_cast<float>(f.loss_scale), grad);
+    local_loss += batch_loss(y, micro, per_replica, f, grad);
     begin_backward(m + 1 == o_.micro_batches);
     backward_layers(layers, std::move(grad), pass, cache, *this, f);
   }

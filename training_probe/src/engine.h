@@ -148,6 +148,13 @@ class LocalModel : public StrategyHooks, public LayerHooks {
   // loss, backward. Returns this rank's share of the loss.
   double train_micro_batches(std::span<const LocalLayer> layers, size_t step, size_t replicas,
                              size_t replica, StepFigures& f);
+  // Rows `samples` of the data set into s_.inputs and s_.targets; returns the
+  // input rounded to the compute format.
+  std::vector<float> load_batch(std::span<const size_t> samples);
+  // The loss of `output` against s_.targets (`batch` rows of a batch of
+  // `batch_total`) and its gradient, times fp16's loss scale.
+  double batch_loss(std::span<const float> output, size_t batch, size_t batch_total,
+                    const StepFigures& f, std::vector<float>& grad) const;
   // Before each micro-batch's forward, and before its backward.
   virtual void begin_micro_batch() {}
   virtual void begin_backward(bool /*last_micro_batch*/) {}

@@ -349,23 +349,19 @@ class Grid : public LocalModel {
   void forward(const Key& key, StepFigures& f) {
     const auto [m, c] = key;
     LayerCache& cache = caches_[key];
+    const std::span<const size_t> samples = std::span(samples_now_).subspan(m * micro_, micro_);
     std::vector<float> x;
     if (first_virtual(c)) {
-      gather_batch(s_.data, std::span(samples_now_).subspan(m * micro_, micro_), s_.inputs,
-                   s_.targets);
-      x = s_.inputs;
-      round_to(precision_, x);
+      x = load_batch(samples);
     } else {
       x = std::move(activation_in_.at(key));
       activation_in_.erase(key);
     }
     x = forward_layers(chunks_[c], std::move(x), pass(), cache, *this, f);
     if (last_virtual(c)) {
-      gather_batch(s_.data, std::span(samples_now_).subspan(m * micro_, micro_), s_.inputs,
-                   s_.targets);
+      load_batch(samples);  // the targets
       std::vector<float> grad;
-      local_loss_ +=
-          mse_loss(x, s_.targets, micro_, w_, per_replica_, static_cast<float>(f.loss_scale), grad);
+      local_loss_ += batch_loss(x, micro_, per_replica_, f, grad);
       if (o_.faults.dropped_micro_batch == m) std::fill(grad.begin(), grad.end(), 0.0f);
       gradient_in_[key] = std::move(grad);
     } else {
