@@ -154,21 +154,6 @@ namespace {
 
 double sendrecv_bytes(size_t count, size_t element) { return static_cast<double>(count * element); }
 
-// All-reduce (sum) of float values in the compute format, in place.
-void all_reduce_values(Communicator& c, ScratchPool& pool, Precision p, std::span<float> values,
-                       float scale) {
-  if (p == Precision::kFloat32) {
-    if (scale != 1.0f)
-      for (float& v : values) v *= scale;
-    c.all_reduce(values.data(), values.data(), values.size(), DataType::kFloat32, ReduceOp::kSum);
-    return;
-  }
-  WireBuffer wire(pool, p, values.size());
-  wire.pack(values, scale);
-  c.all_reduce(wire.data(), wire.data(), values.size(), wire_type(p), ReduceOp::kSum);
-  wire.unpack(values, false);
-}
-
 // ===================================================================== dense
 // tp x pp x dp (tp, pp and 3d are its cases): the model's layers cut into
 // column/row-parallel pairs and pipeline stages, run as the stage's pipeline
@@ -460,12 +445,8 @@ class GridZero1 final : public Grid {
     float* out = grad_shard_.data();
     s_.comm.run(g_.dp, reduce_scatter_bytes(shard.padded_size(p_.dp), p_.dp, element_), &f.dp_bytes,
                 [&](Communicator& c) {
-                  WireBuffer send(s_.pool, precision_, shard.padded_size(p_.dp));
-                  send.pack(grads_, average);
-                  WireBuffer recv(s_.pool, precision_, shard.chunk);
-                  c.reduce_scatter(send.data(), recv.data(), shard.chunk, wire_type(precision_),
-                                   ReduceOp::kSum);
-                  recv.unpack({out, shard.chunk}, false);
+                  reduce_scatter_values(c, s_.pool, precision_, grads_, average, p_.dp,
+                                        {out, shard.chunk}, false);
                 });
     const Range mine = shard.owned(at_.dp);
     std::fill(grad_shard_.begin() + static_cast<std::ptrdiff_t>(mine.size()), grad_shard_.end(),
@@ -481,11 +462,7 @@ class GridZero1 final : public Grid {
     const Shard shard = shard_;
     s_.comm.run(g_.dp, all_gather_bytes(shard.padded_size(p_.dp), p_.dp, element_), &f.dp_bytes,
                 [&](Communicator& c) {
-                  WireBuffer send(s_.pool, precision_, shard.chunk);
-                  send.pack(master_);
-                  WireBuffer recv(s_.pool, precision_, shard.padded_size(p_.dp));
-                  c.all_gather(send.data(), recv.data(), shard.chunk, wire_type(precision_));
-                  recv.unpack(params_, false);
+                  all_gather_values(c, s_.pool, precision_, master_, p_.dp, params_);
                 });
   }
 

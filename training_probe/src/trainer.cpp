@@ -148,17 +148,7 @@ class Replicated final : public DataParallel {
     const float scale = average_scale();
     s_.comm.submit(
         [grads, r, p, scale, &pool = s_.pool](Communicator& c) {
-          // Divided by the world size before the sum, as DDP's reducer does
-          // (the sum of 16-bit values then stays within the range of one).
-          if (p == Precision::kFloat32) {
-            for (size_t i = 0; i < r.size(); ++i) grads[i] *= scale;
-            c.all_reduce(grads, grads, r.size(), DataType::kFloat32, ReduceOp::kSum);
-            return;
-          }
-          WireBuffer wire(pool, p, r.size());
-          wire.pack({grads, r.size()}, scale);
-          c.all_reduce(wire.data(), wire.data(), r.size(), wire_type(p), ReduceOp::kSum);
-          wire.unpack({grads, r.size()}, false);
+          all_reduce_values(c, pool, p, {grads, r.size()}, scale);
         },
         all_reduce_bytes(r.size(), ranks_, s_.element));
   }
@@ -219,11 +209,8 @@ class Sharded : public DataParallel {
     const size_t ranks = ranks_;
     s_.comm.submit(
         [values, keep, unit, shard, p, scale, ranks, &pool = s_.pool](Communicator& c) {
-          WireBuffer send(pool, p, unit.padded_size(ranks));
-          send.pack({values, unit.unit.size()}, scale);  // divided before the sum, as DDP
-          WireBuffer recv(pool, p, unit.chunk);
-          c.reduce_scatter(send.data(), recv.data(), unit.chunk, wire_type(p), ReduceOp::kSum);
-          recv.unpack({shard, unit.chunk}, true);
+          reduce_scatter_values(c, pool, p, {values, unit.unit.size()}, scale, ranks,
+                                {shard, unit.chunk}, true);
         },
         reduce_scatter_bytes(unit.padded_size(ranks_), ranks_, s_.element));
   }
@@ -235,11 +222,7 @@ class Sharded : public DataParallel {
     const size_t ranks = ranks_;
     return s_.comm.submit(
         [unit, full, mine, p, ranks, &pool = s_.pool](Communicator& c) {
-          WireBuffer send(pool, p, unit.chunk);
-          send.pack({mine, unit.chunk});
-          WireBuffer recv(pool, p, unit.padded_size(ranks));
-          c.all_gather(send.data(), recv.data(), unit.chunk, wire_type(p));
-          recv.unpack({full, unit.unit.size()}, false);
+          all_gather_values(c, pool, p, {mine, unit.chunk}, ranks, {full, unit.unit.size()});
         },
         all_gather_bytes(unit.padded_size(ranks_), ranks_, s_.element));
   }
