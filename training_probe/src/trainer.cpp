@@ -6,12 +6,11 @@
 
 #include <fmt/format.h>
 
-#include <chrono>
-#include <cmath>
-#include <cstring>
+#include <algorithm>
+#include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
+#include <optional>
 
 #include "ccscope/collectives/error.h"
 #include "ccscope/collectives/types.h"
@@ -25,9 +24,9 @@
 namespace ccscope::training_probe {
 namespace {
 
-// The data-parallel strategies' model: every rank runs every layer (Model's)
-// over its part of the batch. The step is written here once; the hooks say
-// where a layer's parameters and gradients are and what follows its backward.
+// The data-parallel strategies' model: every rank runs every layer whole over
+// its part of the batch. The layer hooks say where a layer's parameters and
+// gradients are and what follows its backward.
 class DataParallel : public LocalModel {
  public:
   explicit DataParallel(EngineState& state)
