@@ -1,10 +1,11 @@
-// The model-parallel strategies: a dense engine for tensor, pipeline and data
-// parallelism in any combination (tp and pp alone are the combinations with
-// the other degrees 1), and an expert-parallel engine for the
-// mixture-of-experts model. Both keep the probe's arithmetic (model.h's
-// GEMMs and rounding, data.h's sampler, optimizer.h's element-wise steps) so
-// that a loss difference from `single` can come only from how the model was
-// cut and what was communicated.
+// The model-parallel strategies' hooks (engine.h): Grid for tensor, pipeline
+// and data parallelism in any combination (tp and pp alone are the
+// combinations with the other degrees 1; GridZero1 adds ZeRO-1 over the data
+// group), and Expert for the mixture-of-experts model. They run in the one
+// engine over layers.h's forward and backward and keep the probe's arithmetic
+// (model.h's GEMMs and rounding, data.h's sampler, optimizer.h's element-wise
+// steps), so that a loss difference from `single` can come only from how the
+// model was cut and what was communicated.
 #include "ccscope/training_probe/parallel_trainer.h"
 
 #include <fmt/format.h>
@@ -21,6 +22,8 @@
 #include "ccscope/training_probe/layout.h"
 #include "ccscope/training_probe/moe.h"
 #include "ccscope/training_probe/pipeline.h"
+#include "engine.h"
+#include "layers.h"
 #include "wire.h"
 
 namespace ccscope::training_probe {
@@ -72,7 +75,8 @@ std::vector<Range> virtual_stage_blocks(const TrainOptions& o) {
     return given;
   }
   std::vector<size_t> weights;
-  for (const Range& b : blocks) weights.push_back(b.size() * (o.shape.width * o.shape.width + o.shape.width));
+  for (const Range& b : blocks)
+    weights.push_back(b.size() * (o.shape.width * o.shape.width + o.shape.width));
   return balance_stages(weights, pieces);
 }
 
@@ -133,9 +137,9 @@ std::string validate_parallel(const TrainOptions& o, size_t ranks) {
       return fmt::format("--stage-layers adds up to {} blocks; the model has {} ({})", sum, blocks,
                          p.tp > 1 ? "layer pairs under tensor parallelism" : "layers");
   } else if (blocks < pieces) {
-    return fmt::format(
-        "{} {} cannot fill {} {}pipeline stages; use a deeper model or fewer stages", blocks,
-        p.tp > 1 ? "layer pairs" : "layers", pieces, p.chunks > 1 ? "virtual " : "");
+    return fmt::format("{} {} cannot fill {} {}pipeline stages; use a deeper model or fewer stages",
+                       blocks, p.tp > 1 ? "layer pairs" : "layers", pieces,
+                       p.chunks > 1 ? "virtual " : "");
   }
   if (o.global_batch % p.dp != 0)
     return fmt::format("global batch {} does not divide over {} data-parallel replicas",
@@ -148,105 +152,29 @@ std::string validate_parallel(const TrainOptions& o, size_t ranks) {
 
 namespace {
 
-// Communication through the worker thread (so that every wait has the
-// run's timeout), one operation at a time, each on its group's communicator.
-class GroupRunner {
- public:
-  GroupRunner(Communicator* world, const TrainOptions& o) {
-    if (!world) return;
-    worker_ = std::make_unique<CommWorker>(*world, o.timeout, true);
-    worker_->on_timeout(o.on_timeout);
-  }
-  bool active() const { return worker_ != nullptr; }
-  // Runs `operation` over `group`, counting `bytes` into `counter`; returns
-  // the seconds the caller waited.
-  double run(Communicator* group, double bytes, double* counter,
-             std::function<void(Communicator&)> operation) {
-    if (!worker_) return 0;  // the single-rank reference: nothing to communicate
-    if (!group) throw std::logic_error("a model-parallel operation over a group not given");
-    const auto start = Clock::now();
-    const size_t ticket =
-        worker_->submit([group, op = std::move(operation)](Communicator&) { op(*group); }, bytes);
-    worker_->wait(ticket);
-    if (counter) *counter += bytes;
-    return seconds_between(start, Clock::now());
-  }
-  CommCounters take() { return worker_ ? worker_->take_counters() : CommCounters{}; }
-  // A scalar reduced over `group` (the value itself without one).
-  double reduce(Communicator* group, double value, ReduceOp op) {
-    if (!group || !worker_) return value;
-    double cell = value;
-    run(group, all_reduce_bytes(1, static_cast<size_t>(group->size()), 8), nullptr,
-        [&](Communicator& c) { c.all_reduce(&cell, &cell, 1, DataType::kFloat64, op); });
-    return cell;
-  }
-
- private:
-  std::unique_ptr<CommWorker> worker_;
-};
-
-double sendrecv_bytes(size_t count, size_t element) {
-  return static_cast<double>(count * element);
-}
-
-// All-reduce (sum) of float values in the compute format, in place.
-void all_reduce_values(Communicator& c, ScratchPool& pool, Precision p, std::span<float> values,
-                       float scale) {
-  if (p == Precision::kFloat32) {
-    if (scale != 1.0f)
-      for (float& v : values) v *= scale;
-    c.all_reduce(values.data(), values.data(), values.size(), DataType::kFloat32, ReduceOp::kSum);
-    return;
-  }
-  WireBuffer wire(pool, p, values.size());
-  wire.pack(values, scale);
-  c.all_reduce(wire.data(), wire.data(), values.size(), wire_type(p), ReduceOp::kSum);
-  wire.unpack(values, false);
-}
+double sendrecv_bytes(size_t count, size_t element) { return static_cast<double>(count * element); }
 
 // ===================================================================== dense
-enum class Role { kFull, kColumn, kRow };
-
-struct LocalLayer {
-  size_t layer = 0;  // in the model
-  Role role = Role::kFull;
-  Range shard;       // column: output features held; row: input features held
-  size_t offset = 0;  // weight, then bias, in the local vector
-  size_t weight_count = 0;
-  size_t bias_count = 0;
-  size_t in = 0, out = 0;  // this rank's GEMM
-  bool last = false;       // the model's last layer: no nonlinearity
-};
-
-// One micro-batch through one chunk: what backward needs.
-struct ChunkCache {
-  std::vector<std::vector<float>> inputs, pre, outs;
-  double bytes(size_t element) const {
-    size_t n = 0;
-    for (const auto* v : {&inputs, &pre, &outs})
-      for (const auto& x : *v) n += x.size();
-    return static_cast<double>(n * element);
-  }
-};
-
-class DenseEngine {
+// tp x pp x dp (tp, pp and 3d are its cases): the model's layers cut into
+// column/row-parallel pairs and pipeline stages, run as the stage's pipeline
+// plan says; gradients averaged over the data group after the flush (or
+// reduce-scattered, stepped per shard and all-gathered: ZeRO-1).
+class Grid : public LocalModel {
  public:
-  DenseEngine(const TrainOptions& o, const ParallelGroups& g, size_t world_rank)
-      : o_(o),
-        p_(o.parallel),
+  // The layers and their parameters, not yet rounded to the compute format
+  // (the master copy is made from them first).
+  Grid(EngineState& state, const ParallelGroups& g, size_t world_rank)
+      : LocalModel(state),
+        p_(o_.parallel),
         g_(g),
-        at_(grid_position(world_rank, o.parallel)),
-        w_(o.shape.width),
-        precision_(o.precision),
-        element_(element_bytes(o.precision)),
-        samples_(dataset_size(o)),
-        data_(make_teacher_dataset(samples_, w_, o.seed)),
-        scaler_(o.loss_scaler),
-        runner_(g.world, o) {
-    const std::vector<Range> pieces = virtual_stage_blocks(o);
-    const std::vector<Range> blocks = model_blocks(o.shape.depth, p_.tp);
-    const std::vector<LayerSlice> slices = layer_slices(o.shape);
-    const std::vector<float> full = initial_parameters(o.shape, o.seed);
+        at_(grid_position(world_rank, o_.parallel)),
+        w_(o_.shape.width),
+        precision_(o_.precision),
+        element_(state.element) {
+    const std::vector<Range> pieces = virtual_stage_blocks(o_);
+    const std::vector<Range> blocks = model_blocks(o_.shape.depth, p_.tp);
+    const std::vector<LayerSlice> slices = layer_slices(o_.shape);
+    const std::vector<float> full = initial_parameters(o_.shape, o_.seed);
     const Range tp_shard = split_evenly(w_, p_.tp, at_.tp);
     chunks_.resize(p_.chunks);
     for (size_t c = 0; c < p_.chunks; ++c) {
@@ -256,27 +184,28 @@ class DenseEngine {
         for (size_t l = layers.begin; l < layers.end; ++l) {
           LocalLayer x;
           x.layer = l;
-          x.last = l + 1 == o.shape.depth;
-          if (p_.tp > 1 && layers.size() == 2) x.role = l == layers.begin ? Role::kColumn : Role::kRow;
-          x.shard = x.role == Role::kFull ? Range{0, w_} : tp_shard;
+          x.last = l + 1 == o_.shape.depth;
+          if (p_.tp > 1 && layers.size() == 2)
+            x.role = l == layers.begin ? LayerRole::kColumn : LayerRole::kRow;
+          x.shard = x.role == LayerRole::kFull ? Range{0, w_} : tp_shard;
           const size_t q = x.shard.size();
-          x.in = x.role == Role::kRow ? q : w_;
-          x.out = x.role == Role::kColumn ? q : w_;
+          x.in = x.role == LayerRole::kRow ? q : w_;
+          x.out = x.role == LayerRole::kColumn ? q : w_;
           x.weight_count = x.in * x.out;
-          x.bias_count = x.role == Role::kColumn ? q : w_;
+          x.bias_count = x.role == LayerRole::kColumn ? q : w_;
           x.offset = params_.size();
           const float* weight = full.data() + slices[l].weight_offset;
           const float* bias = full.data() + slices[l].bias_offset;
           for (size_t r = 0; r < x.out; ++r) {
-            const size_t row = x.role == Role::kColumn ? x.shard.begin + r : r;
-            const size_t col = x.role == Role::kRow ? x.shard.begin : 0;
+            const size_t row = x.role == LayerRole::kColumn ? x.shard.begin + r : r;
+            const size_t col = x.role == LayerRole::kRow ? x.shard.begin : 0;
             params_.insert(params_.end(), weight + row * w_ + col, weight + row * w_ + col + x.in);
           }
-          const size_t bias_begin = x.role == Role::kColumn ? x.shard.begin : 0;
+          const size_t bias_begin = x.role == LayerRole::kColumn ? x.shard.begin : 0;
           params_.insert(params_.end(), bias + bias_begin, bias + bias_begin + x.bias_count);
           // A replicated copy's gradient counts once in the global norm.
-          const float weight_unique = x.role == Role::kFull && at_.tp != 0 ? 0.0f : 1.0f;
-          const float bias_unique = x.role != Role::kColumn && at_.tp != 0 ? 0.0f : 1.0f;
+          const float weight_unique = x.role == LayerRole::kFull && at_.tp != 0 ? 0.0f : 1.0f;
+          const float bias_unique = x.role != LayerRole::kColumn && at_.tp != 0 ? 0.0f : 1.0f;
           unique_.insert(unique_.end(), x.weight_count, weight_unique);
           unique_.insert(unique_.end(), x.bias_count, bias_unique);
           chunks_[c].push_back(x);
@@ -284,66 +213,45 @@ class DenseEngine {
       }
     }
     local_ = params_.size();
-    zero_bias_.assign(w_, 0.0f);
     grads_.assign(local_, 0.0f);
-    if (p_.zero1 && p_.dp > 1) {
-      shard_ = shard_range({0, local_}, p_.dp);
-      const Range mine = shard_.owned(at_.dp);
-      master_.assign(shard_.chunk, 0.0f);
-      std::copy(params_.begin() + static_cast<std::ptrdiff_t>(mine.begin),
-                params_.begin() + static_cast<std::ptrdiff_t>(mine.end), master_.begin());
-      grad_shard_.assign(shard_.chunk, 0.0f);
-      optimizer_ = std::make_unique<Optimizer>(o_.optimizer, shard_.chunk);
-    } else {
-      if (mixed()) master_ = params_;
-      optimizer_ = std::make_unique<Optimizer>(o_.optimizer, local_);
-    }
-    round_to(precision_, params_);
     plan_ = pipeline_plan(p_.schedule, p_.pp, at_.pp, o_.micro_batches, p_.chunks);
   }
 
-  TrainResult run(const std::function<void(const StepFigures&)>& on_step) {
-    const size_t psi = parameter_count(o_.shape);
-    TrainResult result =
-        run_steps(o_.steps, psi, psi, [this](size_t step) { return one_step(step); }, on_step);
-    result.memory =
-        held_bytes(element_, params_.size(), grads_.size(), *optimizer_, master_.size(), mixed());
-    return result;
-  }
+  size_t parameters() const override { return parameter_count(o_.shape); }
+  size_t communicated() const override { return parameters(); }
 
- private:
-  bool mixed() const { return precision_ != Precision::kFloat32; }
-  bool zero1() const { return p_.zero1 && p_.dp > 1; }
-  size_t last_chunk() const { return p_.chunks - 1; }
-  bool first_virtual(size_t chunk) const { return chunk == 0 && at_.pp == 0; }
-  bool last_virtual(size_t chunk) const { return chunk == last_chunk() && at_.pp + 1 == p_.pp; }
-
-  StepFigures one_step(size_t step) {
-    StepFigures f;
-    f.step = step;
-    f.loss_scale = precision_ == Precision::kFloat16 ? scaler_.scale() : 1.0;
-    const auto start = Clock::now();
+  double forward_backward(size_t step, StepFigures& f) override {
     per_replica_ = o_.global_batch / p_.dp;
     micro_ = per_replica_ / o_.micro_batches;
-    samples_now_ = batch_samples(samples_, p_.dp, at_.dp, per_replica_, o_.seed, step,
-                                 !o_.faults.sampler_not_reseeded);
+    samples_now_ = s_.step_samples(step, p_.dp, at_.dp, per_replica_);
     std::fill(grads_.begin(), grads_.end(), 0.0f);
     local_loss_ = 0;
     run_pipeline(f);
-    finish_step(f);
-    f.step_seconds = seconds_between(start, Clock::now());
-    const CommCounters c = runner_.take();
-    f.comm_seconds = c.busy_seconds;
-    f.exposed_comm_seconds = c.exposed_seconds;
-    f.bytes_sent = f.tp_bytes + f.pp_bytes + f.dp_bytes;
-    f.compute_seconds = f.step_seconds - f.exposed_comm_seconds;
-    // The loss: the last stage's, tensor rank 0's, averaged over replicas.
-    const bool reporter = at_.pp + 1 == p_.pp && at_.tp == 0;
-    f.loss = reduce(reporter ? local_loss_ / static_cast<double>(p_.dp) : 0.0, ReduceOp::kSum);
-    if (o_.check_consistency) f.consistent = replicas_agree();
-    runner_.take();  // the loss and the check are not the step's
-    return f;
+    return local_loss_;
   }
+
+  double bytes_sent(const StepFigures& f, const CommCounters&) const override {
+    return f.tp_bytes + f.pp_bytes + f.dp_bytes;
+  }
+
+  // The loss: the last stage's, tensor rank 0's, averaged over replicas.
+  double global_loss(double local_loss) override {
+    const bool reporter = at_.pp + 1 == p_.pp && at_.tp == 0;
+    return s_.reduce(reporter ? local_loss / static_cast<double>(p_.dp) : 0.0, ReduceOp::kSum);
+  }
+
+  // Data-parallel replicas hold the same parameters.
+  bool consistent() override {
+    const double hash = static_cast<double>(fnv1a(params_));
+    const bool agree =
+        s_.comm.reduce(g_.dp, hash, ReduceOp::kMin) == s_.comm.reduce(g_.dp, hash, ReduceOp::kMax);
+    return s_.reduce(agree ? 1.0 : 0.0, ReduceOp::kMin) > 0;
+  }
+
+ protected:
+  size_t last_chunk() const { return p_.chunks - 1; }
+  bool first_virtual(size_t chunk) const { return chunk == 0 && at_.pp == 0; }
+  bool last_virtual(size_t chunk) const { return chunk == last_chunk() && at_.pp + 1 == p_.pp; }
 
   // ------------------------------------------------------------ pipeline
   using Key = std::pair<size_t, size_t>;  // micro-batch, chunk
@@ -376,7 +284,7 @@ class DenseEngine {
     // group marks it; it moves no tensor, so it counts no bytes.
     if (g_.pp && p_.pp > 1) {
       double flag = 0;
-      f.pipeline_wait_seconds += runner_.run(g_.pp, 0, nullptr, [&](Communicator& c) {
+      f.pipeline_wait_seconds += s_.comm.run(g_.pp, 0, nullptr, [&](Communicator& c) {
         c.all_reduce(&flag, &flag, 1, DataType::kFloat64, ReduceOp::kSum);
       });
     }
@@ -395,7 +303,7 @@ class DenseEngine {
       std::vector<float>& values = t.kind == PipelineTransfer::Kind::kActivation
                                        ? activation_out_.at(key)
                                        : gradient_out_.at(key);
-      buffers.push_back(std::make_unique<WireBuffer>(pool_, precision_, count));
+      buffers.push_back(std::make_unique<WireBuffer>(s_.pool, precision_, count));
       buffers.back()->pack(values);
       sends.push_back({static_cast<int>(t.peer), buffers.back()->data(), count});
       bytes += sendrecv_bytes(count, element_);
@@ -406,19 +314,17 @@ class DenseEngine {
     }
     const size_t first_recv = buffers.size();
     for (const PipelineTransfer& t : step.recvs) {
-      buffers.push_back(std::make_unique<WireBuffer>(pool_, precision_, count));
+      buffers.push_back(std::make_unique<WireBuffer>(s_.pool, precision_, count));
       recvs.push_back({static_cast<int>(t.peer), buffers.back()->data(), count});
     }
     const DataType type = wire_type(precision_);
-    const double waited = runner_.run(g_.pp, bytes, &f.pp_bytes, [&](Communicator& c) {
-      c.batch_send_recv(sends, recvs, type);
-    });
+    const double waited = s_.comm.run(
+        g_.pp, bytes, &f.pp_bytes, [&](Communicator& c) { c.batch_send_recv(sends, recvs, type); });
     for (size_t i = 0; i < step.recvs.size(); ++i) {
       const PipelineTransfer& t = step.recvs[i];
       const Key key{t.micro_batch, t.chunk};
-      std::vector<float>& into = t.kind == PipelineTransfer::Kind::kActivation
-                                     ? activation_in_[key]
-                                     : gradient_in_[key];
+      std::vector<float>& into =
+          t.kind == PipelineTransfer::Kind::kActivation ? activation_in_[key] : gradient_in_[key];
       into.resize(count);
       buffers[first_recv + i]->unpack(into, false);
     }
@@ -427,46 +333,20 @@ class DenseEngine {
 
   void forward(const Key& key, StepFigures& f) {
     const auto [m, c] = key;
-    ChunkCache& cache = caches_[key];
+    LayerCache& cache = caches_[key];
+    const std::span<const size_t> samples = std::span(samples_now_).subspan(m * micro_, micro_);
     std::vector<float> x;
     if (first_virtual(c)) {
-      gather_batch(data_, std::span(samples_now_).subspan(m * micro_, micro_), inputs_, targets_);
-      x = inputs_;
-      round_to(precision_, x);
+      x = load_batch(samples);
     } else {
       x = std::move(activation_in_.at(key));
       activation_in_.erase(key);
     }
-    for (const LocalLayer& layer : chunks_[c]) {
-      cache.inputs.push_back(std::move(x));
-      const std::vector<float>& in = cache.inputs.back();
-      const float* weight = params_.data() + layer.offset;
-      const float* bias = weight + layer.weight_count;
-      std::vector<float> pre(micro_ * layer.out);
-      if (layer.role == Role::kRow) {
-        linear_forward(in, micro_, layer.in, layer.out, weight, zero_bias_.data(), pre.data());
-        runner_.run(g_.tp, all_reduce_bytes(pre.size(), p_.tp, element_), &f.tp_bytes,
-                    [&](Communicator& comm) { all_reduce_values(comm, pool_, precision_, pre, 1.0f); });
-        for (size_t r = 0; r < micro_; ++r)
-          for (size_t i = 0; i < layer.out; ++i) pre[r * layer.out + i] += bias[i];
-      } else {
-        linear_forward(in, micro_, layer.in, layer.out, weight, bias, pre.data());
-      }
-      round_to(precision_, pre);
-      std::vector<float> out;
-      if (layer.last)
-        out = pre;
-      else
-        activate(o_.shape.activation, precision_, pre, out);
-      cache.pre.push_back(std::move(pre));
-      cache.outs.push_back(out);
-      x = std::move(out);
-    }
+    x = forward_layers(chunks_[c], std::move(x), pass(), cache, *this, f);
     if (last_virtual(c)) {
-      gather_batch(data_, std::span(samples_now_).subspan(m * micro_, micro_), inputs_, targets_);
+      load_batch(samples);  // the targets
       std::vector<float> grad;
-      local_loss_ += mse_loss(x, targets_, micro_, w_, per_replica_,
-                              static_cast<float>(f.loss_scale), grad);
+      local_loss_ += batch_loss(x, micro_, per_replica_, f, grad);
       if (o_.faults.dropped_micro_batch == m) std::fill(grad.begin(), grad.end(), 0.0f);
       gradient_in_[key] = std::move(grad);
     } else {
@@ -475,128 +355,120 @@ class DenseEngine {
   }
 
   void backward(const Key& key, StepFigures& f) {
-    const auto [m, c] = key;
-    ChunkCache& cache = caches_.at(key);
+    const size_t c = key.second;
+    const LayerCache& cache = caches_.at(key);
     std::vector<float> grad = std::move(gradient_in_.at(key));
     gradient_in_.erase(key);
-    const std::vector<LocalLayer>& layers = chunks_[c];
-    for (size_t i = layers.size(); i-- > 0;) {
-      const LocalLayer& layer = layers[i];
-      if (!layer.last)
-        activation_backward(o_.shape.activation, precision_, cache.pre[i], cache.outs[i], grad);
-      const float* weight = params_.data() + layer.offset;
-      float* weight_grad = grads_.data() + layer.offset;
-      float* bias_grad = weight_grad + layer.weight_count;
-      const bool needs_input_grad = layer.layer > 0;
-      std::vector<float> grad_input;
-      if (needs_input_grad) grad_input.resize(micro_ * layer.in);
-      linear_backward(cache.inputs[i], grad, micro_, layer.in, layer.out, weight, weight_grad,
-                      bias_grad, needs_input_grad ? grad_input.data() : nullptr);
-      round_to(precision_, {weight_grad, layer.weight_count + layer.bias_count});
-      if (layer.role == Role::kColumn && needs_input_grad && !o_.faults.skipped_tp_all_reduce)
-        runner_.run(g_.tp, all_reduce_bytes(grad_input.size(), p_.tp, element_), &f.tp_bytes,
-                    [&](Communicator& comm) {
-                      all_reduce_values(comm, pool_, precision_, grad_input, 1.0f);
-                    });
-      round_to(precision_, grad_input);
-      grad = std::move(grad_input);
-    }
+    grad = backward_layers(chunks_[c], std::move(grad), pass(), cache, *this, f);
     caches_.erase(key);
     if (!first_virtual(c)) gradient_out_[key] = std::move(grad);
   }
 
-  // --------------------------------------------------------- after the flush
-  void finish_step(StepFigures& f) {
-    const float average = 1.0f / static_cast<float>(p_.dp);
-    std::span<float> grads = grads_;
-    std::span<const float> unique = unique_;
-    std::vector<float> unique_shard;
-    if (zero1()) {
-      const Shard shard = shard_;
-      float* out = grad_shard_.data();
-      runner_.run(g_.dp, reduce_scatter_bytes(shard.padded_size(p_.dp), p_.dp, element_),
-                  &f.dp_bytes, [&](Communicator& c) {
-                    WireBuffer send(pool_, precision_, shard.padded_size(p_.dp));
-                    send.pack(grads_, average);
-                    WireBuffer recv(pool_, precision_, shard.chunk);
-                    c.reduce_scatter(send.data(), recv.data(), shard.chunk, wire_type(precision_),
-                                     ReduceOp::kSum);
-                    recv.unpack({out, shard.chunk}, false);
-                  });
-      const Range mine = shard.owned(at_.dp);
-      std::fill(grad_shard_.begin() + static_cast<std::ptrdiff_t>(mine.size()), grad_shard_.end(),
-                0.0f);
-      unique_shard.assign(shard.chunk, 0.0f);
-      std::copy(unique_.begin() + static_cast<std::ptrdiff_t>(mine.begin),
-                unique_.begin() + static_cast<std::ptrdiff_t>(mine.end), unique_shard.begin());
-      grads = grad_shard_;
-      unique = unique_shard;
-    } else if (p_.dp > 1) {
-      runner_.run(g_.dp, all_reduce_bytes(local_, p_.dp, element_), &f.dp_bytes,
-                  [&](Communicator& c) { all_reduce_values(c, pool_, precision_, grads_, average); });
-      // Replicas hold equal gradients: the first counts them in the norm.
-      if (at_.dp != 0) {
-        unique_shard.assign(local_, 0.0f);
-        unique = unique_shard;
-      }
-    }
-    StepEnd end{precision_, o_, scaler_, [this](double v) { return reduce(v, ReduceOp::kSum); },
-                [this](double v) { return reduce(v, ReduceOp::kMax); }};
-    if (!end.prepare(grads, unique, f)) return;
-    ++applied_steps_;
-    if (!zero1()) {
-      step_parameters(*optimizer_, precision_, params_, master_, grads, applied_steps_);
-      return;
-    }
-    optimizer_->step(master_, grads, applied_steps_);
-    const Shard shard = shard_;
-    runner_.run(g_.dp, all_gather_bytes(shard.padded_size(p_.dp), p_.dp, element_), &f.dp_bytes,
-                [&](Communicator& c) {
-                  WireBuffer send(pool_, precision_, shard.chunk);
-                  send.pack(master_);
-                  WireBuffer recv(pool_, precision_, shard.padded_size(p_.dp));
-                  c.all_gather(send.data(), recv.data(), shard.chunk, wire_type(precision_));
-                  recv.unpack(params_, false);
-                });
+  // -------------------------------------------------------- layer hooks
+  LayerPass pass() const { return {o_.shape.activation, precision_, micro_}; }
+  void tensor_all_reduce(std::vector<float>& values, bool backward, StepFigures& f) override {
+    if (backward && o_.faults.skipped_tp_all_reduce) return;
+    s_.comm.run(
+        g_.tp, all_reduce_bytes(values.size(), p_.tp, element_), &f.tp_bytes,
+        [&](Communicator& comm) { all_reduce_values(comm, s_.pool, precision_, values, 1.0f); });
   }
 
-  double reduce(double value, ReduceOp op) { return runner_.reduce(g_.world, value, op); }
-
-  // Data-parallel replicas hold the same parameters.
-  bool replicas_agree() {
-    const double hash = static_cast<double>(fnv1a(params_));
-    const bool agree = runner_.reduce(g_.dp, hash, ReduceOp::kMin) ==
-                       runner_.reduce(g_.dp, hash, ReduceOp::kMax);
-    return reduce(agree ? 1.0 : 0.0, ReduceOp::kMin) > 0;
+  // All-reduces (sum) `values` over the data group, each scaled by `scale` first.
+  void data_all_reduce(std::span<float> values, float scale, StepFigures& f) {
+    s_.comm.run(g_.dp, all_reduce_bytes(values.size(), p_.dp, element_), &f.dp_bytes,
+                [&](Communicator& c) { all_reduce_values(c, s_.pool, precision_, values, scale); });
   }
 
-  const TrainOptions& o_;
   const ParallelOptions& p_;
   ParallelGroups g_;
   GridPosition at_;
   size_t w_;
   Precision precision_;
   size_t element_;
-  size_t samples_;
-  SyntheticDataset data_;
-  LossScaler scaler_;
-  ScratchPool pool_;
   std::vector<std::vector<LocalLayer>> chunks_;
-  std::vector<float> params_, grads_, master_, grad_shard_, unique_, zero_bias_;
+  std::vector<float> unique_;        // each element's weight in the global norm
+  std::vector<float> unique_shard_;  // of what this rank steps, where it differs
   size_t local_ = 0;
-  Shard shard_;
-  std::unique_ptr<Optimizer> optimizer_;
-  size_t applied_steps_ = 0;
   std::vector<PipelineStep> plan_;
 
+ private:
   size_t per_replica_ = 0, micro_ = 0;
   std::vector<size_t> samples_now_;
-  std::vector<float> inputs_, targets_;
   double local_loss_ = 0;
-  std::map<Key, ChunkCache> caches_;
+  std::map<Key, LayerCache> caches_;
   std::map<Key, std::vector<float>> activation_in_, activation_out_, gradient_in_, gradient_out_;
-  // Last: destroyed first, so no queued operation outlives the buffers.
-  GroupRunner runner_;
+};
+
+// The data group's replicas all-reduce their gradients after the flush.
+class GridReplicas final : public Grid {
+ public:
+  GridReplicas(EngineState& state, const ParallelGroups& g, size_t world_rank)
+      : Grid(state, g, world_rank) {
+    if (s_.mixed()) master_ = params_;
+    s_.optimizer = std::make_unique<Optimizer>(o_.optimizer, local_);
+    round_to(precision_, params_);
+  }
+
+  ReducedGradients reduce_gradients(StepFigures& f) override {
+    if (p_.dp == 1) return {grads_, unique_, true};
+    data_all_reduce(grads_, 1.0f / static_cast<float>(p_.dp), f);
+    // Replicas hold equal gradients: the first counts them in the norm.
+    if (at_.dp == 0) return {grads_, unique_, true};
+    unique_shard_.assign(local_, 0.0f);
+    return {grads_, unique_shard_, true};
+  }
+
+  void apply(std::span<const float> gradients, size_t step, StepFigures&) override {
+    step_all(gradients, step);
+  }
+};
+
+// ZeRO-1 over the data group (DeepSpeed's with Megatron's TP and PP): the
+// gradients reduce-scattered, each replica steps its shard, the updated
+// shards all-gathered.
+class GridZero1 final : public Grid {
+ public:
+  GridZero1(EngineState& state, const ParallelGroups& g, size_t world_rank)
+      : Grid(state, g, world_rank), shard_(shard_range({0, local_}, p_.dp)) {
+    const Range mine = shard_.owned(at_.dp);
+    master_.assign(shard_.chunk, 0.0f);
+    std::copy(params_.begin() + static_cast<std::ptrdiff_t>(mine.begin),
+              params_.begin() + static_cast<std::ptrdiff_t>(mine.end), master_.begin());
+    grad_shard_.assign(shard_.chunk, 0.0f);
+    s_.optimizer = std::make_unique<Optimizer>(o_.optimizer, shard_.chunk);
+    round_to(precision_, params_);
+  }
+
+  ReducedGradients reduce_gradients(StepFigures& f) override {
+    const float average = 1.0f / static_cast<float>(p_.dp);
+    const Shard shard = shard_;
+    float* out = grad_shard_.data();
+    s_.comm.run(g_.dp, reduce_scatter_bytes(shard.padded_size(p_.dp), p_.dp, element_), &f.dp_bytes,
+                [&](Communicator& c) {
+                  reduce_scatter_values(c, s_.pool, precision_, grads_, average, p_.dp,
+                                        {out, shard.chunk}, false);
+                });
+    const Range mine = shard.owned(at_.dp);
+    std::fill(grad_shard_.begin() + static_cast<std::ptrdiff_t>(mine.size()), grad_shard_.end(),
+              0.0f);
+    unique_shard_.assign(shard.chunk, 0.0f);
+    std::copy(unique_.begin() + static_cast<std::ptrdiff_t>(mine.begin),
+              unique_.begin() + static_cast<std::ptrdiff_t>(mine.end), unique_shard_.begin());
+    return {grad_shard_, unique_shard_, true};
+  }
+
+  void apply(std::span<const float> gradients, size_t step, StepFigures& f) override {
+    s_.optimizer->step(master_, gradients, step);
+    const Shard shard = shard_;
+    s_.comm.run(g_.dp, all_gather_bytes(shard.padded_size(p_.dp), p_.dp, element_), &f.dp_bytes,
+                [&](Communicator& c) {
+                  all_gather_values(c, s_.pool, precision_, master_, p_.dp, params_);
+                });
+  }
+
+ private:
+  Shard shard_;
+  std::vector<float> grad_shard_;  // this replica's reduced gradients
 };
 
 // ====================================================================== MoE
@@ -652,25 +524,24 @@ size_t moe_parameter_count(const ModelShape& shape, size_t experts) {
 
 namespace {
 
-class MoeEngine {
+// Expert parallel: the mixture-of-experts model, experts spread over every
+// rank, tokens dispatched to them and combined back by all-to-all; the other
+// parameters data-parallel over every rank.
+class Expert final : public LocalModel {
  public:
-  MoeEngine(const TrainOptions& o, Communicator* world)
-      : o_(o),
-        world_(world),
-        ranks_(world ? static_cast<size_t>(world->size()) : 1),
-        rank_(world ? static_cast<size_t>(world->rank()) : 0),
-        w_(o.shape.width),
-        precision_(o.precision),
-        element_(element_bytes(o.precision)),
-        samples_(dataset_size(o)),
-        data_(make_teacher_dataset(samples_, w_, o.seed)),
-        scaler_(o.loss_scaler),
-        moe_{w_, o.parallel.experts, o.parallel.top_k, o.parallel.capacity_factor},
-        mine_(experts_of_rank(rank_, ranks_, o.parallel.experts)),
-        runner_(world, o) {
-    const MoeLayout layout = moe_layout(o.shape, moe_.experts);
+  explicit Expert(EngineState& state)
+      : LocalModel(state),
+        world_(state.world),
+        ranks_(state.world_ranks()),
+        rank_(state.world_rank()),
+        w_(o_.shape.width),
+        precision_(o_.precision),
+        element_(state.element),
+        moe_{w_, o_.parallel.experts, o_.parallel.top_k, o_.parallel.capacity_factor},
+        mine_(experts_of_rank(rank_, ranks_, o_.parallel.experts)) {
+    const MoeLayout layout = moe_layout(o_.shape, moe_.experts);
     parameters_ = layout.total;
-    const std::vector<float> full = moe_initial_parameters(layout.total, w_, o.seed);
+    const std::vector<float> full = moe_initial_parameters(layout.total, w_, o_.seed);
     // Replicated parameters first (data-parallel), then this rank's experts.
     for (const MoeLayout::Layer& l : layout.layers) {
       Local x;
@@ -682,6 +553,11 @@ class MoeEngine {
       layers_.push_back(x);
     }
     replicated_ = params_.size();
+    for (size_t l = 0; l < layers_.size(); ++l) {
+      LocalLayer x = full_layer(l, w_, o_.shape.depth, layers_[l].offset);
+      if (layers_[l].mixture) x.role = LayerRole::kMixture;
+      stack_.push_back(x);
+    }
     for (size_t i = 0; i < layers_.size(); ++i) {
       if (!layers_[i].mixture) continue;
       for (size_t e = mine_.begin; e < mine_.end; ++e) {
@@ -692,22 +568,73 @@ class MoeEngine {
       }
     }
     round_to(precision_, params_);
-    if (mixed()) master_ = params_;
+    if (s_.mixed()) master_ = params_;
     grads_.assign(params_.size(), 0.0f);
     // Replicated parameters count once (rank 0) in the global norm; experts
     // are each held once.
     unique_.assign(params_.size(), 1.0f);
     if (rank_ != 0) std::fill(unique_.begin(), unique_.begin() + replicated_, 0.0f);
-    optimizer_ = std::make_unique<Optimizer>(o_.optimizer, params_.size());
+    s_.optimizer = std::make_unique<Optimizer>(o_.optimizer, params_.size());
   }
 
-  TrainResult run(const std::function<void(const StepFigures&)>& on_step) {
-    TrainResult result = run_steps(
-        o_.steps, parameters_, parameters_, [this](size_t step) { return one_step(step); },
-        on_step);
-    result.memory =
-        held_bytes(element_, params_.size(), grads_.size(), *optimizer_, master_.size(), mixed());
-    return result;
+  size_t parameters() const override { return parameters_; }
+  size_t communicated() const override { return parameters_; }
+
+  double forward_backward(size_t step, StepFigures& f) override {
+    micro_ = o_.global_batch / ranks_ / o_.micro_batches;
+    std::fill(grads_.begin(), grads_.end(), 0.0f);
+    wanted_.assign(moe_.experts, 0.0);
+    dropped_ = 0;
+    return train_micro_batches(stack_, step, ranks_, rank_, f);
+  }
+
+  double bytes_sent(const StepFigures& f, const CommCounters&) const override {
+    return f.ep_bytes + f.dp_bytes;
+  }
+  double global_loss(double local_loss) override {
+    return s_.reduce(local_loss, ReduceOp::kSum) / static_cast<double>(ranks_);
+  }
+
+  // Routing figures over every rank.
+  void add_figures(StepFigures& f) override {
+    std::vector<double> counts = wanted_;
+    counts.push_back(static_cast<double>(dropped_));
+    if (world_)
+      s_.comm.run(world_, 0, nullptr, [&](Communicator& comm) {
+        comm.all_reduce(counts.data(), counts.data(), counts.size(), DataType::kFloat64,
+                        ReduceOp::kSum);
+      });
+    std::vector<size_t> per_expert;
+    for (size_t e = 0; e < moe_.experts; ++e) {
+      per_expert.push_back(static_cast<size_t>(counts[e]));
+      f.routed_tokens += per_expert.back();
+    }
+    f.dropped_tokens = static_cast<size_t>(counts.back());
+    f.load_imbalance = load_imbalance(per_expert);
+  }
+
+  // The replicated parameters agree.
+  bool consistent() override {
+    const double hash = static_cast<double>(fnv1a({params_.data(), replicated_}));
+    return s_.reduce(hash, ReduceOp::kMin) == s_.reduce(hash, ReduceOp::kMax);
+  }
+
+  ReducedGradients reduce_gradients(StepFigures& f) override {
+    const float average = 1.0f / static_cast<float>(ranks_);
+    if (world_ && ranks_ > 1)
+      s_.comm.run(
+          world_, all_reduce_bytes(replicated_, ranks_, element_), &f.dp_bytes,
+          [&](Communicator& c) {
+            all_reduce_values(c, s_.pool, precision_, {grads_.data(), replicated_}, average);
+          });
+    // An expert's gradient sums every rank's tokens, each rank's loss the
+    // mean of its own batch: the global mean divides by the rank count.
+    for (size_t i = replicated_; i < grads_.size(); ++i) grads_[i] *= average;
+    return {grads_, unique_, true};
+  }
+
+  void apply(std::span<const float> gradients, size_t step, StepFigures&) override {
+    step_all(gradients, step);
   }
 
  private:
@@ -720,99 +647,24 @@ class MoeEngine {
   struct MixtureCache {
     std::vector<float> x;
     GateOutput gate;
-    std::vector<Assignment> order;    // kept assignments in send order
-    std::vector<uint32_t> routed;     // the expert each was sent to
-    std::vector<size_t> send_counts;  // rows per peer
-    std::vector<size_t> recv_counts;  // rows from each peer
+    std::vector<Assignment> order;                          // kept assignments in send order
+    std::vector<uint32_t> routed;                           // the expert each was sent to
+    std::vector<size_t> send_counts;                        // rows per peer
+    std::vector<size_t> recv_counts;                        // rows from each peer
     std::vector<std::vector<size_t>> from_peer_per_expert;  // [peer][local expert] rows
-    std::vector<float> returned;      // expert outputs, in send order
+    std::vector<float> returned;                            // expert outputs, in send order
     // Per local expert: its rows' inputs, pre-activations, outputs.
     std::vector<std::vector<float>> inputs, pre, outs;
   };
-  struct Cache {
-    std::vector<std::vector<float>> inputs, pre, outs;  // dense layers, by layer
-    std::map<size_t, MixtureCache> mixtures;
-  };
-
-  bool mixed() const { return precision_ != Precision::kFloat32; }
-
-  StepFigures one_step(size_t step) {
-    StepFigures f;
-    f.step = step;
-    f.loss_scale = precision_ == Precision::kFloat16 ? scaler_.scale() : 1.0;
-    const auto start = Clock::now();
-    const size_t per_rank = o_.global_batch / ranks_;
-    micro_ = per_rank / o_.micro_batches;
-    const std::vector<size_t> samples = batch_samples(samples_, ranks_, rank_, per_rank, o_.seed,
-                                                      step, !o_.faults.sampler_not_reseeded);
-    std::fill(grads_.begin(), grads_.end(), 0.0f);
-    wanted_.assign(moe_.experts, 0.0);
-    dropped_ = 0;
-    double local_loss = 0;
-    for (size_t m = 0; m < o_.micro_batches; ++m) {
-      gather_batch(data_, std::span(samples).subspan(m * micro_, micro_), inputs_, targets_);
-      Cache cache;
-      std::vector<float> y = forward(cache, f);
-      std::vector<float> grad;
-      local_loss += mse_loss(y, targets_, micro_, w_, per_rank, static_cast<float>(f.loss_scale),
-                             grad);
-      backward(cache, grad, f);
-    }
-    finish_step(f);
-    f.step_seconds = seconds_between(start, Clock::now());
-    const CommCounters c = runner_.take();
-    f.comm_seconds = c.busy_seconds;
-    f.exposed_comm_seconds = c.exposed_seconds;
-    f.bytes_sent = f.ep_bytes + f.dp_bytes;
-    f.compute_seconds = f.step_seconds - f.exposed_comm_seconds;
-    f.loss = reduce(local_loss, ReduceOp::kSum) / static_cast<double>(ranks_);
-    // Routing figures over every rank.
-    std::vector<double> counts = wanted_;
-    counts.push_back(static_cast<double>(dropped_));
-    if (world_)
-      runner_.run(world_, 0, nullptr, [&](Communicator& comm) {
-        comm.all_reduce(counts.data(), counts.data(), counts.size(), DataType::kFloat64,
-                        ReduceOp::kSum);
-      });
-    std::vector<size_t> per_expert;
-    for (size_t e = 0; e < moe_.experts; ++e) {
-      per_expert.push_back(static_cast<size_t>(counts[e]));
-      f.routed_tokens += per_expert.back();
-    }
-    f.dropped_tokens = static_cast<size_t>(counts.back());
-    f.load_imbalance = load_imbalance(per_expert);
-    if (o_.check_consistency) f.consistent = replicas_agree();
-    runner_.take();
-    return f;
+  // -------------------------------------------------------- layer hooks
+  void begin_micro_batch() override { mixtures_.clear(); }
+  std::vector<float> mixture_forward(const LocalLayer& layer, std::vector<float> x,
+                                     StepFigures& f) override {
+    return experts_forward(layer.layer, std::move(x), mixtures_[layer.layer], f);
   }
-
-  std::vector<float> forward(Cache& cache, StepFigures& f) {
-    std::vector<float> x = inputs_;
-    round_to(precision_, x);
-    const size_t depth = o_.shape.depth;
-    cache.inputs.resize(depth);
-    cache.pre.resize(depth);
-    cache.outs.resize(depth);
-    for (size_t l = 0; l < depth; ++l) {
-      if (layers_[l].mixture) {
-        x = mixture_forward(l, std::move(x), cache.mixtures[l], f);
-        continue;
-      }
-      const float* weight = params_.data() + layers_[l].offset;
-      std::vector<float> pre(micro_ * w_);
-      linear_forward(x, micro_, w_, w_, weight, weight + w_ * w_, pre.data());
-      round_to(precision_, pre);
-      std::vector<float> out;
-      if (l + 1 == depth)
-        out = pre;
-      else
-        activate(o_.shape.activation, precision_, pre, out);
-      cache.inputs[l] = std::move(x);
-      cache.pre[l] = std::move(pre);
-      cache.outs[l] = out;
-      x = std::move(out);
-    }
-    return x;
+  std::vector<float> mixture_backward(const LocalLayer& layer, std::vector<float> dy,
+                                      StepFigures& f) override {
+    return experts_backward(layer.layer, dy, mixtures_.at(layer.layer), f);
   }
 
   // Rows of `values` [n x w] exchanged with every rank: `send_counts[p]` rows
@@ -827,9 +679,9 @@ class MoeEngine {
       return out;
     }
     const size_t sent = values.size() / w_;
-    WireBuffer send(pool_, precision_, sent * w_);
+    WireBuffer send(s_.pool, precision_, sent * w_);
     send.pack(values);
-    WireBuffer recv(pool_, precision_, received * w_);
+    WireBuffer recv(s_.pool, precision_, received * w_);
     const size_t e = element_;
     std::vector<PeerSend> sends;
     std::vector<PeerRecv> recvs;
@@ -848,14 +700,14 @@ class MoeEngine {
       at += recv_counts[q];
     }
     const DataType type = wire_type(precision_);
-    f.all_to_all_seconds += runner_.run(world_, bytes, &f.ep_bytes, [&](Communicator& c) {
+    f.all_to_all_seconds += s_.comm.run(world_, bytes, &f.ep_bytes, [&](Communicator& c) {
       c.batch_send_recv(sends, recvs, type);
     });
     recv.unpack(out, false);
     return out;
   }
 
-  std::vector<float> mixture_forward(size_t l, std::vector<float> x, MixtureCache& mc,
+  std::vector<float> experts_forward(size_t l, std::vector<float> x, MixtureCache& mc,
                                      StepFigures& f) {
     const size_t E = moe_.experts, K = moe_.top_k;
     const float* gate_weight = params_.data() + layers_[l].offset;
@@ -894,19 +746,21 @@ class MoeEngine {
       std::vector<PeerSend> sends;
       std::vector<PeerRecv> recvs;
       for (size_t p = 0; p < ranks_; ++p) {
-        sends.push_back({static_cast<int>(p), per_peer_expert[p].data(), per_peer_expert[p].size()});
+        sends.push_back(
+            {static_cast<int>(p), per_peer_expert[p].data(), per_peer_expert[p].size()});
         recvs.push_back({static_cast<int>(p), incoming[p].data(), incoming[p].size()});
       }
       double count_bytes = 0;
       for (size_t p = 0; p < ranks_; ++p)
         if (p != rank_) count_bytes += 8.0 * static_cast<double>(per_peer_expert[p].size());
-      f.all_to_all_seconds += runner_.run(world_, count_bytes, &f.ep_bytes, [&](Communicator& c) {
+      f.all_to_all_seconds += s_.comm.run(world_, count_bytes, &f.ep_bytes, [&](Communicator& c) {
         c.batch_send_recv(sends, recvs, DataType::kUInt64);
       });
       for (size_t q = 0; q < ranks_; ++q)
         for (size_t j = 0; j < mine_.size(); ++j) mc.from_peer_per_expert[q][j] = incoming[q][j];
     } else {
-      for (size_t j = 0; j < mine_.size(); ++j) mc.from_peer_per_expert[0][j] = per_peer_expert[0][j];
+      for (size_t j = 0; j < mine_.size(); ++j)
+        mc.from_peer_per_expert[0][j] = per_peer_expert[0][j];
     }
     mc.send_counts.assign(ranks_, 0);
     mc.recv_counts.assign(ranks_, 0);
@@ -967,28 +821,7 @@ class MoeEngine {
     return row_of;
   }
 
-  void backward(Cache& cache, std::vector<float> grad, StepFigures& f) {
-    const size_t depth = o_.shape.depth;
-    for (size_t l = depth; l-- > 0;) {
-      if (layers_[l].mixture) {
-        grad = mixture_backward(l, grad, cache.mixtures.at(l), f);
-        continue;
-      }
-      if (l + 1 < depth)
-        activation_backward(o_.shape.activation, precision_, cache.pre[l], cache.outs[l], grad);
-      const float* weight = params_.data() + layers_[l].offset;
-      float* weight_grad = grads_.data() + layers_[l].offset;
-      std::vector<float> grad_input;
-      if (l > 0) grad_input.resize(micro_ * w_);
-      linear_backward(cache.inputs[l], grad, micro_, w_, w_, weight, weight_grad,
-                      weight_grad + w_ * w_, l > 0 ? grad_input.data() : nullptr);
-      round_to(precision_, {weight_grad, w_ * w_ + w_});
-      round_to(precision_, grad_input);
-      grad = std::move(grad_input);
-    }
-  }
-
-  std::vector<float> mixture_backward(size_t l, const std::vector<float>& dy, MixtureCache& mc,
+  std::vector<float> experts_backward(size_t l, const std::vector<float>& dy, MixtureCache& mc,
                                       StepFigures& f) {
     const size_t E = moe_.experts, K = moe_.top_k;
     std::vector<float> dx = dy;  // the residual
@@ -1038,54 +871,38 @@ class MoeEngine {
     return dx;
   }
 
-  void finish_step(StepFigures& f) {
-    const float average = 1.0f / static_cast<float>(ranks_);
-    if (world_ && ranks_ > 1)
-      runner_.run(world_, all_reduce_bytes(replicated_, ranks_, element_), &f.dp_bytes,
-                  [&](Communicator& c) {
-                    all_reduce_values(c, pool_, precision_, {grads_.data(), replicated_}, average);
-                  });
-    // An expert's gradient sums every rank's tokens, each rank's loss the
-    // mean of its own batch: the global mean divides by the rank count.
-    for (size_t i = replicated_; i < grads_.size(); ++i) grads_[i] *= average;
-    StepEnd end{precision_, o_, scaler_, [this](double v) { return reduce(v, ReduceOp::kSum); },
-                [this](double v) { return reduce(v, ReduceOp::kMax); }};
-    if (!end.prepare(grads_, unique_, f)) return;
-    ++applied_steps_;
-    step_parameters(*optimizer_, precision_, params_, master_, grads_, applied_steps_);
-  }
-
-  double reduce(double value, ReduceOp op) { return runner_.reduce(world_, value, op); }
-
-  bool replicas_agree() {
-    const double hash = static_cast<double>(fnv1a({params_.data(), replicated_}));
-    return reduce(hash, ReduceOp::kMin) == reduce(hash, ReduceOp::kMax);
-  }
-
-  const TrainOptions& o_;
   Communicator* world_;
   size_t ranks_, rank_;
   size_t w_;
   Precision precision_;
   size_t element_;
-  size_t samples_;
-  SyntheticDataset data_;
-  LossScaler scaler_;
   MoeShape moe_;
   Range mine_;
-  ScratchPool pool_;
   size_t parameters_ = 0;
   std::vector<Local> layers_;
+  std::vector<LocalLayer> stack_;            // the layers the forward and backward run through
+  std::map<size_t, MixtureCache> mixtures_;  // this micro-batch's, by layer
   size_t replicated_ = 0;
-  std::vector<float> params_, grads_, master_, unique_;
-  std::unique_ptr<Optimizer> optimizer_;
-  size_t applied_steps_ = 0;
+  std::vector<float> unique_;  // each element's weight in the global norm
   size_t micro_ = 0;
-  std::vector<float> inputs_, targets_;
   std::vector<double> wanted_;
   size_t dropped_ = 0;
-  GroupRunner runner_;
 };
+
+std::unique_ptr<StrategyHooks> make_expert(EngineState& state) {
+  return std::make_unique<Expert>(state);
+}
+
+// The tensor x pipeline x data strategy's hooks: ZeRO-1 over the data group or not.
+MakeStrategy make_grid(const ParallelGroups& groups, size_t rank, const ParallelOptions& layout) {
+  if (layout.zero1 && layout.dp > 1)
+    return [&groups, rank](EngineState& state) {
+      return std::make_unique<GridZero1>(state, groups, rank);
+    };
+  return [&groups, rank](EngineState& state) {
+    return std::make_unique<GridReplicas>(state, groups, rank);
+  };
+}
 
 void check_size(Communicator* c, size_t expected, const char* group) {
   if (expected > 1 && (!c || static_cast<size_t>(c->size()) != expected))
@@ -1107,15 +924,14 @@ TrainResult train_parallel(const ParallelGroups& groups, const TrainOptions& opt
   std::string problem = validate_parallel(options, ranks);
   if (problem.empty()) problem = validate(options, replicas);
   if (!problem.empty()) throw UsageError(problem);
-  if (options.strategy == Strategy::kExpert) {
-    MoeEngine engine(options, groups.world);
-    return engine.run(on_step);
-  }
+  if (options.strategy == Strategy::kExpert)
+    return run_engine(options, groups.world, true, make_expert, on_step);
   check_size(groups.tp, options.parallel.tp, "tensor-parallel");
   check_size(groups.pp, options.parallel.pp, "pipeline");
   check_size(groups.dp, options.parallel.dp, "data-parallel");
-  DenseEngine engine(options, groups, static_cast<size_t>(groups.world->rank()));
-  return engine.run(on_step);
+  const size_t rank = static_cast<size_t>(groups.world->rank());
+  return run_engine(options, groups.world, true, make_grid(groups, rank, options.parallel),
+                    on_step);
 }
 
 TrainResult train_parallel_single(const TrainOptions& options,
@@ -1131,12 +947,10 @@ TrainResult train_parallel_single(const TrainOptions& options,
   std::string problem = validate(single, 1);
   if (problem.empty()) problem = validate_parallel(single, 1);
   if (!problem.empty()) throw UsageError(problem);
-  if (options.strategy == Strategy::kExpert) {
-    MoeEngine engine(single, nullptr);
-    return engine.run(on_step);
-  }
-  DenseEngine engine(single, ParallelGroups{}, 0);
-  return engine.run(on_step);
+  if (options.strategy == Strategy::kExpert)
+    return run_engine(single, nullptr, true, make_expert, on_step);
+  const ParallelGroups none;
+  return run_engine(single, nullptr, true, make_grid(none, 0, single.parallel), on_step);
 }
 
 }  // namespace ccscope::training_probe

@@ -1,20 +1,20 @@
 #pragma once
-// What the training engines (trainer.cpp, parallel_trainer.cpp) share below
-// their strategies: the clock, the communicated number format, reusable
-// scratch buffers, a parameter hash, the end of a step (fp16 overflow,
-// clipping, the optimizer) and the loop over steps.
+// What the training engine (engine.h) and its strategies share below them:
+// the clock, the communicated number format, reusable scratch buffers, a
+// parameter hash, the end of a step (fp16 overflow, clipping, the optimizer).
 #include <chrono>
 #include <cmath>
-#include <functional>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <span>
 #include <vector>
 
+#include "ccscope/collectives/communicator.h"
 #include "ccscope/collectives/types.h"
 #include "ccscope/training_probe/loss_scaler.h"
 #include "ccscope/training_probe/model.h"
@@ -123,6 +123,50 @@ class WireBuffer {
   ScratchPool::Block bytes_;
 };
 
+// The collectives every strategy runs on float values in the compute format,
+// travelling in the communicated format. Values are multiplied by `scale`
+// before the sum (divided by the ranks first, as DDP's reducer does, so that
+// a sum of 16-bit values stays within the range of one).
+
+// All-reduce (sum) in place.
+inline void all_reduce_values(Communicator& c, ScratchPool& pool, Precision p,
+                              std::span<float> values, float scale) {
+  if (p == Precision::kFloat32) {
+    if (scale != 1.0f)
+      for (float& v : values) v *= scale;
+    c.all_reduce(values.data(), values.data(), values.size(), DataType::kFloat32, ReduceOp::kSum);
+    return;
+  }
+  WireBuffer wire(pool, p, values.size());
+  wire.pack(values, scale);
+  c.all_reduce(wire.data(), wire.data(), values.size(), wire_type(p), ReduceOp::kSum);
+  wire.unpack(values, false);
+}
+
+// Reduce-scatter (sum) of `values` (unpadded; padded with zeros to `ranks`
+// chunks) into this rank's chunk `chunk`, or added to it (`accumulate`: a
+// gradient shard over micro-batches).
+inline void reduce_scatter_values(Communicator& c, ScratchPool& pool, Precision p,
+                                  std::span<const float> values, float scale, size_t ranks,
+                                  std::span<float> chunk, bool accumulate) {
+  WireBuffer send(pool, p, chunk.size() * ranks);
+  send.pack(values, scale);
+  WireBuffer recv(pool, p, chunk.size());
+  c.reduce_scatter(send.data(), recv.data(), chunk.size(), wire_type(p), ReduceOp::kSum);
+  recv.unpack(chunk, accumulate);
+}
+
+// All-gather of every rank's chunk (this rank's `mine`) into `full` (the
+// unpadded whole).
+inline void all_gather_values(Communicator& c, ScratchPool& pool, Precision p,
+                              std::span<const float> mine, size_t ranks, std::span<float> full) {
+  WireBuffer send(pool, p, mine.size());
+  send.pack(mine);
+  WireBuffer recv(pool, p, mine.size() * ranks);
+  c.all_gather(send.data(), recv.data(), mine.size(), wire_type(p));
+  recv.unpack(full, false);
+}
+
 inline uint64_t fnv1a(std::span<const float> values) {
   uint64_t hash = 1469598103934665603ULL;
   const auto* bytes = reinterpret_cast<const unsigned char*>(values.data());
@@ -174,8 +218,7 @@ struct StepEnd {
 // The optimizer step on unsharded parameters: mixed precision steps the
 // float32 master copy and rounds it back into the compute format.
 inline void step_parameters(Optimizer& optimizer, Precision precision, std::vector<float>& params,
-                            std::vector<float>& master, std::span<const float> grads,
-                            size_t step) {
+                            std::vector<float>& master, std::span<const float> grads, size_t step) {
   if (precision == Precision::kFloat32) {
     optimizer.step(params, grads, step);
     return;
@@ -195,21 +238,6 @@ inline MemoryFootprint held_bytes(size_t element_bytes, size_t parameters, size_
   m.optimizer = static_cast<double>(optimizer.state_bytes());
   if (mixed) m.optimizer += 4.0 * static_cast<double>(master_words);
   return m;
-}
-
-// The loop over steps, each seen by `on_step` as it completes.
-inline TrainResult run_steps(size_t steps, size_t parameters, size_t communicated,
-                             const std::function<StepFigures(size_t)>& one_step,
-                             const std::function<void(const StepFigures&)>& on_step) {
-  TrainResult result;
-  result.parameters = parameters;
-  result.communicated_elements = communicated;
-  for (size_t step = 0; step < steps; ++step) {
-    StepFigures f = one_step(step);
-    if (on_step) on_step(f);
-    result.steps.push_back(f);
-  }
-  return result;
 }
 
 }  // namespace ccscope::training_probe

@@ -2,8 +2,8 @@
 // A mixture-of-experts layer's routing as pure functions: the learned top-k
 // gate (forward and backward), the dispatch of tokens to experts under a
 // capacity factor with dropped tokens counted, which rank holds which expert,
-// and the load imbalance. The expert-parallel engine (parallel_trainer.cpp)
-// moves the tokens with all-to-alls; these decide where they go.
+// and the load imbalance. The expert-parallel hooks (Expert, parallel_trainer.cpp)
+// move the tokens with all-to-alls; these decide where they go.
 #include <cstddef>
 #include <cstdint>
 #include <span>

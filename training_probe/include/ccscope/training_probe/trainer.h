@@ -1,6 +1,7 @@
 #pragma once
 // The training loop under each strategy, over Communicator (one code path for
 // every backend whose memory is host memory; the GPU path is not built yet).
+// One engine runs them all (src/engine.h); each strategy is a set of hooks.
 //
 //   single  one rank, the whole global batch: the reference.
 //   ddp     PyTorch DDP: gradients averaged by all-reduce in buckets filled in
