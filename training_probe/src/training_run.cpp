@@ -1,8 +1,9 @@
-// measure_run: see ccscope/training_probe/training_run.h.
+// measure_run and run_plan: see ccscope/training_probe/training_run.h.
 #include "ccscope/training_probe/training_run.h"
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <memory>
 
 #include "ccscope/collectives/backends.h"
@@ -226,14 +227,29 @@ RunMeasurement measure_run(const World& world, const RunRequest& q, const RunHoo
     m.rank_figures.clear();
     return m;
   }
-  for (const RankFigures& rf : m.rank_figures)
+  for (const RankFigures& rf : m.rank_figures) {
     m.rank_records.push_back(
         rank_record(q.run_id, options, rf, world.hostnames().at(static_cast<size_t>(rf.rank))));
+    m.largest_tp_bytes = std::max(m.largest_tp_bytes, rf.tp_bytes);
+    m.largest_pp_bytes = std::max(m.largest_pp_bytes, rf.pp_bytes);
+    m.largest_dp_bytes = std::max(m.largest_dp_bytes, rf.dp_bytes);
+    m.largest_ep_bytes = std::max(m.largest_ep_bytes, rf.ep_bytes);
+  }
+  if (options.strategy == Strategy::kExpert) {
+    std::vector<double> a2a;
+    for (size_t i = std::min(m.warmup, m.slowest.size() - 1); i < m.slowest.size(); ++i)
+      a2a.push_back(m.slowest[i].all_to_all_seconds);
+    m.all_to_all_median_s = median(a2a);
+  }
 
   const RunSummary& s = m.summary;
   const size_t psi = result.parameters;
   m.bytes_expected = expected_bytes_per_step(
       options.strategy, psi, ranks, element_bytes(options.precision), options.micro_batches);
+  if (ranks > 1)
+    m.bytes_formula_factor =
+        m.bytes_expected /
+        std::max(1.0, all_gather_bytes(psi, ranks, element_bytes(options.precision)));
   m.memory_expected = expected_memory(options.strategy, psi, ranks, options.precision,
                                       state_words_per_parameter(options.optimizer));
   // Padding: communicated - psi elements; each moves at most 3 m times (ZeRO-3)
@@ -312,6 +328,52 @@ RunMeasurement measure_run(const World& world, const RunRequest& q, const RunHoo
     r.efficiency = m.scaling->efficiency;
   }
   return m;
+}
+
+bool run_plan(const World& world, const TrainPlan& plan, const PlanHooks& hooks) {
+  const bool leader = world.rank() == 0;
+  // The single-rank references (by global batch), computed on rank 0 while the others wait.
+  std::map<size_t, std::vector<double>> references;
+  if (plan.check_loss && leader) {
+    for (size_t k : plan.rank_counts) {
+      const TrainOptions o = options_at(plan, k);
+      if (references.count(o.global_batch)) continue;
+      std::vector<double> curve;
+      const TrainResult single =
+          is_model_parallel(o.strategy) ? train_parallel_single(o) : train_single(o);
+      for (const StepFigures& f : single.steps) curve.push_back(f.loss);
+      references[o.global_batch] = curve;
+    }
+  }
+  // Ranks sitting a run out wait as long as a run may last: every step's
+  // waits are bounded by the timeout (the watchdog names a stuck rank).
+  const auto run_bound = plan.base.timeout * static_cast<long long>(plan.base.steps + 2);
+  if (plan.check_loss)
+    world.sleeping_barrier(run_bound * static_cast<long long>(plan.rank_counts.size()));
+  bool pass = true;
+  double one_rank_step_s = 0;
+  for (size_t k : plan.rank_counts) {
+    RunRequest q;
+    q.options = options_at(plan, k);
+    q.ranks = k;
+    q.weak = plan.weak;
+    q.yielding_waits = plan.yielding_waits;
+    q.run_id = run_id(q.options, k, plan.weak);
+    if (auto it = references.find(q.options.global_batch); it != references.end())
+      q.reference = it->second;
+    q.one_rank_step_s = one_rank_step_s;
+    RunHooks run_hooks;
+    if (hooks.started) run_hooks.started = [&](const Communicator& c) { hooks.started(q, c); };
+    if (hooks.step) run_hooks.step = [&](const StepReport& step) { hooks.step(q, step); };
+    const RunMeasurement m = measure_run(world, q, run_hooks);
+    if (m.ran && hooks.finished) hooks.finished(q, m);
+    if (m.ran && m.leader) {
+      if (k == 1) one_rank_step_s = m.summary.step_median_s;
+      pass = pass && m.checks_pass;
+    }
+    world.sleeping_barrier(run_bound);
+  }
+  return pass;
 }
 
 }  // namespace ccscope::training_probe

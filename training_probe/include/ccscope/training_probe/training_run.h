@@ -18,6 +18,7 @@
 #include "ccscope/training_probe/equivalence.h"
 #include "ccscope/training_probe/parallel_trainer.h"
 #include "ccscope/training_probe/summary.h"
+#include "ccscope/training_probe/train_setup.h"
 #include "ccscope/training_probe/trainer.h"
 
 namespace ccscope::training_probe {
@@ -71,10 +72,17 @@ struct RunMeasurement {
   double bytes_expected = 0;
   MemoryFootprint memory_expected;
   bool bytes_ok = true, memory_ok = true;
-  std::optional<size_t> inconsistent_after_step;       // --check-consistency: parameters differed
-  std::optional<EquivalenceResult> equivalence;        // rank 0, with a reference
-  std::optional<Scaling> scaling;                      // rank 0, against the 1-rank run
-  std::vector<RankFigures> rank_figures;               // rank 0, model-parallel runs
+  std::optional<size_t> inconsistent_after_step;  // --check-consistency: parameters differed
+  std::optional<EquivalenceResult> equivalence;   // rank 0, with a reference
+  std::optional<Scaling> scaling;                 // rank 0, against the 1-rank run
+  std::vector<RankFigures> rank_figures;          // rank 0, model-parallel runs
+  // Rank 0, model-parallel runs: the largest bytes per step of any rank per
+  // group, and (ep) the slowest rank's all-to-all median after warm-up.
+  double largest_tp_bytes = 0, largest_pp_bytes = 0, largest_dp_bytes = 0, largest_ep_bytes = 0;
+  double all_to_all_median_s = 0;
+  // Rank 0, data-parallel runs: bytes_expected in units of Psi (n-1)/n
+  // elements (2 for DDP's all-reduce); 0 at one rank.
+  double bytes_formula_factor = 0;
   records::TrainRunRecord run;                         // rank 0
   std::vector<records::TrainRankRecord> rank_records;  // rank 0, model-parallel runs
   bool checks_pass = true;                             // rank 0
@@ -83,5 +91,21 @@ struct RunMeasurement {
 // Runs `request` on every rank of the world (ranks outside the run return at
 // once with ran == false). Throws what the trainers throw.
 RunMeasurement measure_run(const World& world, const RunRequest& request, const RunHooks& hooks);
+
+// What the caller sees of every run of a plan (the command layer prints,
+// writes and keeps its watchdog from them).
+struct PlanHooks {
+  std::function<void(const RunRequest&, const Communicator& run)> started;
+  std::function<void(const RunRequest&, const StepReport&)> step;
+  // Every rank that ran, after the run.
+  std::function<void(const RunRequest&, const RunMeasurement&)> finished;
+};
+
+// Every run of `plan` in turn, on every rank of the world: rank 0 first trains
+// the single-rank references when the plan checks the loss (the others wait
+// asleep); the 1-rank run's median step is the later runs' scaling baseline.
+// Returns false on rank 0 when a run's checks failed. Throws what the
+// trainers throw.
+bool run_plan(const World& world, const TrainPlan& plan, const PlanHooks& hooks);
 
 }  // namespace ccscope::training_probe
