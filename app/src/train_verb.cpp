@@ -7,7 +7,6 @@
 #include <fmt/ranges.h>
 
 #include <CLI/CLI.hpp>
-#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -17,15 +16,12 @@
 #include "ccscope/app/verbs.h"
 #include "ccscope/bench/benchmark.h"
 #include "ccscope/collectives/world.h"
-#include "ccscope/common/statistics.h"
 #include "ccscope/job/run_job.h"
 #include "ccscope/job/watchdog.h"
 #include "ccscope/records/training_record.h"
 #include "ccscope/reports/loaded_results.h"
 #include "ccscope/reports/user_files.h"
 #include "ccscope/training_probe/deepspeed_config.h"
-#include "ccscope/training_probe/parallel_trainer.h"
-#include "ccscope/training_probe/summary.h"
 #include "ccscope/training_probe/train_setup.h"
 #include "ccscope/training_probe/training_run.h"
 #include "verb_support.h"
