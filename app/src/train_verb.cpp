@@ -71,14 +71,14 @@ void print_parallel(const TrainOptions& o, const RunMeasurement& m) {
       mb(m.largest_dp_bytes).c_str(), mb(m.largest_ep_bytes).c_str());
   if (o.strategy == Strategy::kExpert) {
     const double a2a_s = m.all_to_all_median_s, step_s = m.summary.step_median_s;
-    const RankFigures& first = m.rank_figures.front();  // routing figures are all ranks' sums
     std::printf(
         "# expert all-to-all (counts, dispatch, combine; forward and backward): %.3f ms per step, "
         "%.1f%% of the step; token assignments over the run (warm-up included) routed %.0f, "
         "dropped %.0f (%.2f%%); load "
         "imbalance %.3f (max / mean per expert, median)\n",
-        a2a_s * 1e3, step_s > 0 ? 100 * a2a_s / step_s : 0, first.routed, first.dropped,
-        first.routed > 0 ? 100 * first.dropped / first.routed : 0, first.load_imbalance);
+        a2a_s * 1e3, step_s > 0 ? 100 * a2a_s / step_s : 0, m.routed_tokens, m.dropped_tokens,
+        m.routed_tokens > 0 ? 100 * m.dropped_tokens / m.routed_tokens : 0,
+        m.rank_records.front().load_imbalance);
     return;
   }
   if (o.parallel.pp == 1) return;
@@ -87,10 +87,12 @@ void print_parallel(const TrainOptions& o, const RunMeasurement& m) {
               std::string(name(o.parallel.schedule)).c_str(), textbook);
   std::printf("%5s %6s %4s %4s %12s %10s %10s %8s %10s %14s\n", "rank", "stage", "tp", "dp",
               "pipeline ms", "busy ms", "idle ms", "bubble", "in flight", "activations MB");
-  for (const RankFigures& f : m.rank_figures)
-    std::printf("%5zu %6zu %4zu %4zu %12.3f %10.3f %10.3f %8.3f %10.0f %14.3f\n", f.rank, f.at.pp,
-                f.at.tp, f.at.dp, f.pipeline_s * 1e3, f.busy_s * 1e3, f.idle_s * 1e3, bubble_of(f),
-                f.peak_in_flight, f.peak_activation_bytes / 1e6);
+  for (const records::TrainRankRecord& r : m.rank_records)
+    std::printf("%5lld %6lld %4lld %4lld %12.3f %10.3f %10.3f %8.3f %10.0f %14.3f\n",
+                static_cast<long long>(r.rank), static_cast<long long>(r.stage),
+                static_cast<long long>(r.tp_rank), static_cast<long long>(r.dp_rank),
+                r.pipeline_s * 1e3, r.pipeline_busy_s * 1e3, r.pipeline_idle_s * 1e3, r.bubble,
+                static_cast<double>(r.peak_in_flight), r.peak_activation_B / 1e6);
 }
 
 // Rank 0, before the first step: the run, its layout and the table's head.

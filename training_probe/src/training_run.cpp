@@ -41,105 +41,98 @@ StepFigures slowest_over_ranks(Communicator& comm, const StepFigures& own) {
   return slowest;
 }
 
-// A rank's figures that are medians of its steps after warm-up ...
+// A rank's record figures that are medians of its steps after warm-up.
 struct MedianOfSteps {
-  double RankFigures::*figure;
+  double records::TrainRankRecord::*field;
   double StepFigures::*step;
 };
 constexpr MedianOfSteps kRankMedians[] = {
-    {&RankFigures::step_s, &StepFigures::step_seconds},
-    {&RankFigures::tp_bytes, &StepFigures::tp_bytes},
-    {&RankFigures::pp_bytes, &StepFigures::pp_bytes},
-    {&RankFigures::dp_bytes, &StepFigures::dp_bytes},
-    {&RankFigures::ep_bytes, &StepFigures::ep_bytes},
-    {&RankFigures::pipeline_s, &StepFigures::pipeline_seconds},
-    {&RankFigures::busy_s, &StepFigures::pipeline_busy_seconds},
-    {&RankFigures::idle_s, &StepFigures::pipeline_wait_seconds},
-    {&RankFigures::all_to_all_s, &StepFigures::all_to_all_seconds},
-    {&RankFigures::load_imbalance, &StepFigures::load_imbalance}};
-// ... and every figure that travels to rank 0 (the medians, the peaks over
-// the run, the memory held and the routing sums).
-constexpr double RankFigures::*kRankFigures[] = {
-    &RankFigures::step_s,         &RankFigures::tp_bytes,
-    &RankFigures::pp_bytes,       &RankFigures::dp_bytes,
-    &RankFigures::ep_bytes,       &RankFigures::pipeline_s,
-    &RankFigures::busy_s,         &RankFigures::idle_s,
-    &RankFigures::peak_in_flight, &RankFigures::peak_activation_bytes,
-    &RankFigures::memory_bytes,   &RankFigures::all_to_all_s,
-    &RankFigures::routed,         &RankFigures::dropped,
-    &RankFigures::load_imbalance};
+    {&records::TrainRankRecord::step_median_s, &StepFigures::step_seconds},
+    {&records::TrainRankRecord::tp_bytes, &StepFigures::tp_bytes},
+    {&records::TrainRankRecord::pp_bytes, &StepFigures::pp_bytes},
+    {&records::TrainRankRecord::dp_bytes, &StepFigures::dp_bytes},
+    {&records::TrainRankRecord::ep_bytes, &StepFigures::ep_bytes},
+    {&records::TrainRankRecord::pipeline_s, &StepFigures::pipeline_seconds},
+    {&records::TrainRankRecord::pipeline_busy_s, &StepFigures::pipeline_busy_seconds},
+    {&records::TrainRankRecord::pipeline_idle_s, &StepFigures::pipeline_wait_seconds},
+    {&records::TrainRankRecord::all_to_all_s, &StepFigures::all_to_all_seconds},
+    {&records::TrainRankRecord::load_imbalance, &StepFigures::load_imbalance}};
 
-// Collective over the run's ranks; rank 0 gets every rank's figures.
-std::vector<RankFigures> gather_rank_figures(Communicator& comm, const TrainOptions& o,
-                                             const std::vector<StepFigures>& steps, size_t warmup,
-                                             const TrainResult& result) {
-  RankFigures mine;
-  for (const MedianOfSteps& m : kRankMedians) {
-    std::vector<double> values;
-    for (size_t i = std::min(warmup, steps.size() - 1); i < steps.size(); ++i)
-      values.push_back(steps[i].*m.step);
-    mine.*m.figure = median(values);
-  }
-  for (const StepFigures& f : steps) {
-    mine.peak_in_flight = std::max(mine.peak_in_flight, static_cast<double>(f.peak_in_flight));
-    mine.peak_activation_bytes = std::max(mine.peak_activation_bytes, f.peak_activation_bytes);
-    mine.routed += static_cast<double>(f.routed_tokens);
-    mine.dropped += static_cast<double>(f.dropped_tokens);
-  }
-  mine.memory_bytes = result.memory.total();
-  constexpr size_t k = std::size(kRankFigures);
-  double sent[k];
-  for (size_t i = 0; i < k; ++i) sent[i] = mine.*kRankFigures[i];
-  const size_t ranks = static_cast<size_t>(comm.size());
-  std::vector<double> all(k * ranks);
-  comm.all_gather(sent, all.data(), k, DataType::kFloat64);
-  std::vector<RankFigures> figures;
-  for (size_t r = 0; r < ranks; ++r) {
-    RankFigures f;
-    for (size_t i = 0; i < k; ++i) f.*kRankFigures[i] = all[r * k + i];
-    f.rank = r;
-    // Expert parallelism is data parallelism for everything but the experts.
-    f.at = o.strategy == Strategy::kExpert ? GridPosition{0, r, 0} : grid_position(r, o.parallel);
-    figures.push_back(f);
-  }
-  return figures;
-}
-
-records::TrainRankRecord rank_record(const std::string& id, const TrainOptions& o,
-                                     const RankFigures& f, const std::string& host) {
+// This rank's record of a model-parallel run (the host is set on rank 0), and
+// the token assignments routed and dropped over the run (all ranks' sums).
+records::TrainRankRecord own_rank_record(const RunRequest& q, size_t rank,
+                                         const std::vector<StepFigures>& steps, size_t warmup,
+                                         const TrainResult& result, double& routed,
+                                         double& dropped) {
+  const TrainOptions& o = q.options;
   records::TrainRankRecord r;
-  r.run_id = id;
+  r.run_id = q.run_id;
   r.strategy = std::string(name(o.strategy));
-  r.rank = static_cast<int64_t>(f.rank);
-  r.host = host;
-  r.tp_rank = static_cast<int64_t>(f.at.tp);
-  r.dp_rank = static_cast<int64_t>(f.at.dp);
-  r.stage = static_cast<int64_t>(f.at.pp);
+  r.rank = static_cast<int64_t>(rank);
+  // Expert parallelism is data parallelism for everything but the experts.
+  const GridPosition at =
+      o.strategy == Strategy::kExpert ? GridPosition{0, rank, 0} : grid_position(rank, o.parallel);
+  r.tp_rank = static_cast<int64_t>(at.tp);
+  r.dp_rank = static_cast<int64_t>(at.dp);
+  r.stage = static_cast<int64_t>(at.pp);
   r.tp = static_cast<int64_t>(o.parallel.tp);
   r.pp = static_cast<int64_t>(o.parallel.pp);
   r.dp = static_cast<int64_t>(o.parallel.dp);
   r.schedule = std::string(name(o.parallel.schedule));
   r.chunks = static_cast<int64_t>(o.parallel.chunks);
   r.micro_batches = static_cast<int64_t>(o.micro_batches);
-  r.step_median_s = f.step_s;
-  r.tp_bytes = f.tp_bytes;
-  r.pp_bytes = f.pp_bytes;
-  r.dp_bytes = f.dp_bytes;
-  r.ep_bytes = f.ep_bytes;
-  r.pipeline_s = f.pipeline_s;
-  r.pipeline_busy_s = f.busy_s;
-  r.pipeline_idle_s = f.idle_s;
-  r.bubble = bubble_of(f);
+  for (const MedianOfSteps& m : kRankMedians) {
+    std::vector<double> values;
+    for (size_t i = std::min(warmup, steps.size() - 1); i < steps.size(); ++i)
+      values.push_back(steps[i].*m.step);
+    r.*m.field = median(values);
+  }
+  double peak_in_flight = 0;
+  routed = dropped = 0;
+  for (const StepFigures& f : steps) {
+    peak_in_flight = std::max(peak_in_flight, static_cast<double>(f.peak_in_flight));
+    r.peak_activation_B = std::max(r.peak_activation_B, f.peak_activation_bytes);
+    routed += static_cast<double>(f.routed_tokens);
+    dropped += static_cast<double>(f.dropped_tokens);
+  }
+  r.peak_in_flight = static_cast<int64_t>(peak_in_flight);
+  r.memory_B = result.memory.total();
+  // Waits for transfers and for the flush, and the transfers' own cost (the
+  // textbook figure assumes that cost is 0).
+  r.bubble = r.pipeline_s > 0 ? std::max(0.0, r.pipeline_s - r.pipeline_busy_s) / r.pipeline_s : 0;
   r.bubble_textbook =
       o.parallel.pp > 1 ? textbook_bubble(o.parallel.pp, o.micro_batches, o.parallel.chunks) : 0;
-  r.peak_in_flight = static_cast<int64_t>(f.peak_in_flight);
-  r.peak_activation_B = f.peak_activation_bytes;
-  r.memory_B = f.memory_bytes;
-  r.all_to_all_s = f.all_to_all_s;
-  r.all_to_all_share = f.step_s > 0 ? f.all_to_all_s / f.step_s : 0;
-  r.dropped_share = f.routed > 0 ? f.dropped / f.routed : 0;
-  r.load_imbalance = f.load_imbalance;
+  r.all_to_all_share = r.step_median_s > 0 ? r.all_to_all_s / r.step_median_s : 0;
+  r.dropped_share = routed > 0 ? dropped / routed : 0;
   return r;
+}
+
+// The figures of a record that cross ranks: its kind's numeric fields (whole
+// numbers, numbers, flags), in the table's order, as doubles. A cell's text
+// reads back to the same value (records::number_text), so nothing is rounded.
+bool is_figure(records::FieldType type) {
+  return type == records::FieldType::kInteger || type == records::FieldType::kNumber ||
+         type == records::FieldType::kFlag;
+}
+template <typename Field, typename Record>
+std::vector<double> figures_of(const std::vector<Field>& fields, const Record& record) {
+  std::vector<double> figures;
+  for (const Field& f : fields)
+    if (is_figure(f.type)) figures.push_back(std::strtod(f.measured(record).text.c_str(), nullptr));
+  return figures;
+}
+template <typename Field, typename Record>
+void set_figures(const std::vector<Field>& fields, Record& record, const double* figures) {
+  for (const Field& f : fields) {
+    if (!is_figure(f.type)) continue;
+    records::Cell cell;
+    cell.present = true;
+    cell.text = f.type == records::FieldType::kNumber
+                    ? records::number_text(*figures)
+                    : std::to_string(static_cast<long long>(*figures));
+    f.set(record, cell);
+    ++figures;
+  }
 }
 
 records::TrainStepRecord step_record(const RunRequest& q, const StepFigures& own,
@@ -170,10 +163,24 @@ bool agrees(double measured, double expected, double slack) {
 
 }  // namespace
 
-double bubble_of(const RankFigures& f) {
-  // Waits for transfers and for the flush, and the transfers' own cost (the
-  // textbook figure assumes that cost is 0).
-  return f.pipeline_s > 0 ? std::max(0.0, f.pipeline_s - f.busy_s) / f.pipeline_s : 0;
+std::vector<records::TrainRankRecord> gather_rank_records(Communicator& comm,
+                                                          const records::TrainRankRecord& own,
+                                                          const std::vector<std::string>& hosts) {
+  const auto& fields = records::train_rank_kind().fields;
+  const std::vector<double> mine = figures_of(fields, own);
+  const size_t k = mine.size();
+  const size_t ranks = static_cast<size_t>(comm.size());
+  std::vector<double> all(k * ranks);
+  comm.all_gather(mine.data(), all.data(), k, DataType::kFloat64);
+  std::vector<records::TrainRankRecord> gathered;
+  if (comm.rank() != 0) return gathered;
+  for (size_t r = 0; r < ranks; ++r) {
+    records::TrainRankRecord record = own;
+    record.host = hosts.at(r);
+    set_figures(fields, record, all.data() + r * k);
+    gathered.push_back(record);
+  }
+  return gathered;
 }
 
 RunMeasurement measure_run(const World& world, const RunRequest& q, const RunHooks& hooks) {
@@ -221,19 +228,18 @@ RunMeasurement measure_run(const World& world, const RunRequest& q, const RunHoo
   m.memory = {memory[0], memory[1], memory[2]};
   m.warmup = std::min<size_t>(options.steps > 1 ? options.steps - 1 : 0, 5);
   m.summary = summarize(m.slowest, m.warmup, options.global_batch);
-  if (model_parallel)
-    m.rank_figures = gather_rank_figures(*comm, options, per_rank, m.warmup, result);
-  if (!m.leader) {
-    m.rank_figures.clear();
-    return m;
+  if (model_parallel) {
+    const records::TrainRankRecord own =
+        own_rank_record(q, static_cast<size_t>(comm->rank()), per_rank, m.warmup, result,
+                        m.routed_tokens, m.dropped_tokens);
+    m.rank_records = gather_rank_records(*comm, own, world.hostnames());
   }
-  for (const RankFigures& rf : m.rank_figures) {
-    m.rank_records.push_back(
-        rank_record(q.run_id, options, rf, world.hostnames().at(static_cast<size_t>(rf.rank))));
-    m.largest_tp_bytes = std::max(m.largest_tp_bytes, rf.tp_bytes);
-    m.largest_pp_bytes = std::max(m.largest_pp_bytes, rf.pp_bytes);
-    m.largest_dp_bytes = std::max(m.largest_dp_bytes, rf.dp_bytes);
-    m.largest_ep_bytes = std::max(m.largest_ep_bytes, rf.ep_bytes);
+  if (!m.leader) return m;
+  for (const records::TrainRankRecord& r : m.rank_records) {
+    m.largest_tp_bytes = std::max(m.largest_tp_bytes, r.tp_bytes);
+    m.largest_pp_bytes = std::max(m.largest_pp_bytes, r.pp_bytes);
+    m.largest_dp_bytes = std::max(m.largest_dp_bytes, r.dp_bytes);
+    m.largest_ep_bytes = std::max(m.largest_ep_bytes, r.ep_bytes);
   }
   if (options.strategy == Strategy::kExpert) {
     std::vector<double> a2a;

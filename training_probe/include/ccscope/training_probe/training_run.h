@@ -48,19 +48,6 @@ struct RunHooks {
   std::function<void(const StepReport&)> step;
 };
 
-// One rank's figures of a model-parallel run: medians over the steps after
-// warm-up of its own times and bytes (ranks differ by stage and group).
-struct RankFigures {
-  size_t rank = 0;
-  GridPosition at;
-  double step_s = 0, tp_bytes = 0, pp_bytes = 0, dp_bytes = 0, ep_bytes = 0;
-  double pipeline_s = 0, busy_s = 0, idle_s = 0;
-  double peak_in_flight = 0, peak_activation_bytes = 0, memory_bytes = 0;
-  double all_to_all_s = 0, routed = 0, dropped = 0, load_imbalance = 0;
-};
-// The share of the pipeline's makespan this stage did not run passes.
-double bubble_of(const RankFigures& f);
-
 struct RunMeasurement {
   bool ran = false;     // false: this rank sat the run out (nothing below is set)
   bool leader = false;  // rank 0 of the run: the fields marked "rank 0" are set
@@ -75,7 +62,9 @@ struct RunMeasurement {
   std::optional<size_t> inconsistent_after_step;  // --check-consistency: parameters differed
   std::optional<EquivalenceResult> equivalence;   // rank 0, with a reference
   std::optional<Scaling> scaling;                 // rank 0, against the 1-rank run
-  std::vector<RankFigures> rank_figures;          // rank 0, model-parallel runs
+  // Model-parallel runs: token assignments over the run (warm-up included),
+  // all ranks' (ep; every rank holds the sums).
+  double routed_tokens = 0, dropped_tokens = 0;
   // Rank 0, model-parallel runs: the largest bytes per step of any rank per
   // group, and (ep) the slowest rank's all-to-all median after warm-up.
   double largest_tp_bytes = 0, largest_pp_bytes = 0, largest_dp_bytes = 0, largest_ep_bytes = 0;
@@ -83,14 +72,24 @@ struct RunMeasurement {
   // Rank 0, data-parallel runs: bytes_expected in units of Psi (n-1)/n
   // elements (2 for DDP's all-reduce); 0 at one rank.
   double bytes_formula_factor = 0;
-  records::TrainRunRecord run;                         // rank 0
-  std::vector<records::TrainRankRecord> rank_records;  // rank 0, model-parallel runs
-  bool checks_pass = true;                             // rank 0
+  records::TrainRunRecord run;  // rank 0
+  // Rank 0, model-parallel runs: every rank's figures (medians over its steps
+  // after warm-up), gathered by the train_rank kind's table.
+  std::vector<records::TrainRankRecord> rank_records;
+  bool checks_pass = true;  // rank 0
 };
 
 // Runs `request` on every rank of the world (ranks outside the run return at
 // once with ran == false). Throws what the trainers throw.
 RunMeasurement measure_run(const World& world, const RunRequest& request, const RunHooks& hooks);
+
+// Every rank's record of a model-parallel run, on rank 0 (collective over
+// `comm`; the other ranks get none): the numeric fields of the train_rank
+// kind's table travel, exactly (a cell's text reads back to the same value);
+// the texts are `own`'s, the host each rank's from `hosts`.
+std::vector<records::TrainRankRecord> gather_rank_records(Communicator& comm,
+                                                          const records::TrainRankRecord& own,
+                                                          const std::vector<std::string>& hosts);
 
 // What the caller sees of every run of a plan (the command layer prints,
 // writes and keeps its watchdog from them).
