@@ -285,11 +285,11 @@ int run_training(job::JobContext& job, const TrainFlags& flags, TrainOptions bas
     watchdog.operation_started();
     if (!run_leader) return;
     const StepFigures& f = step.own;
-    const StepFigures& s = step.slowest;
+    const records::TrainStepRecord& s = step.record;
     if (flags.print_every && (f.step % flags.print_every == 0 || f.step + 1 == q.options.steps))
       std::printf("%6zu %12.6g %10.3f %11.3f %9.3f %11.3f %11.3f%s\n", f.step, f.loss,
-                  s.step_seconds * 1e3, s.compute_seconds * 1e3, s.comm_seconds * 1e3,
-                  s.exposed_comm_seconds * 1e3, s.bytes_sent / 1e6, f.skipped ? "  skipped" : "");
+                  s.step_s * 1e3, s.compute_s * 1e3, s.comm_s * 1e3, s.exposed_comm_s * 1e3,
+                  s.bytes_sent / 1e6, f.skipped ? "  skipped" : "");
     std::fflush(stdout);
     if (out.steps)
       out.steps->append(

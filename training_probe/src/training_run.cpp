@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <memory>
 
@@ -14,32 +15,6 @@
 
 namespace ccscope::training_probe {
 namespace {
-
-// The step figures reported as the slowest rank's: the maximum over ranks
-// (peak_in_flight, a count, travels beside them).
-constexpr double StepFigures::*kSlowestFigures[] = {&StepFigures::step_seconds,
-                                                    &StepFigures::compute_seconds,
-                                                    &StepFigures::comm_seconds,
-                                                    &StepFigures::exposed_comm_seconds,
-                                                    &StepFigures::bytes_sent,
-                                                    &StepFigures::tp_bytes,
-                                                    &StepFigures::pp_bytes,
-                                                    &StepFigures::dp_bytes,
-                                                    &StepFigures::ep_bytes,
-                                                    &StepFigures::all_to_all_seconds,
-                                                    &StepFigures::peak_activation_bytes};
-constexpr size_t kSlowestCount = std::size(kSlowestFigures);
-
-StepFigures slowest_over_ranks(Communicator& comm, const StepFigures& own) {
-  double figures[kSlowestCount + 1];
-  for (size_t i = 0; i < kSlowestCount; ++i) figures[i] = own.*kSlowestFigures[i];
-  figures[kSlowestCount] = static_cast<double>(own.peak_in_flight);
-  comm.all_reduce(figures, figures, kSlowestCount + 1, DataType::kFloat64, ReduceOp::kMax);
-  StepFigures slowest = own;
-  for (size_t i = 0; i < kSlowestCount; ++i) slowest.*kSlowestFigures[i] = figures[i];
-  slowest.peak_in_flight = static_cast<size_t>(figures[kSlowestCount]);
-  return slowest;
-}
 
 // A rank's record figures that are medians of its steps after warm-up.
 struct MedianOfSteps {
@@ -114,17 +89,19 @@ bool is_figure(records::FieldType type) {
   return type == records::FieldType::kInteger || type == records::FieldType::kNumber ||
          type == records::FieldType::kFlag;
 }
-template <typename Field, typename Record>
-std::vector<double> figures_of(const std::vector<Field>& fields, const Record& record) {
+template <typename Field, typename Record, typename Pick>
+std::vector<double> figures_of(const std::vector<Field>& fields, const Record& record, Pick pick) {
   std::vector<double> figures;
   for (const Field& f : fields)
-    if (is_figure(f.type)) figures.push_back(std::strtod(f.measured(record).text.c_str(), nullptr));
+    if (is_figure(f.type) && pick(f))
+      figures.push_back(std::strtod(f.measured(record).text.c_str(), nullptr));
   return figures;
 }
-template <typename Field, typename Record>
-void set_figures(const std::vector<Field>& fields, Record& record, const double* figures) {
+template <typename Field, typename Record, typename Pick>
+void set_figures(const std::vector<Field>& fields, Record& record, const double* figures,
+                 Pick pick) {
   for (const Field& f : fields) {
-    if (!is_figure(f.type)) continue;
+    if (!is_figure(f.type) || !pick(f)) continue;
     records::Cell cell;
     cell.present = true;
     cell.text = f.type == records::FieldType::kNumber
@@ -134,20 +111,21 @@ void set_figures(const std::vector<Field>& fields, Record& record, const double*
     ++figures;
   }
 }
+constexpr auto kEveryField = [](const auto&) { return true; };
 
-records::TrainStepRecord step_record(const RunRequest& q, const StepFigures& own,
-                                     const StepFigures& slowest) {
+// This rank's record of a step.
+records::TrainStepRecord step_record(const RunRequest& q, const StepFigures& own) {
   records::TrainStepRecord r;
   r.run_id = q.run_id;
   r.strategy = std::string(name(q.options.strategy));
   r.ranks = static_cast<int64_t>(q.ranks);
   r.step = static_cast<int64_t>(own.step);
   r.loss = own.loss;
-  r.step_s = slowest.step_seconds;
-  r.compute_s = slowest.compute_seconds;
-  r.comm_s = slowest.comm_seconds;
-  r.exposed_comm_s = slowest.exposed_comm_seconds;
-  r.bytes_sent = slowest.bytes_sent;
+  r.step_s = own.step_seconds;
+  r.compute_s = own.compute_seconds;
+  r.comm_s = own.comm_seconds;
+  r.exposed_comm_s = own.exposed_comm_seconds;
+  r.bytes_sent = own.bytes_sent;
   r.grad_norm = own.grad_norm;
   r.loss_scale = own.loss_scale;
   r.skipped = own.skipped;
@@ -163,11 +141,26 @@ bool agrees(double measured, double expected, double slack) {
 
 }  // namespace
 
+records::TrainStepRecord slowest_over_ranks(Communicator& comm, records::TrainStepRecord step,
+                                            double& all_to_all_s) {
+  const auto& fields = records::train_step_kind().fields;
+  auto slowest_sets = [](const records::TrainStepField& f) {
+    return f.unit == "s" || f.unit == "B";
+  };
+  std::vector<double> figures = figures_of(fields, step, slowest_sets);
+  figures.push_back(all_to_all_s);
+  comm.all_reduce(figures.data(), figures.data(), figures.size(), DataType::kFloat64,
+                  ReduceOp::kMax);
+  all_to_all_s = figures.back();
+  set_figures(fields, step, figures.data(), slowest_sets);
+  return step;
+}
+
 std::vector<records::TrainRankRecord> gather_rank_records(Communicator& comm,
                                                           const records::TrainRankRecord& own,
                                                           const std::vector<std::string>& hosts) {
   const auto& fields = records::train_rank_kind().fields;
-  const std::vector<double> mine = figures_of(fields, own);
+  const std::vector<double> mine = figures_of(fields, own, kEveryField);
   const size_t k = mine.size();
   const size_t ranks = static_cast<size_t>(comm.size());
   std::vector<double> all(k * ranks);
@@ -177,7 +170,7 @@ std::vector<records::TrainRankRecord> gather_rank_records(Communicator& comm,
   for (size_t r = 0; r < ranks; ++r) {
     records::TrainRankRecord record = own;
     record.host = hosts.at(r);
-    set_figures(fields, record, all.data() + r * k);
+    set_figures(fields, record, all.data() + r * k, kEveryField);
     gathered.push_back(record);
   }
   return gathered;
@@ -211,13 +204,15 @@ RunMeasurement measure_run(const World& world, const RunRequest& q, const RunHoo
   if (hooks.started) hooks.started(*comm);
 
   std::vector<StepFigures> per_rank;  // this rank's own figures
+  std::vector<double> all_to_all_s;   // the slowest rank's, per step
   auto on_step = [&](const StepFigures& own) {
     // The communication thread is idle between steps.
-    const StepFigures slowest = slowest_over_ranks(*comm, own);
+    double a2a = own.all_to_all_seconds;
+    const records::TrainStepRecord record = slowest_over_ranks(*comm, step_record(q, own), a2a);
     per_rank.push_back(own);
-    m.slowest.push_back(slowest);
-    const records::TrainStepRecord record = step_record(q, own, slowest);
-    if (hooks.step) hooks.step({own, slowest, record});
+    m.steps.push_back(record);
+    all_to_all_s.push_back(a2a);
+    if (hooks.step) hooks.step({own, record});
   };
   const TrainResult result =
       model_parallel ? train_parallel({comm.get(), tp_comm.get(), pp_comm.get(), dp_comm.get()},
@@ -227,7 +222,8 @@ RunMeasurement measure_run(const World& world, const RunRequest& q, const RunHoo
   comm->all_reduce(memory, memory, 3, DataType::kFloat64, ReduceOp::kMax);
   m.memory = {memory[0], memory[1], memory[2]};
   m.warmup = std::min<size_t>(options.steps > 1 ? options.steps - 1 : 0, 5);
-  m.summary = summarize(m.slowest, m.warmup, options.global_batch);
+  m.summary =
+      summarize(std::span<const records::TrainStepRecord>(m.steps), m.warmup, options.global_batch);
   if (model_parallel) {
     const records::TrainRankRecord own =
         own_rank_record(q, static_cast<size_t>(comm->rank()), per_rank, m.warmup, result,
@@ -242,10 +238,9 @@ RunMeasurement measure_run(const World& world, const RunRequest& q, const RunHoo
     m.largest_ep_bytes = std::max(m.largest_ep_bytes, r.ep_bytes);
   }
   if (options.strategy == Strategy::kExpert) {
-    std::vector<double> a2a;
-    for (size_t i = std::min(m.warmup, m.slowest.size() - 1); i < m.slowest.size(); ++i)
-      a2a.push_back(m.slowest[i].all_to_all_seconds);
-    m.all_to_all_median_s = median(a2a);
+    const size_t first = std::min(m.warmup, all_to_all_s.size() - 1);
+    m.all_to_all_median_s = median(std::vector<double>(
+        all_to_all_s.begin() + static_cast<std::ptrdiff_t>(first), all_to_all_s.end()));
   }
 
   const RunSummary& s = m.summary;

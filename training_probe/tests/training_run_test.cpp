@@ -72,5 +72,43 @@ TEST(TrainingRun, RankRecordsGatherExactlyByTheTable) {
   }
 }
 
+TEST(TrainingRun, TheSlowestRankSetsTheStepByTheTable) {
+  constexpr int kRanks = 3;
+  std::vector<records::TrainStepRecord> slowest(kRanks);
+  std::vector<double> all_to_all(kRanks);
+  std::mutex lock;
+  InProcessTransport::run(kRanks, [&](PointToPoint& p2p) {
+    const int me = p2p.rank();
+    auto comm = make_ring_communicator(p2p);
+    records::TrainStepRecord own;
+    own.step = 4;
+    own.loss = 0.25 + me;               // the same on every rank in a run; here told apart
+    own.step_s = 1.0 / (3 + me);        // rank 0's is the largest
+    own.compute_s = 0.1 + 0.2 * me;     // rank 2's
+    own.comm_s = me == 1 ? 1e-300 : 0;  // rank 1's
+    own.exposed_comm_s = 0.5;
+    own.bytes_sent = 1e15 + me;
+    own.grad_norm = 2.0 + me;
+    double a2a = 3.0 - me;
+    const records::TrainStepRecord step = slowest_over_ranks(*comm, own, a2a);
+    std::lock_guard<std::mutex> hold(lock);
+    slowest[static_cast<size_t>(me)] = step;
+    all_to_all[static_cast<size_t>(me)] = a2a;
+  });
+  for (int r = 0; r < kRanks; ++r) {
+    const records::TrainStepRecord& s = slowest[static_cast<size_t>(r)];
+    EXPECT_EQ(s.step_s, 1.0 / 3);
+    EXPECT_EQ(s.compute_s, 0.1 + 0.2 * 2);
+    EXPECT_EQ(s.comm_s, 1e-300);
+    EXPECT_EQ(s.exposed_comm_s, 0.5);
+    EXPECT_EQ(s.bytes_sent, 1e15 + 2);
+    EXPECT_EQ(all_to_all[static_cast<size_t>(r)], 3.0);
+    // Not seconds or bytes: the rank's own.
+    EXPECT_EQ(s.loss, 0.25 + r);
+    EXPECT_EQ(s.grad_norm, 2.0 + r);
+    EXPECT_EQ(s.step, 4);
+  }
+}
+
 }  // namespace
 }  // namespace ccscope::training_probe

@@ -33,12 +33,11 @@ struct RunRequest {
   double one_rank_step_s = 0;  // rank 0: the 1-rank run's median step; 0 when none ran
 };
 
-// One step as every rank of the run sees it: its own figures, the slowest
-// rank's (the maximum over ranks of every time and byte count), and the step
-// record made of them.
+// One step as every rank of the run sees it: its own figures, and the step
+// record, whose times and bytes are the slowest rank's (the maximum over
+// ranks of each).
 struct StepReport {
   const StepFigures& own;
-  const StepFigures& slowest;
   const records::TrainStepRecord& record;
 };
 
@@ -52,9 +51,9 @@ struct RunMeasurement {
   bool ran = false;     // false: this rank sat the run out (nothing below is set)
   bool leader = false;  // rank 0 of the run: the fields marked "rank 0" are set
   size_t warmup = 0;
-  RunSummary summary;  // over the slowest rank's steps after warm-up
-  std::vector<StepFigures> slowest;
-  MemoryFootprint memory;  // the largest over ranks
+  RunSummary summary;                           // over the slowest rank's steps after warm-up
+  std::vector<records::TrainStepRecord> steps;  // times and bytes the slowest rank's
+  MemoryFootprint memory;                       // the largest over ranks
   // Data-parallel runs: the formulas, and whether the measured figures agree.
   double bytes_expected = 0;
   MemoryFootprint memory_expected;
@@ -82,6 +81,14 @@ struct RunMeasurement {
 // Runs `request` on every rank of the world (ranks outside the run return at
 // once with ran == false). Throws what the trainers throw.
 RunMeasurement measure_run(const World& world, const RunRequest& request, const RunHooks& hooks);
+
+// A step as the slowest rank saw it, on every rank (collective over `comm`):
+// the train_step kind's fields in seconds and bytes are the maximum over
+// ranks of each (the slowest rank sets the step); the others are the same on
+// every rank and stay `step`'s. `all_to_all_s`, which has no field, travels
+// beside them (in: this rank's; out: the maximum).
+records::TrainStepRecord slowest_over_ranks(Communicator& comm, records::TrainStepRecord step,
+                                            double& all_to_all_s);
 
 // Every rank's record of a model-parallel run, on rank 0 (collective over
 // `comm`; the other ranks get none): the numeric fields of the train_rank
