@@ -190,15 +190,12 @@ int run_training(job::JobContext& job, const TrainFlags& flags, TrainOptions bas
   };
   TrainPlan plan;
   try {
-    plan = plan_runs(flags.run, std::move(base), counts, static_cast<size_t>(world.size()),
-                     [&] { return reports::read_input_file(flags.deepspeed_config); });
+    plan = plan_runs(
+        flags.run, std::move(base), counts, static_cast<size_t>(world.size()),
+        [&] { return reports::read_input_file(flags.deepspeed_config); },
+        MpiSession::serialized_threads());
   } catch (const ConfigError& e) {
-    // "deepspeed config: line 3 ..." -> "deepspeed config FILE: line 3 ..."
-    std::string what = e.what();
-    const std::string prefix = "deepspeed config";
-    if (what.rfind(prefix, 0) == 0)
-      what.insert(prefix.size(), " " + reports::printable(flags.deepspeed_config));
-    return fail_usage(what);
+    return fail_usage(e.what());
   } catch (const reports::InputError& e) {
     return fail_usage(e.what());
   }
@@ -222,13 +219,10 @@ int run_training(job::JobContext& job, const TrainFlags& flags, TrainOptions bas
         "--global-batch sets it\n",
         plan.rounded->to, plan.rounded->from, plan.rounded->multiple, plan.rounded->why.c_str());
   if (!plan.problem.empty()) return fail_usage(plan.problem);
-  if (plan.base.overlap && !MpiSession::serialized_threads()) {
-    if (leader)
-      std::fprintf(stderr,
-                   "ccscope train: note: this MPI did not grant MPI_THREAD_SERIALIZED; "
-                   "communication runs on the training thread (--no-overlap)\n");
-    plan.base.overlap = false;
-  }
+  if (plan.overlap_refused && leader)
+    std::fprintf(stderr,
+                 "ccscope train: note: this MPI did not grant MPI_THREAD_SERIALIZED; "
+                 "communication runs on the training thread (--no-overlap)\n");
   set_compute_threads(flags.run.threads);
 
   Outputs out;
@@ -421,7 +415,7 @@ int train_verb(const std::vector<std::string>& args, const std::vector<std::stri
       ->group("");
   if (const std::optional<int> done = parse_flags(app, kTrainVerb, args)) return *done;
   s.global_batch_given = global_batch->count() > 0;
-  s.deepspeed_config = !f.deepspeed_config.empty();
+  s.deepspeed_config = reports::printable(f.deepspeed_config);
   s.export_data = !f.export_dir.empty();
   s.rank_records = !f.ranks_csv.empty();
   TrainOptions options;

@@ -279,14 +279,30 @@ TrainOptions options_at(const TrainPlan& plan, size_t ranks) {
   return o;
 }
 
+// MPI's thread level: the communication thread needs MPI_THREAD_SERIALIZED.
+void refuse_overlap(TrainPlan& plan, bool serialized_threads) {
+  if (!plan.base.overlap || serialized_threads) return;
+  plan.base.overlap = false;
+  plan.overlap_refused = true;
+}
+
 TrainPlan plan_runs(const TrainSettings& s, TrainOptions base, const std::vector<size_t>& scaling,
-                    size_t world_size, const std::function<std::string()>& read_deepspeed) {
+                    size_t world_size, const std::function<std::string()>& read_deepspeed,
+                    bool serialized_threads) {
   TrainPlan plan;
   plan.problem = plan_rank_counts(base.strategy, scaling, world_size, plan.rank_counts);
   if (!plan.problem.empty()) return plan;
   // The DeepSpeed config needs the rank count (its batch arithmetic).
-  if (s.deepspeed_config) {
-    plan.deepspeed = parse_deepspeed_config(read_deepspeed(), base, plan.rank_counts.back());
+  if (!s.deepspeed_config.empty()) {
+    try {
+      plan.deepspeed = parse_deepspeed_config(read_deepspeed(), base, plan.rank_counts.back());
+    } catch (const ConfigError& e) {
+      // "deepspeed config: line 3 ..." -> "deepspeed config NAME: line 3 ..."
+      std::string what = e.what();
+      const std::string prefix = "deepspeed config";
+      if (what.rfind(prefix, 0) == 0) what.insert(prefix.size(), " " + s.deepspeed_config);
+      throw ConfigError(what);
+    }
     base = plan.deepspeed->options;
   }
   plan.offload = plan.deepspeed ? plan.deepspeed->offload : s.offload;
@@ -298,7 +314,7 @@ TrainPlan plan_runs(const TrainSettings& s, TrainOptions base, const std::vector
   // Defaults run at any rank count: without --global-batch (or a DeepSpeed config's batch),
   // the default is rounded up to what every run's ranks and micro-batches divide.
   auto adopt_default_batch = [&](size_t multiple, const char* why) {
-    if (s.global_batch_given || s.deepspeed_config) return;
+    if (s.global_batch_given || !s.deepspeed_config.empty()) return;
     const size_t batch = default_global_batch(o.global_batch, multiple);
     // (beyond --global-batch's range, validation below says what to choose)
     if (batch == o.global_batch || batch > (size_t{1} << 24)) return;
@@ -312,7 +328,7 @@ TrainPlan plan_runs(const TrainSettings& s, TrainOptions base, const std::vector
           "spans the whole job";
       return plan;
     }
-    if (s.deepspeed_config || s.export_data || !s.offload.empty()) {
+    if (!s.deepspeed_config.empty() || s.export_data || !s.offload.empty()) {
       plan.problem = "--deepspeed-config, --export and --offload apply to single, ddp and zero";
       return plan;
     }
@@ -321,6 +337,7 @@ TrainPlan plan_runs(const TrainSettings& s, TrainOptions base, const std::vector
     const size_t replicas = data_replicas(o, world_size);
     adopt_default_batch(replicas * o.micro_batches, "data-parallel replicas x micro-batches");
     plan.problem = validate(o, replicas);
+    if (plan.problem.empty()) refuse_overlap(plan, serialized_threads);
     return plan;
   }
   if (s.rank_records) {
@@ -336,6 +353,7 @@ TrainPlan plan_runs(const TrainSettings& s, TrainOptions base, const std::vector
     plan.problem = validate(options_at(plan, k), k);
     if (!plan.problem.empty()) return plan;
   }
+  refuse_overlap(plan, serialized_threads);
   return plan;
 }
 

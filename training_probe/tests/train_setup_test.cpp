@@ -271,7 +271,7 @@ TEST(TrainSetup, PlanRefusesWhatModelParallelRunsCannotDo) {
 
 TEST(TrainSetup, PlanAppliesTheDeepSpeedConfig) {
   TrainSettings s;
-  s.deepspeed_config = true;
+  s.deepspeed_config = "ds.json";
   int reads = 0;
   auto read = [&] {
     ++reads;
@@ -289,7 +289,25 @@ TEST(TrainSetup, PlanAppliesTheDeepSpeedConfig) {
   // The rank counts are checked before the file is read.
   EXPECT_NE(plan_runs(s, small_options(), {4}, 2, read).problem, "");
   EXPECT_EQ(reads, 1);
-  EXPECT_THROW(plan_runs(s, small_options(), {}, 2, [] { return std::string("{"); }), ConfigError);
+  try {
+    plan_runs(s, small_options(), {}, 2, [] { return std::string("{"); });
+    ADD_FAILURE() << "no ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("deepspeed config ds.json: ", 0), 0u) << e.what();
+  }
+}
+
+TEST(TrainSetup, OverlapNeedsSerializedThreads) {
+  TrainSettings s;
+  const TrainPlan serialized = plan_runs(s, small_options(), {}, 2, {}, true);
+  EXPECT_TRUE(serialized.base.overlap);
+  EXPECT_FALSE(serialized.overlap_refused);
+  const TrainPlan funneled = plan_runs(s, small_options(), {}, 2, {}, false);
+  EXPECT_FALSE(funneled.base.overlap);
+  EXPECT_TRUE(funneled.overlap_refused);
+  TrainOptions no_overlap = small_options();
+  no_overlap.overlap = false;
+  EXPECT_FALSE(plan_runs(s, no_overlap, {}, 2, {}, false).overlap_refused) << "nothing to refuse";
 }
 
 TEST(TrainSetup, ExportFiles) {

@@ -41,9 +41,11 @@ struct TrainSettings {
   bool no_prefetch = false;
   bool busy_poll = false;
   double grad_clip = 0;
-  bool deepspeed_config = false;  // a DeepSpeed config sets the batch (the file is the caller's)
-  bool export_data = false;       // --export was given
-  bool rank_records = false;      // --ranks-csv was given
+  // A DeepSpeed config's name in messages ("": none); it sets the batch (the
+  // caller reads the file).
+  std::string deepspeed_config;
+  bool export_data = false;   // --export was given
+  bool rank_records = false;  // --ranks-csv was given
   std::string offload;
   std::vector<std::string> scaling;  // rank counts as given: "1", "2", "4"
   bool weak = false;
@@ -116,6 +118,7 @@ struct TrainPlan {
   std::optional<DeepSpeedConfig> deepspeed;  // what the config set, honoured and ignored
   std::string offload;  // what --offload or the config offloads (the CPU path: nothing to move)
   std::optional<BatchRounding> rounded;  // set even when `problem` follows it
+  bool overlap_refused = false;          // overlap asked for, but MPI's thread level forbids it
   std::string problem;                   // "": the plan runs
 };
 
@@ -125,11 +128,14 @@ TrainOptions options_at(const TrainPlan& plan, size_t ranks);
 // The plan of a job of `world_size` ranks for validated `base` options: the
 // rank counts (`scaling`, else the world's; single: 1), the DeepSpeed config
 // applied when the settings name one (`read_deepspeed` returns its text; what
-// it throws and ConfigError pass through), the layout completed, the default
-// batch rounded, every run validated.
+// it throws passes through, and ConfigError naming the config: "deepspeed
+// config NAME: line 3 ..."), the layout completed, the default batch rounded,
+// every run validated; without `serialized_threads` (MPI's thread level)
+// communication cannot overlap.
 TrainPlan plan_runs(const TrainSettings& settings, TrainOptions base,
                     const std::vector<size_t>& scaling, size_t world_size,
-                    const std::function<std::string()>& read_deepspeed = {});
+                    const std::function<std::string()>& read_deepspeed = {},
+                    bool serialized_threads = true);
 
 // The files --export DIR holds (what compare-with-pytorch loads; format in its
 // README): initial weights, data, every step's batch, model.json.
