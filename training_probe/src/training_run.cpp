@@ -1,8 +1,10 @@
-// measure_run: see ccscope/training_probe/training_run.h.
+// measure_run and run_plan: see ccscope/training_probe/training_run.h.
 #include "ccscope/training_probe/training_run.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <map>
 #include <memory>
 
 #include "ccscope/collectives/backends.h"
@@ -14,146 +16,116 @@
 namespace ccscope::training_probe {
 namespace {
 
-// The step figures reported as the slowest rank's: the maximum over ranks
-// (peak_in_flight, a count, travels beside them).
-constexpr double StepFigures::*kSlowestFigures[] = {&StepFigures::step_seconds,
-                                                    &StepFigures::compute_seconds,
-                                                    &StepFigures::comm_seconds,
-                                                    &StepFigures::exposed_comm_seconds,
-                                                    &StepFigures::bytes_sent,
-                                                    &StepFigures::tp_bytes,
-                                                    &StepFigures::pp_bytes,
-                                                    &StepFigures::dp_bytes,
-                                                    &StepFigures::ep_bytes,
-                                                    &StepFigures::all_to_all_seconds,
-                                                    &StepFigures::peak_activation_bytes};
-constexpr size_t kSlowestCount = std::size(kSlowestFigures);
-
-StepFigures slowest_over_ranks(Communicator& comm, const StepFigures& own) {
-  double figures[kSlowestCount + 1];
-  for (size_t i = 0; i < kSlowestCount; ++i) figures[i] = own.*kSlowestFigures[i];
-  figures[kSlowestCount] = static_cast<double>(own.peak_in_flight);
-  comm.all_reduce(figures, figures, kSlowestCount + 1, DataType::kFloat64, ReduceOp::kMax);
-  StepFigures slowest = own;
-  for (size_t i = 0; i < kSlowestCount; ++i) slowest.*kSlowestFigures[i] = figures[i];
-  slowest.peak_in_flight = static_cast<size_t>(figures[kSlowestCount]);
-  return slowest;
-}
-
-// A rank's figures that are medians of its steps after warm-up ...
+// A rank's record figures that are medians of its steps after warm-up.
 struct MedianOfSteps {
-  double RankFigures::*figure;
+  double records::TrainRankRecord::*field;
   double StepFigures::*step;
 };
 constexpr MedianOfSteps kRankMedians[] = {
-    {&RankFigures::step_s, &StepFigures::step_seconds},
-    {&RankFigures::tp_bytes, &StepFigures::tp_bytes},
-    {&RankFigures::pp_bytes, &StepFigures::pp_bytes},
-    {&RankFigures::dp_bytes, &StepFigures::dp_bytes},
-    {&RankFigures::ep_bytes, &StepFigures::ep_bytes},
-    {&RankFigures::pipeline_s, &StepFigures::pipeline_seconds},
-    {&RankFigures::busy_s, &StepFigures::pipeline_busy_seconds},
-    {&RankFigures::idle_s, &StepFigures::pipeline_wait_seconds},
-    {&RankFigures::all_to_all_s, &StepFigures::all_to_all_seconds},
-    {&RankFigures::load_imbalance, &StepFigures::load_imbalance}};
-// ... and every figure that travels to rank 0 (the medians, the peaks over
-// the run, the memory held and the routing sums).
-constexpr double RankFigures::*kRankFigures[] = {
-    &RankFigures::step_s,         &RankFigures::tp_bytes,
-    &RankFigures::pp_bytes,       &RankFigures::dp_bytes,
-    &RankFigures::ep_bytes,       &RankFigures::pipeline_s,
-    &RankFigures::busy_s,         &RankFigures::idle_s,
-    &RankFigures::peak_in_flight, &RankFigures::peak_activation_bytes,
-    &RankFigures::memory_bytes,   &RankFigures::all_to_all_s,
-    &RankFigures::routed,         &RankFigures::dropped,
-    &RankFigures::load_imbalance};
+    {&records::TrainRankRecord::step_median_s, &StepFigures::step_seconds},
+    {&records::TrainRankRecord::tp_bytes, &StepFigures::tp_bytes},
+    {&records::TrainRankRecord::pp_bytes, &StepFigures::pp_bytes},
+    {&records::TrainRankRecord::dp_bytes, &StepFigures::dp_bytes},
+    {&records::TrainRankRecord::ep_bytes, &StepFigures::ep_bytes},
+    {&records::TrainRankRecord::pipeline_s, &StepFigures::pipeline_seconds},
+    {&records::TrainRankRecord::pipeline_busy_s, &StepFigures::pipeline_busy_seconds},
+    {&records::TrainRankRecord::pipeline_idle_s, &StepFigures::pipeline_wait_seconds},
+    {&records::TrainRankRecord::all_to_all_s, &StepFigures::all_to_all_seconds},
+    {&records::TrainRankRecord::load_imbalance, &StepFigures::load_imbalance}};
 
-// Collective over the run's ranks; rank 0 gets every rank's figures.
-std::vector<RankFigures> gather_rank_figures(Communicator& comm, const TrainOptions& o,
-                                             const std::vector<StepFigures>& steps, size_t warmup,
-                                             const TrainResult& result) {
-  RankFigures mine;
-  for (const MedianOfSteps& m : kRankMedians) {
-    std::vector<double> values;
-    for (size_t i = std::min(warmup, steps.size() - 1); i < steps.size(); ++i)
-      values.push_back(steps[i].*m.step);
-    mine.*m.figure = median(values);
-  }
-  for (const StepFigures& f : steps) {
-    mine.peak_in_flight = std::max(mine.peak_in_flight, static_cast<double>(f.peak_in_flight));
-    mine.peak_activation_bytes = std::max(mine.peak_activation_bytes, f.peak_activation_bytes);
-    mine.routed += static_cast<double>(f.routed_tokens);
-    mine.dropped += static_cast<double>(f.dropped_tokens);
-  }
-  mine.memory_bytes = result.memory.total();
-  constexpr size_t k = std::size(kRankFigures);
-  double sent[k];
-  for (size_t i = 0; i < k; ++i) sent[i] = mine.*kRankFigures[i];
-  const size_t ranks = static_cast<size_t>(comm.size());
-  std::vector<double> all(k * ranks);
-  comm.all_gather(sent, all.data(), k, DataType::kFloat64);
-  std::vector<RankFigures> figures;
-  for (size_t r = 0; r < ranks; ++r) {
-    RankFigures f;
-    for (size_t i = 0; i < k; ++i) f.*kRankFigures[i] = all[r * k + i];
-    f.rank = r;
-    // Expert parallelism is data parallelism for everything but the experts.
-    f.at = o.strategy == Strategy::kExpert ? GridPosition{0, r, 0} : grid_position(r, o.parallel);
-    figures.push_back(f);
-  }
-  return figures;
-}
-
-records::TrainRankRecord rank_record(const std::string& id, const TrainOptions& o,
-                                     const RankFigures& f, const std::string& host) {
+// This rank's record of a model-parallel run (the host is set on rank 0), and
+// the token assignments routed and dropped over the run (all ranks' sums).
+records::TrainRankRecord own_rank_record(const RunRequest& q, size_t rank,
+                                         const std::vector<StepFigures>& steps, size_t warmup,
+                                         const TrainResult& result, double& routed,
+                                         double& dropped) {
+  const TrainOptions& o = q.options;
   records::TrainRankRecord r;
-  r.run_id = id;
+  r.run_id = q.run_id;
   r.strategy = std::string(name(o.strategy));
-  r.rank = static_cast<int64_t>(f.rank);
-  r.host = host;
-  r.tp_rank = static_cast<int64_t>(f.at.tp);
-  r.dp_rank = static_cast<int64_t>(f.at.dp);
-  r.stage = static_cast<int64_t>(f.at.pp);
+  r.rank = static_cast<int64_t>(rank);
+  // Expert parallelism is data parallelism for everything but the experts.
+  const GridPosition at =
+      o.strategy == Strategy::kExpert ? GridPosition{0, rank, 0} : grid_position(rank, o.parallel);
+  r.tp_rank = static_cast<int64_t>(at.tp);
+  r.dp_rank = static_cast<int64_t>(at.dp);
+  r.stage = static_cast<int64_t>(at.pp);
   r.tp = static_cast<int64_t>(o.parallel.tp);
   r.pp = static_cast<int64_t>(o.parallel.pp);
   r.dp = static_cast<int64_t>(o.parallel.dp);
   r.schedule = std::string(name(o.parallel.schedule));
   r.chunks = static_cast<int64_t>(o.parallel.chunks);
   r.micro_batches = static_cast<int64_t>(o.micro_batches);
-  r.step_median_s = f.step_s;
-  r.tp_bytes = f.tp_bytes;
-  r.pp_bytes = f.pp_bytes;
-  r.dp_bytes = f.dp_bytes;
-  r.ep_bytes = f.ep_bytes;
-  r.pipeline_s = f.pipeline_s;
-  r.pipeline_busy_s = f.busy_s;
-  r.pipeline_idle_s = f.idle_s;
-  r.bubble = bubble_of(f);
+  for (const MedianOfSteps& m : kRankMedians) {
+    std::vector<double> values;
+    for (size_t i = std::min(warmup, steps.size() - 1); i < steps.size(); ++i)
+      values.push_back(steps[i].*m.step);
+    r.*m.field = median(values);
+  }
+  double peak_in_flight = 0;
+  routed = dropped = 0;
+  for (const StepFigures& f : steps) {
+    peak_in_flight = std::max(peak_in_flight, static_cast<double>(f.peak_in_flight));
+    r.peak_activation_B = std::max(r.peak_activation_B, f.peak_activation_bytes);
+    routed += static_cast<double>(f.routed_tokens);
+    dropped += static_cast<double>(f.dropped_tokens);
+  }
+  r.peak_in_flight = static_cast<int64_t>(peak_in_flight);
+  r.memory_B = result.memory.total();
+  // Waits for transfers and for the flush, and the transfers' own cost (the
+  // textbook figure assumes that cost is 0).
+  r.bubble = r.pipeline_s > 0 ? std::max(0.0, r.pipeline_s - r.pipeline_busy_s) / r.pipeline_s : 0;
   r.bubble_textbook =
       o.parallel.pp > 1 ? textbook_bubble(o.parallel.pp, o.micro_batches, o.parallel.chunks) : 0;
-  r.peak_in_flight = static_cast<int64_t>(f.peak_in_flight);
-  r.peak_activation_B = f.peak_activation_bytes;
-  r.memory_B = f.memory_bytes;
-  r.all_to_all_s = f.all_to_all_s;
-  r.all_to_all_share = f.step_s > 0 ? f.all_to_all_s / f.step_s : 0;
-  r.dropped_share = f.routed > 0 ? f.dropped / f.routed : 0;
-  r.load_imbalance = f.load_imbalance;
+  r.all_to_all_share = r.step_median_s > 0 ? r.all_to_all_s / r.step_median_s : 0;
+  r.dropped_share = routed > 0 ? dropped / routed : 0;
   return r;
 }
 
-records::TrainStepRecord step_record(const RunRequest& q, const StepFigures& own,
-                                     const StepFigures& slowest) {
+// The figures of a record that cross ranks: its kind's numeric fields (whole
+// numbers, numbers, flags), in the table's order, as doubles. A cell's text
+// reads back to the same value (records::number_text), so nothing is rounded.
+bool is_figure(records::FieldType type) {
+  return type == records::FieldType::kInteger || type == records::FieldType::kNumber ||
+         type == records::FieldType::kFlag;
+}
+template <typename Field, typename Record, typename Pick>
+std::vector<double> figures_of(const std::vector<Field>& fields, const Record& record, Pick pick) {
+  std::vector<double> figures;
+  for (const Field& f : fields)
+    if (is_figure(f.type) && pick(f))
+      figures.push_back(std::strtod(f.measured(record).text.c_str(), nullptr));
+  return figures;
+}
+template <typename Field, typename Record, typename Pick>
+void set_figures(const std::vector<Field>& fields, Record& record, const double* figures,
+                 Pick pick) {
+  for (const Field& f : fields) {
+    if (!is_figure(f.type) || !pick(f)) continue;
+    records::Cell cell;
+    cell.present = true;
+    cell.text = f.type == records::FieldType::kNumber
+                    ? records::number_text(*figures)
+                    : std::to_string(static_cast<long long>(*figures));
+    f.set(record, cell);
+    ++figures;
+  }
+}
+constexpr auto kEveryField = [](const auto&) { return true; };
+
+// This rank's record of a step.
+records::TrainStepRecord step_record(const RunRequest& q, const StepFigures& own) {
   records::TrainStepRecord r;
   r.run_id = q.run_id;
   r.strategy = std::string(name(q.options.strategy));
   r.ranks = static_cast<int64_t>(q.ranks);
   r.step = static_cast<int64_t>(own.step);
   r.loss = own.loss;
-  r.step_s = slowest.step_seconds;
-  r.compute_s = slowest.compute_seconds;
-  r.comm_s = slowest.comm_seconds;
-  r.exposed_comm_s = slowest.exposed_comm_seconds;
-  r.bytes_sent = slowest.bytes_sent;
+  r.step_s = own.step_seconds;
+  r.compute_s = own.compute_seconds;
+  r.comm_s = own.comm_seconds;
+  r.exposed_comm_s = own.exposed_comm_seconds;
+  r.bytes_sent = own.bytes_sent;
   r.grad_norm = own.grad_norm;
   r.loss_scale = own.loss_scale;
   r.skipped = own.skipped;
@@ -169,10 +141,39 @@ bool agrees(double measured, double expected, double slack) {
 
 }  // namespace
 
-double bubble_of(const RankFigures& f) {
-  // Waits for transfers and for the flush, and the transfers' own cost (the
-  // textbook figure assumes that cost is 0).
-  return f.pipeline_s > 0 ? std::max(0.0, f.pipeline_s - f.busy_s) / f.pipeline_s : 0;
+records::TrainStepRecord slowest_over_ranks(Communicator& comm, records::TrainStepRecord step,
+                                            double& all_to_all_s) {
+  const auto& fields = records::train_step_kind().fields;
+  auto slowest_sets = [](const records::TrainStepField& f) {
+    return f.unit == "s" || f.unit == "B";
+  };
+  std::vector<double> figures = figures_of(fields, step, slowest_sets);
+  figures.push_back(all_to_all_s);
+  comm.all_reduce(figures.data(), figures.data(), figures.size(), DataType::kFloat64,
+                  ReduceOp::kMax);
+  all_to_all_s = figures.back();
+  set_figures(fields, step, figures.data(), slowest_sets);
+  return step;
+}
+
+std::vector<records::TrainRankRecord> gather_rank_records(Communicator& comm,
+                                                          const records::TrainRankRecord& own,
+                                                          const std::vector<std::string>& hosts) {
+  const auto& fields = records::train_rank_kind().fields;
+  const std::vector<double> mine = figures_of(fields, own, kEveryField);
+  const size_t k = mine.size();
+  const size_t ranks = static_cast<size_t>(comm.size());
+  std::vector<double> all(k * ranks);
+  comm.all_gather(mine.data(), all.data(), k, DataType::kFloat64);
+  std::vector<records::TrainRankRecord> gathered;
+  if (comm.rank() != 0) return gathered;
+  for (size_t r = 0; r < ranks; ++r) {
+    records::TrainRankRecord record = own;
+    record.host = hosts.at(r);
+    set_figures(fields, record, all.data() + r * k, kEveryField);
+    gathered.push_back(record);
+  }
+  return gathered;
 }
 
 RunMeasurement measure_run(const World& world, const RunRequest& q, const RunHooks& hooks) {
@@ -203,13 +204,15 @@ RunMeasurement measure_run(const World& world, const RunRequest& q, const RunHoo
   if (hooks.started) hooks.started(*comm);
 
   std::vector<StepFigures> per_rank;  // this rank's own figures
+  std::vector<double> all_to_all_s;   // the slowest rank's, per step
   auto on_step = [&](const StepFigures& own) {
     // The communication thread is idle between steps.
-    const StepFigures slowest = slowest_over_ranks(*comm, own);
+    double a2a = own.all_to_all_seconds;
+    const records::TrainStepRecord record = slowest_over_ranks(*comm, step_record(q, own), a2a);
     per_rank.push_back(own);
-    m.slowest.push_back(slowest);
-    const records::TrainStepRecord record = step_record(q, own, slowest);
-    if (hooks.step) hooks.step({own, slowest, record});
+    m.steps.push_back(record);
+    all_to_all_s.push_back(a2a);
+    if (hooks.step) hooks.step({own, record});
   };
   const TrainResult result =
       model_parallel ? train_parallel({comm.get(), tp_comm.get(), pp_comm.get(), dp_comm.get()},
@@ -219,21 +222,35 @@ RunMeasurement measure_run(const World& world, const RunRequest& q, const RunHoo
   comm->all_reduce(memory, memory, 3, DataType::kFloat64, ReduceOp::kMax);
   m.memory = {memory[0], memory[1], memory[2]};
   m.warmup = std::min<size_t>(options.steps > 1 ? options.steps - 1 : 0, 5);
-  m.summary = summarize(m.slowest, m.warmup, options.global_batch);
-  if (model_parallel)
-    m.rank_figures = gather_rank_figures(*comm, options, per_rank, m.warmup, result);
-  if (!m.leader) {
-    m.rank_figures.clear();
-    return m;
+  m.summary =
+      summarize(std::span<const records::TrainStepRecord>(m.steps), m.warmup, options.global_batch);
+  if (model_parallel) {
+    const records::TrainRankRecord own =
+        own_rank_record(q, static_cast<size_t>(comm->rank()), per_rank, m.warmup, result,
+                        m.routed_tokens, m.dropped_tokens);
+    m.rank_records = gather_rank_records(*comm, own, world.hostnames());
   }
-  for (const RankFigures& rf : m.rank_figures)
-    m.rank_records.push_back(
-        rank_record(q.run_id, options, rf, world.hostnames().at(static_cast<size_t>(rf.rank))));
+  if (!m.leader) return m;
+  for (const records::TrainRankRecord& r : m.rank_records) {
+    m.largest_tp_bytes = std::max(m.largest_tp_bytes, r.tp_bytes);
+    m.largest_pp_bytes = std::max(m.largest_pp_bytes, r.pp_bytes);
+    m.largest_dp_bytes = std::max(m.largest_dp_bytes, r.dp_bytes);
+    m.largest_ep_bytes = std::max(m.largest_ep_bytes, r.ep_bytes);
+  }
+  if (options.strategy == Strategy::kExpert) {
+    const size_t first = std::min(m.warmup, all_to_all_s.size() - 1);
+    m.all_to_all_median_s = median(std::vector<double>(
+        all_to_all_s.begin() + static_cast<std::ptrdiff_t>(first), all_to_all_s.end()));
+  }
 
   const RunSummary& s = m.summary;
   const size_t psi = result.parameters;
   m.bytes_expected = expected_bytes_per_step(
       options.strategy, psi, ranks, element_bytes(options.precision), options.micro_batches);
+  if (ranks > 1)
+    m.bytes_formula_factor =
+        m.bytes_expected /
+        std::max(1.0, all_gather_bytes(psi, ranks, element_bytes(options.precision)));
   m.memory_expected = expected_memory(options.strategy, psi, ranks, options.precision,
                                       state_words_per_parameter(options.optimizer));
   // Padding: communicated - psi elements; each moves at most 3 m times (ZeRO-3)
@@ -312,6 +329,52 @@ RunMeasurement measure_run(const World& world, const RunRequest& q, const RunHoo
     r.efficiency = m.scaling->efficiency;
   }
   return m;
+}
+
+bool run_plan(const World& world, const TrainPlan& plan, const PlanHooks& hooks) {
+  const bool leader = world.rank() == 0;
+  // The single-rank references (by global batch), computed on rank 0 while the others wait.
+  std::map<size_t, std::vector<double>> references;
+  if (plan.check_loss && leader) {
+    for (size_t k : plan.rank_counts) {
+      const TrainOptions o = options_at(plan, k);
+      if (references.count(o.global_batch)) continue;
+      std::vector<double> curve;
+      const TrainResult single =
+          is_model_parallel(o.strategy) ? train_parallel_single(o) : train_single(o);
+      for (const StepFigures& f : single.steps) curve.push_back(f.loss);
+      references[o.global_batch] = curve;
+    }
+  }
+  // Ranks sitting a run out wait as long as a run may last: every step's
+  // waits are bounded by the timeout (the watchdog names a stuck rank).
+  const auto run_bound = plan.base.timeout * static_cast<long long>(plan.base.steps + 2);
+  if (plan.check_loss)
+    world.sleeping_barrier(run_bound * static_cast<long long>(plan.rank_counts.size()));
+  bool pass = true;
+  double one_rank_step_s = 0;
+  for (size_t k : plan.rank_counts) {
+    RunRequest q;
+    q.options = options_at(plan, k);
+    q.ranks = k;
+    q.weak = plan.weak;
+    q.yielding_waits = plan.yielding_waits;
+    q.run_id = run_id(q.options, k, plan.weak);
+    if (auto it = references.find(q.options.global_batch); it != references.end())
+      q.reference = it->second;
+    q.one_rank_step_s = one_rank_step_s;
+    RunHooks run_hooks;
+    if (hooks.started) run_hooks.started = [&](const Communicator& c) { hooks.started(q, c); };
+    if (hooks.step) run_hooks.step = [&](const StepReport& step) { hooks.step(q, step); };
+    const RunMeasurement m = measure_run(world, q, run_hooks);
+    if (m.ran && hooks.finished) hooks.finished(q, m);
+    if (m.ran && m.leader) {
+      if (k == 1) one_rank_step_s = m.summary.step_median_s;
+      pass = pass && m.checks_pass;
+    }
+    world.sleeping_barrier(run_bound);
+  }
+  return pass;
 }
 
 }  // namespace ccscope::training_probe

@@ -327,6 +327,29 @@ TEST(Summary, MediansAfterWarmupAndShares) {
   EXPECT_EQ(summarize(std::span(steps).first(2), 3, 64).measured_steps, 2u);
 }
 
+TEST(Summary, StepRecordsSummarizeAsTheirFigures) {
+  std::vector<StepFigures> steps(6);
+  std::vector<records::TrainStepRecord> rows(6);
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const double x = static_cast<double>(i);
+    steps[i].step_seconds = rows[i].step_s = 0.3 - 0.01 * x;
+    steps[i].compute_seconds = rows[i].compute_s = 0.1 + 0.02 * x;
+    steps[i].comm_seconds = rows[i].comm_s = 0.05 * x;
+    steps[i].exposed_comm_seconds = rows[i].exposed_comm_s = 0.01 * x * x;
+    steps[i].bytes_sent = rows[i].bytes_sent = 1000 + x;
+  }
+  const RunSummary a = summarize(steps, 2, 32);
+  const RunSummary b = summarize(std::span<const records::TrainStepRecord>(rows), 2, 32);
+  EXPECT_EQ(b.measured_steps, a.measured_steps);
+  EXPECT_EQ(b.step_median_s, a.step_median_s);
+  EXPECT_EQ(b.step_p90_s, a.step_p90_s);
+  EXPECT_EQ(b.compute_median_s, a.compute_median_s);
+  EXPECT_EQ(b.comm_median_s, a.comm_median_s);
+  EXPECT_EQ(b.exposed_comm_median_s, a.exposed_comm_median_s);
+  EXPECT_EQ(b.bytes_per_step, a.bytes_per_step);
+  EXPECT_EQ(b.samples_per_s, a.samples_per_s);
+}
+
 TEST(Summary, StrongAndWeakScaling) {
   // Strong: 4 ranks, 100 ms at one rank, 40 ms at four: speed-up 2.5, efficiency 62.5%.
   const Scaling strong = scaling(0.100, 0.040, 4, false);

@@ -5,6 +5,7 @@
 #include <span>
 #include <vector>
 
+#include "ccscope/records/training_record.h"
 #include "ccscope/training_probe/trainer.h"
 
 namespace ccscope::training_probe {
@@ -23,6 +24,9 @@ struct RunSummary {
 };
 // `steps` hold the slowest rank's figures per step.
 RunSummary summarize(std::span<const StepFigures> steps, size_t warmup, size_t global_batch);
+// The same over step records (their times and bytes the slowest rank's).
+RunSummary summarize(std::span<const records::TrainStepRecord> steps, size_t warmup,
+                     size_t global_batch);
 
 // Strong scaling (the same global batch at every rank count): speed-up
 // T(1)/T(N), efficiency T(1)/(N T(N)). Weak scaling (the same per-rank
