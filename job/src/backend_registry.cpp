@@ -19,6 +19,7 @@ std::vector<Backend> built_in_backends() {
                          [](const World& world, const BackendOptions& options) {
                            MpiOptions mpi;
                            mpi.color = options.color;
+                           mpi.first_ranks = options.first_ranks;
                            mpi.yielding_waits = options.yielding_waits;
                            return make_mpi_communicator(world, mpi);
                          }});

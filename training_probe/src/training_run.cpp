@@ -6,9 +6,10 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <stdexcept>
 
-#include "ccscope/collectives/backends.h"
 #include "ccscope/common/statistics.h"
+#include "ccscope/job/backend_registry.h"
 #include "ccscope/training_probe/model.h"
 #include "ccscope/training_probe/optimizer.h"
 #include "ccscope/training_probe/pipeline.h"
@@ -180,10 +181,14 @@ RunMeasurement measure_run(const World& world, const RunRequest& q, const RunHoo
   const TrainOptions& options = q.options;
   const size_t ranks = q.ranks;
   RunMeasurement m;
-  MpiOptions mpi;
-  mpi.first_ranks = static_cast<int>(ranks);
-  mpi.yielding_waits = q.yielding_waits;
-  std::unique_ptr<Communicator> comm = make_mpi_communicator(world, mpi);
+  // The probe trains in host memory over groups of the world: the first host backend that
+  // makes group communicators (the registry's; MPI).
+  const job::Backend* backend = job::first_group_backend(job::DeviceKind::kHost);
+  if (!backend) throw std::runtime_error("no host backend of this ccscope makes groups");
+  job::BackendOptions first;
+  first.first_ranks = static_cast<int>(ranks);
+  first.yielding_waits = q.yielding_waits;
+  std::unique_ptr<Communicator> comm = job::make_backend(backend->name, world, first);
   if (!comm) return m;  // this rank sits the run out
   m.ran = true;
   m.leader = comm->rank() == 0;
@@ -192,14 +197,14 @@ RunMeasurement measure_run(const World& world, const RunRequest& q, const RunHoo
   std::unique_ptr<Communicator> tp_comm, pp_comm, dp_comm;
   if (model_parallel && options.strategy != Strategy::kExpert) {
     const GroupColors colors = group_colors(static_cast<size_t>(world.rank()), options.parallel);
-    MpiOptions group;
+    job::BackendOptions group;
     group.yielding_waits = q.yielding_waits;
     group.color = colors.tp;
-    tp_comm = make_mpi_communicator(world, group);
+    tp_comm = job::make_backend(backend->name, world, group);
     group.color = colors.pp;
-    pp_comm = make_mpi_communicator(world, group);
+    pp_comm = job::make_backend(backend->name, world, group);
     group.color = colors.dp;
-    dp_comm = make_mpi_communicator(world, group);
+    dp_comm = job::make_backend(backend->name, world, group);
   }
   if (hooks.started) hooks.started(*comm);
 

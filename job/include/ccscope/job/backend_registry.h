@@ -38,6 +38,9 @@ struct BackendOptions {
   // Backends with capabilities.groups: over the ranks that pass the same color (ordered by
   // world rank); unset: the whole world.
   std::optional<int> color;
+  // Backends with capabilities.groups: over the world's first `first_ranks` ranks (the factory
+  // returns nullptr on the others: a scaling run's smaller counts); 0: every rank.
+  int first_ranks = 0;
 };
 
 struct Backend {
