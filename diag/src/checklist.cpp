@@ -439,9 +439,9 @@ void node_stage(const World& world, PhaseMonitor& monitor, PointToPoint& p2p,
   const std::vector<int> members = ranks_of_host(world, world.hostname());
   auto node_p2p = make_group_point_to_point(p2p, members);
   auto node_control = point_to_point_control(*node_p2p);
-  const bool several_nccl_nodes = spans_world_only(options) && world.node_count() > 1;
+  const bool no_node_groups = spans_world_only(options) && world.node_count() > 1;
   std::unique_ptr<Communicator> comm;
-  if (!several_nccl_nodes) comm = group_communicator(world, options, world.node_index());
+  if (!no_node_groups) comm = group_communicator(world, options, world.node_index());
 
   json mine = json::object();
   if (comm && node_p2p->rank() == 0) mine["leader"] = true;
@@ -557,7 +557,7 @@ void node_stage(const World& world, PhaseMonitor& monitor, PointToPoint& p2p,
     const double busbw = f["collectives"]["allreduce"]["busbw"].get<double>();
     busbw_subjects.push_back({host, -1, busbw});
   }
-  if (several_nccl_nodes)
+  if (no_node_groups)
     verdicts.add(make_check(Stage::kNode, "node.collectives", Status::kSkip, "", -1,
                             "NCCL communicators of one node's ranks are not built (ccscope's "
                             "NCCL communicator spans the world): stage 3 checks the whole job"));
