@@ -132,9 +132,7 @@ class DiagOutputs {
   }
   void add(const Check& check) {
     records_.push_back(to_record(check, run_id_));
-    if (csv_)
-      csv_->append(
-          records::csv_row(records::diag_check_kind(), records::diag_check_cells(records_.back())));
+    if (csv_) csv_->append_row(records::diag_check_cells(records_.back()));
     if (!flags_.quiet) std::fputs(check_line(check).c_str(), stdout);
     std::fflush(stdout);
   }
@@ -273,10 +271,10 @@ int run_diag(job::JobContext& job, const DiagFlags& flags, const std::vector<Sta
   }
 
   std::unique_ptr<DiagOutputs> outputs;
-  if (const std::string open_error = job.open_outputs(
-          [&] { outputs = std::make_unique<DiagOutputs>(flags, "diag-" + utc_now_iso8601()); });
-      !open_error.empty())
-    return fail_usage(open_error);
+  if (const int refused = open_outputs(job, kDiagVerb, [&] {
+        outputs = std::make_unique<DiagOutputs>(flags, "diag-" + utc_now_iso8601());
+      }))
+    return refused;
   if (leader && !flags.quiet) {
     std::string stage_list;
     for (Stage s : stages) stage_list += fmt::format(" {}", static_cast<int>(s));

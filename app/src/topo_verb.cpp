@@ -179,14 +179,13 @@ int run_live(job::JobContext& job, const TopoFlags& flags,
   const World& world = job.world();
   const bool leader = job.leader();
   std::unique_ptr<reports::OutputTarget> csv;
-  if (const std::string open_error = job.open_outputs([&] {
+  if (const int refused = open_outputs(job, kVerb, [&] {
         if (!flags.csv.empty())
           csv = std::make_unique<reports::OutputTarget>(
               reports::resolve_outputs({{"--csv", flags.csv}}, {{"--nccl-topo", flags.nccl_topo}})
                   .front());
-      });
-      !open_error.empty())
-    return job.refuse(open_error);
+      }))
+    return refused;
   // Chosen and judged before the watchdog starts: a refusal ends every rank
   // before any watch connection exists to be taken for a death.
   const std::string backend =

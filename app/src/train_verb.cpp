@@ -34,8 +34,6 @@ namespace train_verb_detail {
 using namespace ccscope::training_probe;
 
 constexpr const char* kTrainVerb = "train";
-constexpr int kExitCheckFailed = job::kExitCheckFailed;
-constexpr int kExitTimeout = job::kExitHang;
 
 // The run's settings, and what only the command layer opens or prints.
 struct TrainFlags {
@@ -56,10 +54,9 @@ std::vector<std::pair<std::string, std::string>> output_files(const TrainFlags& 
 
 std::string mb(double bytes) { return fmt::format("{:.3f} MB", bytes / 1e6); }
 
+// --csv, --runs-csv and --ranks-csv, when given.
 struct Outputs {
-  std::unique_ptr<RowFile> steps;
-  std::unique_ptr<RowFile> runs;
-  std::unique_ptr<RowFile> ranks;
+  std::unique_ptr<RowFile> steps, runs, ranks;
 };
 
 // Rank 0, after a model-parallel run: bytes per group, the experts' traffic or the pipeline.
@@ -199,25 +196,9 @@ int run_training(job::JobContext& job, const TrainFlags& flags, TrainOptions bas
   } catch (const reports::InputError& e) {
     return fail_usage(e.what());
   }
-  if (leader && plan.deepspeed) {
-    const DeepSpeedConfig& ds = *plan.deepspeed;
-    std::printf(
-        "# deepspeed config %s: honoured %s\n", flags.deepspeed_config.c_str(),
-        ds.honoured.empty() ? "nothing" : fmt::format("{}", fmt::join(ds.honoured, ", ")).c_str());
-    if (!ds.ignored.empty())
-      std::printf("# deepspeed config: ignored %s\n",
-                  fmt::format("{}", fmt::join(ds.ignored, ", ")).c_str());
-  }
-  if (leader && !plan.offload.empty())
-    std::printf(
-        "# %s%s: the CPU path keeps every state in host memory already; no host-device traffic "
-        "to measure (0 B per step)\n",
-        plan.deepspeed ? "offload " : "--offload ", plan.offload.c_str());
-  if (plan.rounded && leader)
-    std::printf(
-        "# global batch %zu: the default %zu rounded up to a multiple of %zu (%s); "
-        "--global-batch sets it\n",
-        plan.rounded->to, plan.rounded->from, plan.rounded->multiple, plan.rounded->why.c_str());
+  if (leader)
+    for (const std::string& note : plan_notes(plan, flags.deepspeed_config))
+      std::printf("# %s\n", note.c_str());
   if (!plan.problem.empty()) return fail_usage(plan.problem);
   if (plan.overlap_refused && leader)
     std::fprintf(stderr,
@@ -226,47 +207,31 @@ int run_training(job::JobContext& job, const TrainFlags& flags, TrainOptions bas
   set_compute_threads(flags.run.threads);
 
   Outputs out;
-  std::string open_error;
-  int open_exit = 0;
-  if (leader) {
-    try {
-      const auto outputs = output_files(flags);
-      const std::vector<reports::OutputTarget> targets =
-          reports::resolve_outputs(outputs, {{"--deepspeed-config", flags.deepspeed_config}});
-      for (size_t i = 0; i < outputs.size(); ++i) {
-        const std::string& what = outputs[i].first;
-        if (what == "--csv")
-          out.steps = std::make_unique<RowFile>(targets[i], records::train_step_kind());
-        if (what == "--runs-csv")
-          out.runs = std::make_unique<RowFile>(targets[i], records::train_run_kind());
-        if (what == "--ranks-csv")
-          out.ranks = std::make_unique<RowFile>(targets[i], records::train_rank_kind());
-      }
-      if (!flags.export_dir.empty()) {
+  if (const int refused = open_outputs(job, kTrainVerb, [&] {
+        const auto outputs = output_files(flags);
+        const std::vector<reports::OutputTarget> targets =
+            reports::resolve_outputs(outputs, {{"--deepspeed-config", flags.deepspeed_config}});
+        for (size_t i = 0; i < outputs.size(); ++i) {
+          const std::string& what = outputs[i].first;
+          if (what == "--csv")
+            out.steps = std::make_unique<RowFile>(targets[i], records::train_step_kind());
+          if (what == "--runs-csv")
+            out.runs = std::make_unique<RowFile>(targets[i], records::train_run_kind());
+          if (what == "--ranks-csv")
+            out.ranks = std::make_unique<RowFile>(targets[i], records::train_rank_kind());
+        }
+        if (flags.export_dir.empty()) return;
         reports::create_output_directory(flags.export_dir);
         for (const ExportFile& file : export_files(plan.base))
           reports::write_whole_file(
               reports::resolve_output(
                   (std::filesystem::path(flags.export_dir) / file.name).string()),
               file.bytes);
-      }
-    } catch (const reports::WriteError& e) {
-      open_error = e.what();
-      open_exit = kExitWriteFailed;
-    } catch (const std::exception& e) {
-      open_error = e.what();
-      open_exit = kExitUsage;
-    }
-  }
-  // Rank 0 alone opens them: every rank ends with its code.
-  if (const int64_t code = world.all_reduce_sum(static_cast<int64_t>(open_exit)); code != 0) {
-    if (!leader) return static_cast<int>(code);
-    return open_exit == kExitWriteFailed ? write_error(kTrainVerb, open_error)
-                                         : usage_error(kTrainVerb, open_error);
-  }
+      }))
+    return refused;
 
   HangWatchdog& watchdog = job.start_watchdog(plan.base.timeout);
-  plan.base.on_timeout = [&job](const std::string& what) { job.end_job(kExitTimeout, what); };
+  plan.base.on_timeout = [&job](const std::string& what) { job.end_job(job::kExitHang, what); };
   // Rank 0 of each run prints and writes as the figures come.
   bool run_leader = false;
   PlanHooks hooks;
@@ -285,9 +250,7 @@ int run_training(job::JobContext& job, const TrainFlags& flags, TrainOptions bas
                   s.step_s * 1e3, s.compute_s * 1e3, s.comm_s * 1e3, s.exposed_comm_s * 1e3,
                   s.bytes_sent / 1e6, f.skipped ? "  skipped" : "");
     std::fflush(stdout);
-    if (out.steps)
-      out.steps->append(
-          records::csv_row(records::train_step_kind(), records::train_step_cells(step.record)));
+    if (out.steps) out.steps->append_row(records::train_step_cells(step.record));
   };
   hooks.finished = [&](const RunRequest& q, const RunMeasurement& m) {
     watchdog.end_phase();
@@ -296,16 +259,13 @@ int run_training(job::JobContext& job, const TrainFlags& flags, TrainOptions bas
       print_parallel(q.options, m);
       if (out.ranks)
         for (const records::TrainRankRecord& r : m.rank_records)
-          out.ranks->append(
-              records::csv_row(records::train_rank_kind(), records::train_rank_cells(r)));
+          out.ranks->append_row(records::train_rank_cells(r));
     }
     print_results(q.options, q.ranks, q.weak, m);
-    if (out.runs)
-      out.runs->append(
-          records::csv_row(records::train_run_kind(), records::train_run_cells(m.run)));
+    if (out.runs) out.runs->append_row(records::train_run_cells(m.run));
   };
   // A wait cut short or a failure ends the job (run_job: exit 3, 2 or 1).
-  const int exit_code = run_plan(world, plan, hooks) ? 0 : kExitCheckFailed;
+  const int exit_code = run_plan(world, plan, hooks) ? 0 : job::kExitCheckFailed;
   return job.leave_together(job.agree_on_exit_code(exit_code));
 }
 

@@ -25,6 +25,23 @@ int write_error(const char* verb, const std::string& what) {
   return kExitWriteFailed;
 }
 
+int open_outputs(job::JobContext& job, const char* verb, const std::function<void()>& open) {
+  int code = kExitUsage;  // rank 0's, when it refused
+  const std::string error = job.open_outputs([&] {
+    try {
+      open();
+    } catch (const reports::WriteError&) {
+      code = kExitWriteFailed;
+      throw;
+    }
+  });
+  if (error.empty()) return 0;
+  // Every rank saw the refusal; they learn rank 0's code together.
+  const int64_t agreed = job.world().all_reduce_sum(static_cast<int64_t>(job.leader() ? code : 0));
+  if (!job.leader()) return static_cast<int>(agreed);
+  return agreed == kExitWriteFailed ? write_error(verb, error) : usage_error(verb, error);
+}
+
 namespace {
 
 std::string range_text(const NumberRange& r) {

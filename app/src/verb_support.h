@@ -4,11 +4,13 @@
 // one-line write failure (exit 1), comma lists of files, CSV rows flushed as
 // measured.
 #include <CLI/CLI.hpp>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "ccscope/job/run_job.h"
 #include "ccscope/records/schema.h"
 #include "ccscope/reports/user_files.h"
 
@@ -28,6 +30,11 @@ std::optional<int> parse_flags(CLI::App& app, const char* verb, std::vector<std:
 // "ccscope VERB: error: WHAT" on stderr (an output that could not be written:
 // no --help hint, the flags were right); returns kExitWriteFailed.
 int write_error(const char* verb, const std::string& what);
+
+// Rank 0 opens a verb's outputs (`open` throws to refuse, job.open_outputs); every rank
+// then goes on (0) or returns one code: kExitWriteFailed when the system refused to write
+// (reports::WriteError: a full disk), else kExitUsage. Rank 0 prints the one line.
+int open_outputs(job::JobContext& job, const char* verb, const std::function<void()>& open);
 
 // The values a floating-point flag accepts: a finite number from `low` to
 // `high`, each bound included unless marked open.
@@ -57,19 +64,28 @@ std::vector<std::string> split_commas(const std::vector<std::string>& words);
 // when a row cannot be written.
 class RowFile {
  public:
+  // `kind`: one of records' kind tables (they live as long as the program).
   template <typename Kind>
   RowFile(const reports::OutputTarget& target, const Kind& kind)
-      : fd_(reports::open_stream_output(target)), path_(target.path) {
+      : fd_(reports::open_stream_output(target)),
+        path_(target.path),
+        row_text_([&kind](const std::vector<records::Cell>& cells) {
+          return records::csv_row(kind, cells);
+        }) {
     append(records::csv_line(records::csv_columns(kind)));
   }
   ~RowFile();
   RowFile(const RowFile&) = delete;
   RowFile& operator=(const RowFile&) = delete;
-  void append(const std::string& text);
+  // One record, its cells in the kind's order (records' *_cells functions).
+  void append_row(const std::vector<records::Cell>& cells) { append(row_text_(cells)); }
 
  private:
+  void append(const std::string& text);
+
   int fd_ = -1;
   std::string path_;  // as the user named it, for the message
+  std::function<std::string(const std::vector<records::Cell>&)> row_text_;
 };
 
 }  // namespace ccscope::app

@@ -9,6 +9,7 @@
 
 #include "ccscope/app/verbs.h"
 #include "compare_test_util.h"
+#include "verb_run.h"
 
 namespace ccscope::app {
 namespace {
@@ -16,19 +17,8 @@ namespace {
 using namespace ccscope::reports;
 using namespace ccscope::reports::testing;
 
-struct Outcome {
-  int code;
-  std::string out, err;
-};
-
-Outcome run_verb(int (*verb)(const std::vector<std::string>&, const std::vector<std::string>&),
-                 const std::vector<std::string>& args) {
-  ::testing::internal::CaptureStdout();
-  ::testing::internal::CaptureStderr();
-  int code = verb(args, {});
-  std::string out = ::testing::internal::GetCapturedStdout();
-  return {code, out, ::testing::internal::GetCapturedStderr()};
-}
+using verb_testing::run_verb;
+using Outcome = verb_testing::VerbRun;
 
 Outcome compare(const std::vector<std::string>& args) { return run_verb(compare_verb, args); }
 
@@ -41,16 +31,16 @@ class CompareVerb : public ResultFilesTest {};
 TEST_F(CompareVerb, PrintsTheReportAndExitsByTheVerdict) {
   auto base = write("base.csv", sweep(2, 1, same));
   Outcome ok = compare({base, write("cur.json", sweep(2, 1, same))});
-  EXPECT_EQ(ok.code, 0) << ok.out << ok.err;
+  EXPECT_EQ(ok.rc, 0) << ok.out << ok.err;
   EXPECT_NE(ok.out.find("statistic: max over ranks"), std::string::npos) << ok.out;
   EXPECT_NE(ok.out.find("summary: no regression (exit 0)"), std::string::npos) << ok.out;
   EXPECT_EQ(ok.err, "");
   Outcome slower =
       compare({base, write("slow.csv",
                            sweep(2, 1, [](size_t s, int) { return s >= 1u << 20 ? 1.25 : 1; }))});
-  EXPECT_EQ(slower.code, 1) << slower.out;
+  EXPECT_EQ(slower.rc, 1) << slower.out;
   Outcome window = compare({base, write("cur2.csv", sweep(2, 1, same)), "--sizes", "1K:16K"});
-  EXPECT_EQ(window.code, 0) << window.out;
+  EXPECT_EQ(window.rc, 0) << window.out;
   EXPECT_NE(window.out.find("window: sizes 1 KiB .. 16 KiB"), std::string::npos) << window.out;
 }
 
@@ -65,7 +55,7 @@ TEST_F(CompareVerb, BadFlagsAreOneLineExitTwo) {
                                                                 {"--threshold", "nan", base, base},
                                                                 {"--baseline", "main"}}) {
     Outcome o = compare(args);
-    EXPECT_EQ(o.code, 2) << args.front() << "\n" << o.out << o.err;
+    EXPECT_EQ(o.rc, 2) << args.front() << "\n" << o.out << o.err;
     EXPECT_EQ(lines(o.err), 1u) << o.err;
     EXPECT_EQ(o.out, "");
   }
@@ -86,7 +76,7 @@ TEST_F(CompareVerb, InputItCannotReadIsOneLineExit125) {
            {{base, dir_.path().string()}, "directory"},
            {{"--baseline", "nothere", "--dir", dir_.file("store"), base}, "nothere"}}) {
     Outcome o = compare(args);
-    EXPECT_EQ(o.code, 125) << mention << "\n" << o.out << o.err;
+    EXPECT_EQ(o.rc, 125) << mention << "\n" << o.out << o.err;
     EXPECT_EQ(lines(o.err), 1u) << o.err;
     EXPECT_NE(o.err.find("cannot judge"), std::string::npos) << o.err;
     EXPECT_NE(o.err.find(mention), std::string::npos) << o.err;
@@ -94,7 +84,7 @@ TEST_F(CompareVerb, InputItCannotReadIsOneLineExit125) {
   // A current file without a record (stopped before its first size) can be
   // read, but there is nothing to judge.
   Outcome empty = compare({base, header_only});
-  EXPECT_EQ(empty.code, 125) << empty.out << empty.err;
+  EXPECT_EQ(empty.rc, 125) << empty.out << empty.err;
   EXPECT_NE((empty.out + empty.err).find("cannot judge"), std::string::npos) << empty.out;
 }
 
@@ -110,7 +100,7 @@ TEST_F(CompareVerb, NoCommonStatisticIsExit125NamingIt) {
   m.backend = "nccl";
   Outcome o =
       compare({data_file("all_reduce_perf-h200-2rank-socket.txt"), write("max.csv", records, m)});
-  EXPECT_EQ(o.code, 125) << o.out;
+  EXPECT_EQ(o.rc, 125) << o.out;
   EXPECT_NE(o.out.find("cannot judge: no common time statistic over ranks: baseline has only "
                        "'avg' (nccl-tests), current has only 'max' (ccscope)"),
             std::string::npos)
@@ -119,7 +109,7 @@ TEST_F(CompareVerb, NoCommonStatisticIsExit125NamingIt) {
 
 TEST_F(CompareVerb, HelpStatesTheExitCodes) {
   Outcome o = compare({"--help"});
-  EXPECT_EQ(o.code, 0);
+  EXPECT_EQ(o.rc, 0);
   EXPECT_NE(o.out.find("125 cannot judge"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("2 only for bad flags"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("cannot\nbe read"), std::string::npos) << o.out;
@@ -129,24 +119,24 @@ TEST_F(CompareVerb, BaselinesKeepAFingerprint) {
   const std::string store = dir_.file("store");
   auto base = write("base.csv", sweep(2, 1, same));
   Outcome saved = run_verb(baseline_verb, {"save", "main", base, "--dir", store});
-  ASSERT_EQ(saved.code, 0) << saved.err;
-  EXPECT_EQ(run_verb(baseline_verb, {"save", "main", base, "--dir", store}).code, 2);  // exists
+  ASSERT_EQ(saved.rc, 0) << saved.err;
+  EXPECT_EQ(run_verb(baseline_verb, {"save", "main", base, "--dir", store}).rc, 2);  // exists
   Outcome list = run_verb(baseline_verb, {"list", "--dir", store});
   EXPECT_NE(list.out.find("main"), std::string::npos) << list.out;
   EXPECT_NE(list.out.find("2 ranks, 1 nodes"), std::string::npos) << list.out;
-  EXPECT_EQ(run_verb(baseline_verb, {"frobnicate"}).code, 2);
+  EXPECT_EQ(run_verb(baseline_verb, {"frobnicate"}).rc, 2);
 
   auto cur = write("cur.csv", sweep(2, 1, same));
-  EXPECT_EQ(compare({"--baseline", "main", "--dir", store, cur}).code, 0);
+  EXPECT_EQ(compare({"--baseline", "main", "--dir", store, cur}).rc, 0);
 
   RunMetadata gpu = test_metadata();
   gpu.gpu_names = {"NVIDIA H200", "NVIDIA H200"};
   auto other = write("other.csv", sweep(2, 1, same), gpu);
   Outcome refused = compare({"--baseline", "main", "--dir", store, other});
-  EXPECT_EQ(refused.code, 125) << refused.out;
+  EXPECT_EQ(refused.rc, 125) << refused.out;
   EXPECT_NE(refused.out.find("gpu_model 'cpu' vs 'NVIDIA H200'"), std::string::npos) << refused.out;
-  EXPECT_EQ(compare({"--baseline", "main", "--dir", store, other, "--ignore-fingerprint"}).code, 0);
-  EXPECT_EQ(compare({"--baseline", "nothere", "--dir", store, cur}).code, 125);
+  EXPECT_EQ(compare({"--baseline", "main", "--dir", store, other, "--ignore-fingerprint"}).rc, 0);
+  EXPECT_EQ(compare({"--baseline", "nothere", "--dir", store, cur}).rc, 125);
 }
 
 TEST_F(CompareVerb, ADriverChangeIsAFingerprintChange) {
@@ -157,18 +147,18 @@ TEST_F(CompareVerb, ADriverChangeIsAFingerprintChange) {
   ASSERT_EQ(
       run_verb(baseline_verb,
                {"save", "h200", write("base.csv", sweep(2, 1, same), old_driver), "--dir", store})
-          .code,
+          .rc,
       0);
   RunMetadata new_driver = old_driver;
   new_driver.driver_version = "575.51.03";
   Outcome refused = compare(
       {"--baseline", "h200", "--dir", store, write("cur.csv", sweep(2, 1, same), new_driver)});
-  EXPECT_EQ(refused.code, 125) << refused.out;
+  EXPECT_EQ(refused.rc, 125) << refused.out;
   EXPECT_NE(refused.out.find("driver '570.86.15' vs '575.51.03'"), std::string::npos)
       << refused.out;
   EXPECT_EQ(compare({"--baseline", "h200", "--dir", store,
                      write("same.csv", sweep(2, 1, same), old_driver)})
-                .code,
+                .rc,
             0);
 }
 

@@ -123,9 +123,10 @@ TEST_F(ReportVerb, CsvExportOfAnotherToolsFileReadsBackInCcscopesSchema) {
 
 TEST_F(ReportVerb, JsonExportRefusesRunsOfDifferentMetadata) {
   std::ofstream(file("a.txt")) << kNcclTestsText;
-  std::ofstream(file("b.txt")) << "# nccl-tests version 2.19.6 nccl-headers=22809 nccl-library=22809\n"
-                               << "#  Rank  0 Group  0 Pid  11 on other-node device  0 [0x01] NVIDIA H200\n"
-                               << std::string(kNcclTestsText).substr(std::string(kNcclTestsText).find('\n') + 1);
+  std::ofstream(file("b.txt"))
+      << "# nccl-tests version 2.19.6 nccl-headers=22809 nccl-library=22809\n"
+      << "#  Rank  0 Group  0 Pid  11 on other-node device  0 [0x01] NVIDIA H200\n"
+      << std::string(kNcclTestsText).substr(std::string(kNcclTestsText).find('\n') + 1);
   ASSERT_EQ(report_main({file("a.txt"), "--json", file("one.json")}), 0);
   EXPECT_EQ(read_results(file("one.json")).records.size(), 2u);
   EXPECT_EQ(report_main({file("a.txt"), file("b.txt"), "--json", file("two.json")}), 2);
@@ -135,9 +136,9 @@ TEST_F(ReportVerb, JsonExportRefusesRunsOfDifferentMetadata) {
 }
 
 TEST_F(ReportVerb, SchemaPrintsEveryFieldOfTheTable) {
-  testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStdout();
   ASSERT_EQ(report_main({"--schema"}), 0);
-  const std::string text = testing::internal::GetCapturedStdout();
+  const std::string text = ::testing::internal::GetCapturedStdout();
   for (const auto& field : records::bench_kind().fields)
     EXPECT_NE(text.find("| " + std::string(field.name) + " |"), std::string::npos) << field.name;
   EXPECT_NE(text.find("ccscope.bench/3"), std::string::npos);

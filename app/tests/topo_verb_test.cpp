@@ -13,6 +13,7 @@
 #include "ccscope/app/verbs.h"
 #include "ccscope/records/topology_record.h"
 #include "compare_test_util.h"
+#include "verb_run.h"
 
 namespace ccscope::app {
 namespace {
@@ -25,17 +26,10 @@ std::string data(const std::string& name) {
   return std::string(CCSCOPE_TOPO_TEST_DATA) + "/" + name;
 }
 
-struct VerbRun {
-  int rc;
-  std::string out, err;
-};
+using verb_testing::VerbRun;
 
 VerbRun topo(const std::vector<std::string>& args) {
-  testing::internal::CaptureStdout();
-  testing::internal::CaptureStderr();
-  const int rc = topo_verb(args, {});
-  VerbRun run{rc, testing::internal::GetCapturedStdout(), testing::internal::GetCapturedStderr()};
-  return run;
+  return verb_testing::run_verb(topo_verb, args);
 }
 
 // Result files in a temporary folder (reports' test helpers: TempDir, slurp, spit).

@@ -16,6 +16,7 @@
 #include "ccscope/collectives/error.h"
 #include "ccscope/records/training_record.h"
 #include "compare_test_util.h"
+#include "verb_run.h"
 
 namespace ccscope::app {
 namespace {
@@ -24,19 +25,11 @@ using reports::testing::data_file;
 using reports::testing::slurp;
 using reports::testing::spit;
 using reports::testing::TempDir;
-using Verb = int (*)(const std::vector<std::string>&, const std::vector<std::string>&);
-
-struct VerbRun {
-  int rc;
-  std::string out, err;
-};
+using verb_testing::Verb;
+using verb_testing::VerbRun;
 
 VerbRun run(Verb verb, const std::vector<std::string>& args) {
-  ::testing::internal::CaptureStdout();
-  ::testing::internal::CaptureStderr();
-  const int rc = verb(args, {});
-  std::string out = ::testing::internal::GetCapturedStdout();
-  return {rc, out, ::testing::internal::GetCapturedStderr()};
+  return verb_testing::run_verb(verb, args);
 }
 
 std::string topology() { return std::string(CCSCOPE_TOPO_TEST_DATA) + "/hwloc-2socket-pci-ib.xml"; }

@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <vector>
 
+#include "ccscope/common/text.h"
+
 namespace ccscope {
 
 std::string read_small_file(const std::string& path, size_t limit) {
@@ -26,11 +28,6 @@ std::string read_small_file(const std::string& path, size_t limit) {
   return text;
 }
 
-std::string trim_blanks(const std::string& text) {
-  size_t first = 0, last = text.size();
-  while (first < last && std::isspace(static_cast<unsigned char>(text[first]))) ++first;
-  while (last > first && std::isspace(static_cast<unsigned char>(text[last - 1]))) --last;
-  return text.substr(first, last - first);
-}
+std::string trim_blanks(const std::string& text) { return std::string(trimmed(text)); }
 
 }  // namespace ccscope

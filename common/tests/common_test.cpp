@@ -14,6 +14,7 @@
 #include "ccscope/common/sizes.h"
 #include "ccscope/common/small_file.h"
 #include "ccscope/common/statistics.h"
+#include "ccscope/common/text.h"
 #include "ccscope/common/utc_time.h"
 
 namespace ccscope {
@@ -166,9 +167,9 @@ TEST(JsonText, CountsOnlyTheBracketsOutsideStringsAndComments) {
   // In a string (after an escaped quote) and in comments: not nesting.
   const auto doc = parse_json_text("{\"k\": \"\\\"" + many + "\"}");
   EXPECT_EQ(doc.at("k").get<std::string>(), "\"" + many);
-  EXPECT_EQ(parse_json_text("// " + many + "\n/* " + many + " */ [1]", /*ignore_comments=*/true)
-                .dump(),
-            "[1]");
+  EXPECT_EQ(
+      parse_json_text("// " + many + "\n/* " + many + " */ [1]", /*ignore_comments=*/true).dump(),
+      "[1]");
   // Where comments are not allowed, the text is not a comment: its brackets count.
   EXPECT_THROW((void)parse_json_text("/* " + many + " */ [1]"), JsonLimitError);
 }
@@ -200,6 +201,15 @@ TEST(JsonText, CallsTheCallersCallbackAndHonoursComments) {
   EXPECT_EQ(keys, 2);
   EXPECT_EQ(doc.dump(), "{\"b\":1,\"a\":[2]}");
   EXPECT_THROW((void)parse_json_text("{\"a\": }"), nlohmann::json::parse_error);
+}
+
+TEST(Text, FoldsOnlyAsciiLettersAndTrimsEveryBlank) {
+  EXPECT_EQ(ascii_lower("NVLink Gen4 \xC3\x84-Z"), "nvlink gen4 \xC3\x84-z");  // UTF-8 kept
+  EXPECT_EQ(trimmed(" \t\r\n x y \v\f\n"), "x y");
+  EXPECT_EQ(trimmed(" \t\n"), "");
+  EXPECT_EQ(trimmed(""), "");
+  EXPECT_EQ(trimmed("x"), "x");
+  EXPECT_EQ(trim_blanks("  450 MHz\n"), "450 MHz");
 }
 
 }  // namespace

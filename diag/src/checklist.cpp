@@ -927,11 +927,8 @@ void scaling_stage(const World& world, PhaseMonitor& monitor, const ChecklistOpt
   const TrainResult single = train_single(reference, tick);
   monitor.end_phase();
   if (world.rank() != 0) return;
-  std::vector<double> ddp_losses, single_losses;
-  for (const StepFigures& s : ddp.steps) ddp_losses.push_back(s.loss);
-  for (const StepFigures& s : single.steps) single_losses.push_back(s.loss);
   const EquivalenceResult equivalence = compare_losses(
-      ddp_losses, single_losses, loss_tolerance(train_options.precision), judged_steps);
+      losses(ddp), losses(single), loss_tolerance(train_options.precision), judged_steps);
 
   Check loss = make_check(
       Stage::kScaling, "scaling.loss_equivalence",

@@ -13,18 +13,12 @@
 #include <string_view>
 
 #include "ccscope/collectives/error.h"
+#include "ccscope/common/text.h"
 
 namespace ccscope::diag {
 namespace {
 
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
-
-std::string_view trimmed(std::string_view text) {
-  const auto is_space = [](char c) { return c == ' ' || c == '\t'; };
-  while (!text.empty() && is_space(text.front())) text.remove_prefix(1);
-  while (!text.empty() && is_space(text.back())) text.remove_suffix(1);
-  return text;
-}
 
 [[noreturn]] void throw_malformed(std::string_view entry, std::string_view why) {
   throw UsageError(fmt::format("{}: bad entry '{}' ({}); expected HOST=MS[,HOST=MS...]",

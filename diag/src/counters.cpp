@@ -16,15 +16,14 @@
 
 #include "ccscope/common/small_file.h"
 #include "ccscope/common/statistics.h"
+#include "ccscope/common/text.h"
 
 namespace ccscope::diag {
 namespace {
 
 namespace fs = std::filesystem;
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr std::string_view kHeader = "ccscope-counters 1";
-constexpr double kMadScale = 0.6745;  // Iglewicz-Hoaglin, as in localize.cpp
 constexpr double kModifiedZ = 3.5;
 
 // The port counters (IBA PortCounters, as the kernel names them) that only
@@ -58,13 +57,6 @@ bool has_space(std::string_view text) {
   return text.empty() || std::any_of(text.begin(), text.end(), [](char c) {
            return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\0';
          });
-}
-
-std::string_view trimmed(std::string_view text) {
-  const auto is_space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
-  while (!text.empty() && is_space(text.front())) text.remove_prefix(1);
-  while (!text.empty() && is_space(text.back())) text.remove_suffix(1);
-  return text;
 }
 
 std::optional<uint64_t> parse_count(std::string_view text) {
@@ -260,9 +252,10 @@ void tcp_checks(const std::vector<std::string>& hosts, const std::vector<Counter
   std::vector<Check> found;
   for (const Rate& rate : rates) {
     const bool absolute = rate.rate >= options.retransmission_rate;
-    const bool stands_out =
-        (mad > 0 ? kMadScale * (rate.rate - center) / mad > kModifiedZ : rate.rate > center) &&
-        rate.rate >= options.outlier_factor * center && rate.rate >= options.outlier_floor_rate;
+    const bool stands_out = (mad > 0 ? kModifiedZScale * (rate.rate - center) / mad > kModifiedZ
+                                     : rate.rate > center) &&
+                            rate.rate >= options.outlier_factor * center &&
+                            rate.rate >= options.outlier_floor_rate;
     if (!absolute && !stands_out) continue;
     std::string evidence;
     for (const auto& [key, value] : after[rate.node].values) {
@@ -290,7 +283,7 @@ void tcp_checks(const std::vector<std::string>& hosts, const std::vector<Counter
   if (found.empty()) {
     summary.status = Status::kPass;
     summary.measured = 100 * center;
-    summary.expected = kNaN;
+    summary.expected = std::numeric_limits<double>::quiet_NaN();
     summary.message =
         fmt::format("median retransmission rate {} over {} nodes, highest {}", percent(center),
                     rates.size(), percent(*std::max_element(values.begin(), values.end())));

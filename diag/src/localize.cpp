@@ -14,9 +14,6 @@ namespace ccscope::diag {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-// Iglewicz-Hoaglin's constant: 0.6745 MAD estimates one standard deviation's
-// quantile of normal samples, so modified z and z agree on normal data.
-constexpr double kMadScale = 0.6745;
 // FAIL below this fraction of the reference, WARN between it and the outlier line.
 constexpr double kFailFraction = 0.5;
 
@@ -46,7 +43,7 @@ double clamped_z(const OutlierOptions& options) {
 double low_line(double center, double relative_center, double mad, const OutlierOptions& options) {
   const double relative = (1 - clamped_drop(options)) * relative_center;
   if (!(mad > 0)) return relative;
-  return std::min(relative, center - clamped_z(options) * mad / kMadScale);
+  return std::min(relative, center - clamped_z(options) * mad / kModifiedZScale);
 }
 
 // Short figures for messages: 0.115, 23.4, 312.

@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "ccscope/common/text.h"
 #include "ccscope/records/collective.h"
 #include "ccscope/reports/loaded_results.h"
 #include "reader_support.h"
@@ -30,11 +31,6 @@ namespace ccscope::reports::detail {
 namespace {
 
 bool is_osu_program(std::string_view name) { return starts_with(name, "osu_"); }
-
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
 
 struct Title {
   std::string collective;
@@ -75,12 +71,12 @@ Title parse_title(const std::string& t, const std::string& where) {
                     "' is not an OSU collective latency test; ccscope reads osu_allreduce, "
                     "osu_allgather, osu_alltoall, osu_bcast, ... output");
   Title out;
-  out.backend = lower(words[1]).find("nccl") != std::string::npos ? "nccl" : "mpi";
+  out.backend = ascii_lower(words[1]).find("nccl") != std::string::npos ? "nccl" : "mpi";
   auto first = words.begin() + 2;
   if (first != latency && *first == "MANAGED") ++first;  // "MPI-CUDA MANAGED"
   std::string name;
   for (auto it = first; it != latency; ++it) name += (name.empty() ? "" : " ") + *it;
-  name = lower(name);
+  name = ascii_lower(name);
   if (name.ends_with(" persistent")) name.resize(name.size() - 11);  // same table
   if (starts_with(name, "non-blocking") || name.find("neighborhood") != std::string::npos)
     fail(where,
@@ -93,7 +89,7 @@ Title parse_title(const std::string& t, const std::string& where) {
   };
   for (const auto& d : all_collectives())
     for (std::string_view title : d.osu_titles)
-      if (lower(std::string(title)) == name) {
+      if (ascii_lower(std::string(title)) == name) {
         described(d);
         return out;
       }

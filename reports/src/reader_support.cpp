@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "ccscope/common/json_text.h"
+#include "ccscope/common/text.h"
 #include "ccscope/records/schema.h"
 #include "ccscope/reports/user_files.h"
 
@@ -21,12 +22,7 @@ std::string at(const std::string& path, size_t line) {
   return printable(path) + ":" + std::to_string(line);
 }
 
-std::string trim(std::string_view s) {
-  size_t b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string_view::npos) return "";
-  size_t e = s.find_last_not_of(" \t\r\n");
-  return std::string(s.substr(b, e - b + 1));
-}
+std::string trim(std::string_view s) { return std::string(trimmed(s)); }
 
 std::vector<std::string> split_ws(const std::string& line) {
   std::istringstream in(line);

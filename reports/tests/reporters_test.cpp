@@ -7,15 +7,16 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <stdexcept>
-#include <set>
 #include <string>
 #include <vector>
 
-#include "ccscope/reports/record.h"
 #include "ccscope/records/schema.h"
+#include "ccscope/reports/record.h"
 #include "ccscope/reports/reporter.h"
+#include "compare_test_util.h"
 
 namespace ccscope::reports {
 namespace {
@@ -23,30 +24,8 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-// A scratch directory, removed with its content.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "ccscope-reports-XXXXXX").string();
-    if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
-};
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using testing::slurp;
+using testing::TempDir;
 
 // A small RFC 4180 reader: quoted fields may hold commas, doubled quotes and
 // line breaks; rows end at an unquoted LF (or CRLF).
@@ -163,11 +142,11 @@ TEST(CsvReporter, HeaderIsTheSchemaTable) {
   auto reporter = make_csv_reporter(path);
   RunMetadata m = sample_metadata();
   reporter->begin(m);
-  auto rows = parse_csv(read_file(path));
+  auto rows = parse_csv(slurp(path));
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0], expected);
   reporter->end(m);
-  EXPECT_EQ(parse_csv(read_file(path)).size(), 1u);
+  EXPECT_EQ(parse_csv(slurp(path)).size(), 1u);
 }
 
 TEST(CsvReporter, RowRoundTripsAndIsOnDiskRightAfterAdd) {
@@ -188,7 +167,7 @@ TEST(CsvReporter, RowRoundTripsAndIsOnDiskRightAfterAdd) {
   reporter->add(r);
 
   // Read before end(): the row must already be there (a crash keeps it).
-  auto rows = parse_csv(read_file(path));
+  auto rows = parse_csv(slurp(path));
   ASSERT_EQ(rows.size(), 2u);
   const auto& header = rows[0];
   const auto& row = rows[1];
@@ -249,7 +228,7 @@ TEST(CsvReporter, RowRoundTripsAndIsOnDiskRightAfterAdd) {
   r2.checked = false;
   reporter->add(r2);
   reporter->end(m);
-  rows = parse_csv(read_file(path));
+  rows = parse_csv(slurp(path));
   ASSERT_EQ(rows.size(), 3u);
   const auto column = [&](const char* name) {
     return static_cast<size_t>(std::find(rows[0].begin(), rows[0].end(), name) - rows[0].begin());
@@ -269,7 +248,7 @@ TEST(CsvReporter, QuotesOnlyWhatNeedsQuoting) {
   reporter->begin(m);
   reporter->add(sample_record(8, false, 0));
   reporter->end(m);
-  std::string text = read_file(path);
+  std::string text = slurp(path);
   EXPECT_NE(text.find(",plain,"), std::string::npos) << text;
   EXPECT_NE(text.find(",\"A=x\ry\","), std::string::npos) << text;
   EXPECT_NE(text.find(",allreduce,mpi,float,sum,-1,0,8,2,"), std::string::npos) << text;
@@ -297,7 +276,7 @@ TEST(JsonReporter, ValidAfterEveryStepAndCompleteAtEnd) {
   RunMetadata m = sample_metadata();
   reporter->begin(m);
 
-  json doc = json::parse(read_file(path));
+  json doc = json::parse(slurp(path));
   EXPECT_EQ(doc.at("schema"), "ccscope.bench/3");
   EXPECT_EQ(doc.at("complete"), false);
   EXPECT_TRUE(doc.at("records").is_array());
@@ -319,7 +298,7 @@ TEST(JsonReporter, ValidAfterEveryStepAndCompleteAtEnd) {
   BenchRecord r1 = sample_record(1024, false, 0.5);
   reporter->add(r1);
   // A crash here: the file is a whole document with the record.
-  doc = json::parse(read_file(path));
+  doc = json::parse(slurp(path));
   EXPECT_EQ(doc.at("complete"), false);
   ASSERT_EQ(doc.at("records").size(), 1u);
   const json& rec = doc.at("records").at(0);
@@ -349,14 +328,14 @@ TEST(JsonReporter, ValidAfterEveryStepAndCompleteAtEnd) {
   EXPECT_EQ(rec.at("algbw_GBps").get<double>(), r1.algbw_GBps);
 
   reporter->add(sample_record(1024, true, 0.75));
-  doc = json::parse(read_file(path));
+  doc = json::parse(slurp(path));
   EXPECT_EQ(doc.at("records").size(), 2u);
   EXPECT_EQ(doc.at("records").at(1).at("in_place"), true);
   EXPECT_FALSE(fs::exists(path + ".tmp"));
 
   m.end_time_utc = "2026-11-30T03:10:00Z";
   reporter->end(m);
-  doc = json::parse(read_file(path));
+  doc = json::parse(slurp(path));
   EXPECT_EQ(doc.at("complete"), true);
   EXPECT_EQ(doc.at("metadata").at("end_time_utc"), "2026-11-30T03:10:00Z");
   EXPECT_EQ(doc.at("records").size(), 2u);

@@ -10,10 +10,11 @@
 #include <vector>
 
 #include "ccscope/records/schema.h"
-#include "sample_records.h"
 #include "ccscope/reports/loaded_results.h"
 #include "ccscope/reports/record_export.h"
 #include "ccscope/reports/reporter.h"
+#include "compare_test_util.h"
+#include "sample_records.h"
 
 namespace ccscope::reports {
 namespace {
@@ -24,13 +25,10 @@ using records::Cell;
 using records::testing::hostile_record;
 using records::testing::hostile_run;
 
-struct TempDir {
-  fs::path path = fs::temp_directory_path() / ("ccscope-schema-" + std::to_string(::getpid()));
-  TempDir() { fs::create_directories(path); }
-  ~TempDir() { fs::remove_all(path); }
-};
+using testing::TempDir;
 
-void write_run(std::unique_ptr<Reporter> reporter, const BenchRecord& record, const RunMetadata& m) {
+void write_run(std::unique_ptr<Reporter> reporter, const BenchRecord& record,
+               const RunMetadata& m) {
   reporter->begin(m);
   reporter->add(record);
   reporter->end(m);
@@ -60,7 +58,7 @@ void expect_same_fields(const LoadedRun& run, const BenchRecord& record, const R
 
 TEST(SchemaRoundTrip, EveryFieldThroughCsv) {
   TempDir dir;
-  const std::string path = (dir.path / "run.csv").string();
+  const std::string path = (dir.path() / "run.csv").string();
   write_run(make_csv_reporter(path), hostile_record(), hostile_run());
   const LoadedRun run = read_results(path);
   EXPECT_EQ(run.format, "ccscope-csv");
@@ -71,7 +69,7 @@ TEST(SchemaRoundTrip, EveryFieldThroughCsv) {
 
 TEST(SchemaRoundTrip, EveryFieldThroughJson) {
   TempDir dir;
-  const std::string path = (dir.path / "run.json").string();
+  const std::string path = (dir.path() / "run.json").string();
   write_run(make_json_reporter(path), hostile_record(), hostile_run());
   const LoadedRun run = read_results(path);
   EXPECT_EQ(run.format, "ccscope-json");
@@ -82,7 +80,7 @@ TEST(SchemaRoundTrip, EveryFieldThroughJson) {
 
 TEST(SchemaRoundTrip, OlderVersionReadsWithTheTablesDefaults) {
   TempDir dir;
-  const std::string path = (dir.path / "v1.csv").string();
+  const std::string path = (dir.path() / "v1.csv").string();
   {
     std::ofstream out(path);
     out << "schema,collective,backend,dtype,op,root,in_place,size_bytes,count,ranks,time_s,"
@@ -104,7 +102,7 @@ TEST(SchemaRoundTrip, OlderVersionReadsWithTheTablesDefaults) {
 
 TEST(SchemaRoundTrip, NewerVersionIsRefusedSayingSo) {
   TempDir dir;
-  const std::string path = (dir.path / "v9.csv").string();
+  const std::string path = (dir.path() / "v9.csv").string();
   {
     std::ofstream out(path);
     out << "schema,collective,size_bytes,time_s\nccscope.bench/9,allreduce,8,1e-06\n";

@@ -34,8 +34,6 @@
 namespace ccscope::topo {
 namespace {
 
-constexpr size_t kMaxNotes = 50;  // a damaged file should not bury the report in notes
-
 // A cpuset / nodeset: "0x0000ffff", "0xffffffff,0x00000001" (32-bit words,
 // most significant first), "0xf...f,..." for an infinite set.
 struct HwlocBitmap {
@@ -201,12 +199,7 @@ class HwlocReader {
  private:
   enum class OsDevKind { kOther, kGpu, kNetwork, kOpenFabrics };
 
-  void note(const std::string& text) {
-    if (topology_.notes.size() < kMaxNotes)
-      topology_.notes.push_back("hwloc XML: " + text);
-    else if (topology_.notes.size() == kMaxNotes)
-      topology_.notes.push_back("hwloc XML: more problems not listed");
-  }
+  void note(const std::string& text) { add_reader_note(topology_.notes, "hwloc XML", text); }
   std::string where(const HwlocObject& object) const {
     return object.type + " at line " + std::to_string(object.element->line);
   }

@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "ccscope/common/text.h"
+
 namespace ccscope::topo {
 namespace {
 
@@ -24,11 +26,6 @@ bool equals_ignoring_case(std::string_view a, std::string_view b) {
            return std::tolower(static_cast<unsigned char>(x)) ==
                   std::tolower(static_cast<unsigned char>(y));
          });
-}
-
-std::string lower_case(std::string text) {
-  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return text;
 }
 
 // An integer parameter as NCCL_PARAM reads it (src/misc/param.cc,
@@ -66,13 +63,13 @@ RdmaPortName split_rdma_port(const std::string& name) {
 // source gave a state for is kept: nothing says it is down. NCCL also needs an
 // IPv4/IPv6 address on it, which the topology does not record.
 bool is_running(const Nic& nic) {
-  const std::string state = lower_case(nic.state);
+  const std::string state = ascii_lower(nic.state);
   return state.empty() || state == "up" || state == "unknown";
 }
 
 // The active states of an RDMA port: sysfs' "active", hwloc's PortNState "4".
 bool is_active_port(const Nic& nic) {
-  const std::string state = lower_case(nic.state);
+  const std::string state = ascii_lower(nic.state);
   return state == "active" || state == "4" || state == "4: active";
 }
 

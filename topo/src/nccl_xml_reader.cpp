@@ -19,22 +19,15 @@
 #include <string_view>
 #include <vector>
 
+#include "ccscope/common/text.h"
 #include "ccscope/topo/readers.h"
 #include "xml.h"
 
 namespace ccscope::topo {
 namespace {
 
-constexpr size_t kMaxNotes = 50;
 constexpr long long kMaxLinksPerTarget = 64;  // NVLink count of one target (18 on H100)
 constexpr const char* kNvSwitchClass = "0x068000";
-
-std::string lower(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(), [](char c) {
-    return static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  });
-  return text;
-}
 
 class NcclDumpReader {
  public:
@@ -55,10 +48,7 @@ class NcclDumpReader {
   };
 
   void note(const std::string& text) {
-    if (topology_.notes.size() < kMaxNotes)
-      topology_.notes.push_back("NCCL topology dump: " + text);
-    else if (topology_.notes.size() == kMaxNotes)
-      topology_.notes.push_back("NCCL topology dump: more problems not listed");
+    add_reader_note(topology_.notes, "NCCL topology dump", text);
   }
 
   // An integer attribute; `fallback` when absent, and a note when garbled.
@@ -110,7 +100,7 @@ class NcclDumpReader {
     if (normalized.empty()) {
       // NCCL's stand-ins ("fffffff:ffff:ff" for a device it cannot see) are
       // names, not errors; kept as they are, lower case.
-      return lower(*text);
+      return ascii_lower(*text);
     }
     return normalized;
   }
@@ -181,8 +171,8 @@ class NcclDumpReader {
       const std::string* target_class = link.attribute("tclass");
       NvLink nvlink;
       nvlink.remote_bus_id = normalize_bus_id(*target);
-      if (nvlink.remote_bus_id.empty()) nvlink.remote_bus_id = lower(*target);
-      nvlink.remote_is_switch = target_class && lower(*target_class) == kNvSwitchClass;
+      if (nvlink.remote_bus_id.empty()) nvlink.remote_bus_id = ascii_lower(*target);
+      nvlink.remote_is_switch = target_class && ascii_lower(*target_class) == kNvSwitchClass;
       // NCCL counts the links to one target; one entry per link, as NVML lists them.
       for (long long i = 0; i < count; ++i) gpu.nvlinks.push_back(nvlink);
     }
@@ -197,7 +187,7 @@ class NcclDumpReader {
     }
     Nic nic;
     nic.name = *name;
-    const std::string lower_name = lower(*name);
+    const std::string lower_name = ascii_lower(*name);
     // NCCL's IB transport names its devices after the HCA (mlx5_0); its
     // socket transport after the interface (eth0, ib0 for IPoIB).
     const bool rdma = lower_name.rfind("mlx", 0) == 0;

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstdio>
 
+#include "ccscope/common/text.h"
 #include "text.h"
 
 namespace ccscope::topo {
@@ -28,12 +29,6 @@ constexpr PcieGeneration kPcie[] = {
 // 4 (H100/H200) 25 GB/s; NVLink5 (B200) 50 GB/s.
 constexpr double kNvlinkGBps[] = {0, 20, 25, 25, 25, 50};
 
-std::string lower(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return text;
-}
-
 }  // namespace
 
 double pcie_lane_GBps(int generation) {
@@ -51,7 +46,7 @@ double nvlink_link_GBps(int version) {
 }
 
 int nvlink_version_of_model(const std::string& gpu_name) {
-  const std::string name = lower(gpu_name);
+  const std::string name = ascii_lower(gpu_name);
   // Longest, most specific markers first ("gh200" before "h200").
   static const std::pair<const char*, int> kModels[] = {
       {"gb200", 5}, {"b200", 5}, {"b100", 5}, {"gh200", 4}, {"h200", 4}, {"h100", 4},

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "ccscope/common/small_file.h"
+#include "ccscope/common/text.h"
 
 namespace ccscope::topo {
 namespace {
@@ -45,11 +46,6 @@ double parse_leading_number(const std::string& text) {
       std::from_chars(text.data(), text.data() + text.size(), value, std::chars_format::fixed);
   if (error != std::errc() || stop == text.data() || value < 0) return 0;
   return value;
-}
-
-std::string lower_case(std::string text) {
-  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return text;
 }
 
 // The entries of a directory sorted by name; none when it cannot be listed.
@@ -121,7 +117,7 @@ std::string ib_port_state(const std::string& text) {
   const size_t colon = text.find(':');
   std::string word = colon == std::string::npos ? text : text.substr(colon + 1);
   const size_t first = word.find_first_not_of(' ');
-  return first == std::string::npos ? "" : lower_case(word.substr(first));
+  return first == std::string::npos ? "" : ascii_lower(word.substr(first));
 }
 
 // GID 0 "fe80:0000:...:0001" is set; all zeros (or unreadable) is not.
@@ -176,7 +172,7 @@ Nic read_network_interface(const fs::path& interface_directory) {
   // speed is Mb/s; -1 (no link, virtual) and unreadable mean unknown.
   const long long speed_Mbps = parse_integer(read_attribute(interface_directory / "speed"), 0);
   nic.rate_Gbps = speed_Mbps > 0 ? static_cast<double>(speed_Mbps) / 1000.0 : 0;
-  nic.state = lower_case(read_attribute(interface_directory / "operstate"));
+  nic.state = ascii_lower(read_attribute(interface_directory / "operstate"));
   nic.mtu = std::max(0, read_int_attribute(interface_directory / "mtu", 0));
   nic.kind = kind_of_link_type(read_int_attribute(interface_directory / "type", -1));
   // lo, veth, bridges, ifb, tunnels: no device link.

@@ -408,6 +408,15 @@ std::optional<double> parse_xml_number(std::string_view text) {
   return value;
 }
 
+void add_reader_note(std::vector<std::string>& notes, std::string_view reader,
+                     const std::string& text) {
+  constexpr size_t kMaxNotes = 50;
+  if (notes.size() < kMaxNotes)
+    notes.push_back(std::string(reader) + ": " + text);
+  else if (notes.size() == kMaxNotes)
+    notes.push_back(std::string(reader) + ": more problems not listed");
+}
+
 std::string quoted_for_message(std::string_view text, size_t max_chars) {
   std::string out = "\"";
   for (size_t at = 0; at < text.size() && at < max_chars; ++at) {

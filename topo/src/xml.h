@@ -47,5 +47,9 @@ std::optional<double> parse_xml_number(std::string_view text);
 // `text` quoted for a note or an error message: at most `max_chars` of it,
 // control and non-ASCII bytes as '?'.
 std::string quoted_for_message(std::string_view text, size_t max_chars = 40);
+// Adds "READER: TEXT" to a reader's notes, the first 50 of them, then one "READER: more
+// problems not listed": a damaged file should not bury the report in notes.
+void add_reader_note(std::vector<std::string>& notes, std::string_view reader,
+                     const std::string& text);
 
 }  // namespace ccscope::topo

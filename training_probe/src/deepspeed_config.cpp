@@ -1,6 +1,7 @@
 #include "ccscope/training_probe/deepspeed_config.h"
 
 #include "ccscope/common/json_text.h"
+#include "ccscope/common/text.h"
 
 // Reads a DeepSpeed config (https://www.deepspeed.ai/docs/config-json/) into
 // TrainOptions. Rules followed throughout:
@@ -73,13 +74,6 @@ std::string shown(double value) {
   char buffer[32];
   std::snprintf(buffer, sizeof buffer, "%.17g", value);
   return buffer;
-}
-
-std::string lower(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
 }
 
 std::string join(const std::string& parent, const std::string& key) {
@@ -533,7 +527,7 @@ std::optional<Device> offload_device(Reader& r, const Json* section, const std::
     }
     if (r.absent(&value, dotted)) continue;
     const char* hint = "write \"cpu\", \"nvme\" or \"none\"";
-    std::string d = lower(Reader::string(value, dotted, hint));
+    std::string d = ascii_lower(Reader::string(value, dotted, hint));
     if (d == "cpu") {
       device = Device::kCpu;
     } else if (d == "nvme") {
@@ -658,7 +652,7 @@ void read_optimizer(Reader& r, const Json& root, TrainOptions& options) {
   }
   const std::string type =
       Reader::string(*type_value, "optimizer.type", "write \"SGD\", \"Adam\" or \"AdamW\"");
-  const std::string kind_name = lower(type);
+  const std::string kind_name = ascii_lower(type);
   if (kind_name != "sgd" && kind_name != "adam" && kind_name != "adamw") {
     fail("optimizer type " + type + " is not modelled; use SGD, Adam or AdamW");
   }

@@ -387,4 +387,27 @@ std::vector<ExportFile> export_files(const TrainOptions& o) {
   return files;
 }
 
+std::vector<std::string> plan_notes(const TrainPlan& plan, const std::string& config_name) {
+  std::vector<std::string> notes;
+  if (plan.deepspeed) {
+    const DeepSpeedConfig& ds = *plan.deepspeed;
+    notes.push_back(fmt::format(
+        "deepspeed config {}: honoured {}", config_name,
+        ds.honoured.empty() ? "nothing" : fmt::format("{}", fmt::join(ds.honoured, ", "))));
+    if (!ds.ignored.empty())
+      notes.push_back(fmt::format("deepspeed config: ignored {}", fmt::join(ds.ignored, ", ")));
+  }
+  if (!plan.offload.empty())
+    notes.push_back(fmt::format(
+        "{}{}: the CPU path keeps every state in host memory already; no host-device traffic to "
+        "measure (0 B per step)",
+        plan.deepspeed ? "offload " : "--offload ", plan.offload));
+  if (plan.rounded)
+    notes.push_back(fmt::format(
+        "global batch {}: the default {} rounded up to a multiple of {} ({}); --global-batch sets "
+        "it",
+        plan.rounded->to, plan.rounded->from, plan.rounded->multiple, plan.rounded->why));
+  return notes;
+}
+
 }  // namespace ccscope::training_probe

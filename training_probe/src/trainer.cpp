@@ -428,6 +428,13 @@ std::unique_ptr<StrategyHooks> make_data_parallel(EngineState& state) {
 
 }  // namespace
 
+std::vector<double> losses(const TrainResult& result) {
+  std::vector<double> curve;
+  curve.reserve(result.steps.size());
+  for (const StepFigures& step : result.steps) curve.push_back(step.loss);
+  return curve;
+}
+
 size_t default_global_batch(size_t preferred, size_t multiple) {
   if (preferred == 0 || multiple == 0)
     throw UsageError("default_global_batch: the batch and its multiple must be at least 1");

@@ -319,9 +319,7 @@ RunMeasurement measure_run(const World& world, const RunRequest& q, const RunHoo
   r.memory_optimizer_expected_B = model_parallel ? 0 : m.memory_expected.optimizer;
   r.final_loss = result.steps.back().loss;
   if (q.reference) {
-    std::vector<double> curve;
-    for (const auto& f : result.steps) curve.push_back(f.loss);
-    m.equivalence = compare_losses(curve, *q.reference, loss_tolerance(options.precision));
+    m.equivalence = compare_losses(losses(result), *q.reference, loss_tolerance(options.precision));
     r.loss_max_rel_diff = m.equivalence->max_relative_difference;
     r.loss_tolerance = m.equivalence->tolerance;
     r.loss_equivalent = m.equivalence->equivalent;
@@ -344,11 +342,8 @@ bool run_plan(const World& world, const TrainPlan& plan, const PlanHooks& hooks)
     for (size_t k : plan.rank_counts) {
       const TrainOptions o = options_at(plan, k);
       if (references.count(o.global_batch)) continue;
-      std::vector<double> curve;
-      const TrainResult single =
-          is_model_parallel(o.strategy) ? train_parallel_single(o) : train_single(o);
-      for (const StepFigures& f : single.steps) curve.push_back(f.loss);
-      references[o.global_batch] = curve;
+      references[o.global_batch] =
+          losses(is_model_parallel(o.strategy) ? train_parallel_single(o) : train_single(o));
     }
   }
   // Ranks sitting a run out wait as long as a run may last: every step's

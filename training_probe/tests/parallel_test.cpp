@@ -19,7 +19,6 @@
 namespace ccscope::training_probe {
 namespace {
 
-
 TrainOptions dense_options(Strategy strategy, size_t tp, size_t pp, size_t dp) {
   TrainOptions o;
   o.strategy = strategy;
@@ -36,18 +35,11 @@ TrainOptions dense_options(Strategy strategy, size_t tp, size_t pp, size_t dp) {
   return o;
 }
 
-std::vector<double> losses(const TrainResult& r) {
-  std::vector<double> out;
-  for (const auto& s : r.steps) out.push_back(s.loss);
-  return out;
-}
-
 // Every rank's result of `options` on tp x pp x dp in-process ranks.
 std::vector<TrainResult> run_grid(const TrainOptions& options) {
   const ParallelOptions& l = options.parallel;
-  const int ranks = options.strategy == Strategy::kExpert
-                        ? static_cast<int>(l.dp)
-                        : static_cast<int>(l.tp * l.pp * l.dp);
+  const int ranks = options.strategy == Strategy::kExpert ? static_cast<int>(l.dp)
+                                                          : static_cast<int>(l.tp * l.pp * l.dp);
   std::vector<TrainResult> results(static_cast<size_t>(ranks));
   InProcessTransport::run(ranks, [&](PointToPoint& p2p) {
     const size_t me = static_cast<size_t>(p2p.rank());
@@ -70,15 +62,15 @@ std::vector<TrainResult> run_grid(const TrainOptions& options) {
     auto tp_comm = make_ring_communicator(*tp_p2p);
     auto pp_comm = make_ring_communicator(*pp_p2p);
     auto dp_comm = make_ring_communicator(*dp_p2p);
-    results[me] = train_parallel({world.get(), tp_comm.get(), pp_comm.get(), dp_comm.get()},
-                                 options);
+    results[me] =
+        train_parallel({world.get(), tp_comm.get(), pp_comm.get(), dp_comm.get()}, options);
   });
   for (size_t r = 1; r < results.size(); ++r)
     EXPECT_EQ(losses(results[r]), losses(results[0])) << "rank " << r;
   return results;
 }
 
-EquivalenceResult against_single(const TrainOptions& options, const TrainResult& result) {
+EquivalenceResult against_parallel_single(const TrainOptions& options, const TrainResult& result) {
   return compare_losses(losses(result), losses(train_parallel_single(options)),
                         loss_tolerance(options.precision));
 }
@@ -150,7 +142,7 @@ TEST_P(DenseLayouts, MatchSingle) {
   o.parallel.zero1 = c.zero1;
   o.shape.width = c.width;
   const std::vector<TrainResult> results = run_grid(o);
-  const EquivalenceResult eq = against_single(o, results[0]);
+  const EquivalenceResult eq = against_parallel_single(o, results[0]);
   EXPECT_TRUE(eq.equivalent) << eq.summary();
   std::printf("%s: %s\n", c.label, eq.summary().c_str());
   for (const auto& s : results[0].steps) EXPECT_TRUE(s.consistent) << "step " << s.step;
@@ -165,7 +157,8 @@ TEST_P(DenseLayouts, MatchSingle) {
     EXPECT_EQ(last.peak_in_flight, want) << "rank " << r;
     // Pipeline bytes: an activation and a gradient per micro-batch per boundary.
     const size_t boundaries = (at.pp > 0) + (at.pp + 1 < c.pp);
-    const double tensor = static_cast<double>(o.global_batch / c.dp / c.micro_batches * c.width * 4);
+    const double tensor =
+        static_cast<double>(o.global_batch / c.dp / c.micro_batches * c.width * 4);
     EXPECT_DOUBLE_EQ(last.pp_bytes, static_cast<double>(boundaries * c.micro_batches) * tensor)
         << "rank " << r;
   }
@@ -173,19 +166,18 @@ TEST_P(DenseLayouts, MatchSingle) {
 
 INSTANTIATE_TEST_SUITE_P(
     Layouts, DenseLayouts,
-    ::testing::Values(DenseCase{"tp2", 2, 1, 1, 1, PipelineSchedule::kOneFOneB, 16, false},
-                      DenseCase{"tp4 width 18 (uneven shards)", 4, 1, 1, 1,
-                                PipelineSchedule::kOneFOneB, 18, false},
-                      DenseCase{"pp2 gpipe m4", 1, 2, 1, 4, PipelineSchedule::kGpipe, 16, false},
-                      DenseCase{"pp2 1f1b m8", 1, 2, 1, 8, PipelineSchedule::kOneFOneB, 16, false},
-                      DenseCase{"pp3 1f1b m4", 1, 3, 1, 4, PipelineSchedule::kOneFOneB, 16, false},
-                      DenseCase{"pp3 gpipe m1", 1, 3, 1, 1, PipelineSchedule::kGpipe, 16, false},
-                      DenseCase{"tp2 x dp2", 2, 1, 2, 1, PipelineSchedule::kOneFOneB, 16, false},
-                      DenseCase{"pp2 x dp2 m4", 1, 2, 2, 4, PipelineSchedule::kOneFOneB, 16, false},
-                      DenseCase{"tp2 x dp2 zero1", 2, 1, 2, 2, PipelineSchedule::kOneFOneB, 16,
-                                true},
-                      DenseCase{"tp2 x pp2 m4", 2, 2, 1, 4, PipelineSchedule::kOneFOneB, 16,
-                                false}),
+    ::testing::Values(
+        DenseCase{"tp2", 2, 1, 1, 1, PipelineSchedule::kOneFOneB, 16, false},
+        DenseCase{"tp4 width 18 (uneven shards)", 4, 1, 1, 1, PipelineSchedule::kOneFOneB, 18,
+                  false},
+        DenseCase{"pp2 gpipe m4", 1, 2, 1, 4, PipelineSchedule::kGpipe, 16, false},
+        DenseCase{"pp2 1f1b m8", 1, 2, 1, 8, PipelineSchedule::kOneFOneB, 16, false},
+        DenseCase{"pp3 1f1b m4", 1, 3, 1, 4, PipelineSchedule::kOneFOneB, 16, false},
+        DenseCase{"pp3 gpipe m1", 1, 3, 1, 1, PipelineSchedule::kGpipe, 16, false},
+        DenseCase{"tp2 x dp2", 2, 1, 2, 1, PipelineSchedule::kOneFOneB, 16, false},
+        DenseCase{"pp2 x dp2 m4", 1, 2, 2, 4, PipelineSchedule::kOneFOneB, 16, false},
+        DenseCase{"tp2 x dp2 zero1", 2, 1, 2, 2, PipelineSchedule::kOneFOneB, 16, true},
+        DenseCase{"tp2 x pp2 m4", 2, 2, 1, 4, PipelineSchedule::kOneFOneB, 16, false}),
     [](const ::testing::TestParamInfo<DenseCase>& info) {
       std::string label;
       for (const char* p = info.param.label; *p; ++p)
@@ -244,8 +236,8 @@ TEST(ParallelVariants, MatchSingle) {
   for (const Case& c : cases) {
     const std::vector<TrainResult> results = run_grid(c.options);
     const TrainResult single = train_parallel_single(c.options);
-    const EquivalenceResult eq = compare_losses(losses(results[0]), losses(single),
-                                                loss_tolerance(c.options.precision));
+    const EquivalenceResult eq =
+        compare_losses(losses(results[0]), losses(single), loss_tolerance(c.options.precision));
     EXPECT_TRUE(eq.equivalent) << c.label << ": " << eq.summary();
     std::printf("%s: %s\n", c.label, eq.summary().c_str());
     for (const auto& s : results[0].steps) EXPECT_TRUE(s.consistent) << c.label;
@@ -279,7 +271,7 @@ TEST(ExpertParallel, MatchesSingleWithEveryExpert) {
     o.parallel.capacity_factor = 0;  // nothing dropped, as in single
     o.micro_batches = 2;
     const std::vector<TrainResult> results = run_grid(o);
-    const EquivalenceResult eq = against_single(o, results[0]);
+    const EquivalenceResult eq = against_parallel_single(o, results[0]);
     EXPECT_TRUE(eq.equivalent) << ranks << " ranks: " << eq.summary();
     std::printf("ep%zu: %s\n", ranks, eq.summary().c_str());
     const StepFigures& last = results[0].steps.back();
@@ -340,7 +332,7 @@ TEST(ParallelFaults, EachMistakeFailsTheLossCheck) {
     cases.push_back({"tokens sent to the wrong expert", o});
   }
   for (const Case& c : cases) {
-    const EquivalenceResult eq = against_single(c.options, run_grid(c.options)[0]);
+    const EquivalenceResult eq = against_parallel_single(c.options, run_grid(c.options)[0]);
     EXPECT_FALSE(eq.equivalent) << c.label << ": " << eq.summary();
     std::printf("%s: %s\n", c.label, eq.summary().c_str());
   }

@@ -30,12 +30,6 @@ TrainOptions small_options(Strategy strategy) {
   return o;
 }
 
-std::vector<double> losses(const TrainResult& r) {
-  std::vector<double> out;
-  for (const auto& s : r.steps) out.push_back(s.loss);
-  return out;
-}
-
 // Runs `options` on `ranks` in-process ranks; returns rank 0's result and
 // checks every rank saw the same losses.
 TrainResult run_ranks(const TrainOptions& options, int ranks) {

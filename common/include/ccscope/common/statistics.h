@@ -16,5 +16,9 @@ double median(std::span<const double> values);
 // move (unlike the standard deviation); 0 for no values. Scale by 1.4826 for
 // an estimate of the standard deviation of normal samples.
 double median_absolute_deviation(std::span<const double> values);
+// Iglewicz-Hoaglin's modified z-score is kModifiedZScale (x - median) / MAD:
+// 0.6745 MAD estimates one standard deviation's quantile of normal samples, so
+// modified z and z agree on normal data.
+inline constexpr double kModifiedZScale = 0.6745;
 
 }  // namespace ccscope

@@ -137,6 +137,11 @@ TrainPlan plan_runs(const TrainSettings& settings, TrainOptions base,
                     const std::function<std::string()>& read_deepspeed = {},
                     bool serialized_threads = true);
 
+// What rank 0 says about a plan before its runs, one "# ..." line each (without the "# "):
+// the DeepSpeed config's honoured and ignored keys (`config_name` as the user gave it), an
+// offload with nothing to move, the rounded default batch.
+std::vector<std::string> plan_notes(const TrainPlan& plan, const std::string& config_name);
+
 // The files --export DIR holds (what compare-with-pytorch loads; format in its
 // README): initial weights, data, every step's batch, model.json.
 struct ExportFile {

@@ -140,6 +140,9 @@ struct TrainResult {
   std::vector<float> final_parameters;  // gathered, on every rank
 };
 
+// Each step's loss, in step order (the curve compare_losses takes).
+std::vector<double> losses(const TrainResult& result);
+
 // Runs the training loop. Every rank of `communicator` must call it with the
 // same options. `on_step` (optional) sees each step as it completes, for rows
 // flushed as measured. Throws UsageError for options that cannot run.
