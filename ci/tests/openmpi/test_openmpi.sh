@@ -34,9 +34,9 @@ if [[ -n $main_build_dir && -f $cache ]]; then
   settings=(-DCCSCOPE_CUDA="$(cached CCSCOPE_CUDA)" -DCMAKE_BUILD_TYPE="$build_type"
     "-DCMAKE_C_FLAGS_$type_upper=$(cached "CMAKE_C_FLAGS_$type_upper")"
     "-DCMAKE_CXX_FLAGS_$type_upper=$(cached "CMAKE_CXX_FLAGS_$type_upper")")
-  for launcher in CMAKE_C_COMPILER_LAUNCHER CMAKE_CXX_COMPILER_LAUNCHER; do
-    value=$(cached $launcher)
-    [[ -n $value ]] && settings+=("-D$launcher=$value")
+  for setting in CMAKE_C_COMPILER_LAUNCHER CMAKE_CXX_COMPILER_LAUNCHER CMAKE_UNITY_BUILD; do
+    value=$(cached $setting)
+    [[ -n $value ]] && settings+=("-D$setting=$value")
   done
 fi
 cmake -S "$source_dir" -B "$build_dir" "${generator[@]}" "${settings[@]}" \
