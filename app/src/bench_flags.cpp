@@ -25,6 +25,7 @@ struct RawArguments {
   std::string iterations = "20", warmup = "5", check = "1", root = "0", average = "3";
   std::string datatype = "float", op = "sum", backend;
   bool yielding_waits = false;
+  bool busy_poll = false;
   bool isolate_ranks = false, no_progress = false, no_rotate = false, stale_output = false;
   std::string timeout = "300";
   std::string csv, json, output_file;
@@ -122,7 +123,10 @@ void build_app(CLI::App& app, RawArguments& raw) {
       "--isolate-ranks), else mpi");
   app.add_flag("--yielding-waits", raw.yielding_waits,
                "mpi: wait in the nonblocking call, yielding the core between tests (ccscope "
-               "train's waits) instead of spinning; for more ranks than cores");
+               "train's waits) instead of spinning; the default when a host's ranks outnumber "
+               "its CPUs (or CCSCOPE_YIELD_WHEN_IDLE=1)");
+  app.add_flag("--busy-poll", raw.busy_poll,
+               "mpi: MPI's blocking calls (they spin), also when ranks outnumber the CPUs");
   app.add_flag("--isolate-ranks", raw.isolate_ranks,
                "give every rank its own NCCL_HOSTID: ranks of one node talk through NCCL's network "
                "transport");
@@ -308,8 +312,9 @@ ParsedBenchFlags parse_bench_flags(const std::vector<std::string>& args) {
   if (options.graph_launches > 0 && !options.backend.empty())
     validate_for_backend(options, options.backend);
   options.isolate_ranks = raw.isolate_ranks;
-  options.yielding_waits = raw.yielding_waits;
-  if (options.yielding_waits && !options.backend.empty())
+  if (raw.yielding_waits && raw.busy_poll) bad("--yielding-waits and --busy-poll: give one");
+  if (raw.yielding_waits || raw.busy_poll) options.yielding_waits = raw.yielding_waits;
+  if (options.yielding_waits.value_or(false) && !options.backend.empty())
     validate_for_backend(options, options.backend);
   options.timeout_seconds = timeout_argument(raw.timeout);
   if (options.timeout_seconds == 0)

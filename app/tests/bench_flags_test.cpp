@@ -61,8 +61,9 @@ TEST(Options, ShortAndLongFlags) {
   EXPECT_DOUBLE_EQ(o.timeout_seconds, 12.5);
   EXPECT_EQ(o.csv_path, "x.csv");
   EXPECT_TRUE(o.isolate_ranks);
-  EXPECT_FALSE(o.yielding_waits);
-  EXPECT_TRUE(parse({"allreduce", "--yielding-waits"}).yielding_waits);
+  EXPECT_FALSE(o.yielding_waits.has_value());  // the job's wait policy decides
+  EXPECT_EQ(parse({"allreduce", "--yielding-waits"}).yielding_waits, std::optional<bool>(true));
+  EXPECT_EQ(parse({"allreduce", "--busy-poll"}).yielding_waits, std::optional<bool>(false));
   const BenchOptions l =
       parse({"broadcast", "--minbytes", "1K", "--maxbytes", "1M", "--stepfactor", "4", "--iters",
              "3", "--warmup_iters", "1", "--datatype", "int8", "--root", "2"});

@@ -16,7 +16,7 @@ namespace {
 }  // namespace
 
 void validate_for_backend(const BenchOptions& options, const std::string& backend) {
-  if (options.yielding_waits && backend != "mpi")
+  if (options.yielding_waits.value_or(false) && backend != "mpi")
     bad("--yielding-waits is the mpi backend's (its nonblocking calls), but this run uses " +
         backend + ": drop it or use --backend mpi");
   if (options.graph_launches > 0 && backend != "nccl")

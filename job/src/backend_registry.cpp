@@ -5,6 +5,7 @@
 
 #include "ccscope/collectives/backends.h"
 #include "ccscope/collectives/error.h"
+#include "ccscope/job/wait_policy.h"
 
 namespace ccscope::job {
 namespace {
@@ -20,7 +21,8 @@ std::vector<Backend> built_in_backends() {
                            MpiOptions mpi;
                            mpi.color = options.color;
                            mpi.first_ranks = options.first_ranks;
-                           mpi.yielding_waits = options.yielding_waits;
+                           mpi.yielding_waits =
+                               options.yielding_waits.value_or(wait_policy(world).yield);
                            return make_mpi_communicator(world, mpi);
                          }});
   list.push_back(Backend{"nccl",

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "ccscope/collectives/error.h"
+#include "ccscope/job/wait_policy.h"
 
 namespace ccscope::job {
 namespace {
@@ -52,6 +53,30 @@ TEST(BackendChoice, SharedGpuNoteNamesTheLibraryThatRefuses) {
             std::string::npos)
       << c.note;
 }
+
+TEST(WaitPolicy, RanksOutnumberingTheCpusYield) {
+  EXPECT_FALSE(choose_wait_policy(2, 2, nullptr).yield);
+  EXPECT_FALSE(choose_wait_policy(1, 64, nullptr).yield);
+  const WaitPolicy shared = choose_wait_policy(4, 2, nullptr);
+  EXPECT_TRUE(shared.yield);
+  EXPECT_EQ(shared.why, "4 ranks share this host's 2 CPUs");
+  EXPECT_EQ(choose_wait_policy(2, 1, nullptr).why, "2 ranks share this host's 1 CPU");
+}
+
+TEST(WaitPolicy, TheVariableDecidesAndABadValueIsRefused) {
+  EXPECT_TRUE(choose_wait_policy(1, 8, "1").yield);
+  EXPECT_FALSE(choose_wait_policy(8, 1, "0").yield);
+  EXPECT_EQ(choose_wait_policy(8, 1, "0").why, "CCSCOPE_YIELD_WHEN_IDLE=0");
+  try {
+    (void)choose_wait_policy(1, 8, "yes");
+    FAIL() << "'yes' was taken";
+  } catch (const UsageError& e) {
+    EXPECT_STREQ(e.what(),
+                 "CCSCOPE_YIELD_WHEN_IDLE='yes': give 1 (waits yield the core) or 0 (they spin)");
+  }
+}
+
+TEST(WaitPolicy, ThisProcessMayRunOnAtLeastOneCpu) { EXPECT_GE(usable_cpus(), 1u); }
 
 TEST(BackendRegistry, BuiltInBackendsSayWhatTheyAre) {
   const Backend* mpi = find_backend("mpi");

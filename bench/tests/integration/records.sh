@@ -77,6 +77,33 @@ assert_eq "waits=yielding" "$waits" "--yielding-waits run: backend_resources"
 plain=$(read_records "$WORK/complete/out.csv" --fields backend_resources 2>&1 | sort -u | paste -sd' ' -)
 assert_eq "" "$plain" "default run: backend_resources"
 
+# --- 1c. The default: ranks that outnumber their CPUs yield (job::wait_policy) -------
+# Two ranks bound to one CPU (taskset: mpiexec keeps the mask) are oversubscribed;
+# CCSCOPE_YIELD_WHEN_IDLE=0 makes them spin, and a value other than 0 or 1 is refused.
+if command -v taskset >/dev/null; then
+  for policy in auto 0 bad; do
+    env=()
+    [ "$policy" = auto ] || env=(CCSCOPE_YIELD_WHEN_IDLE="$policy")
+    status=0
+    env "${env[@]}" taskset -c 0 "$MPIEXEC" -n 2 "$CCSCOPE" bench allreduce --backend mpi -b 8 -e 64 \
+      -f 2 -n 1 -w 0 --timeout 60 --no-progress --csv "$dir/$policy.csv" >"$dir/$policy.out" \
+      2>"$dir/$policy.err" </dev/null || status=$?
+    if [ "$policy" = bad ]; then
+      assert_eq 2 "$status" "CCSCOPE_YIELD_WHEN_IDLE=bad: exit status"
+      assert_eq "ccscope bench: error: CCSCOPE_YIELD_WHEN_IDLE='bad': give 1 (waits yield the core) or 0 (they spin)" \
+        "$(cat "$dir/$policy.err")" "CCSCOPE_YIELD_WHEN_IDLE=bad: one line"
+      continue
+    fi
+    assert_eq 0 "$status" "2 ranks on 1 CPU ($policy): exit status"
+    waits=$(read_records "$dir/$policy.csv" --fields backend_resources 2>&1 | sort -u | paste -sd' ' -)
+    expected=waits=yielding
+    [ "$policy" = 0 ] && expected=""
+    assert_eq "$expected" "$waits" "2 ranks on 1 CPU ($policy): backend_resources"
+  done
+else
+  log "no taskset: the default wait policy is not checked here"
+fi
+
 # --- 2. A run killed in the middle of its sweep -----------------------------------
 dir="$WORK/killed"
 mkdir -p "$dir"

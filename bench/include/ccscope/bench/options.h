@@ -3,6 +3,7 @@
 // ccscope's own. The command layer (app/src/bench_flags.cpp) fills them from
 // nccl-tests' flags; run_benchmark (ccscope/bench/benchmark.h) runs them.
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,7 +55,8 @@ struct BenchOptions {
   // MPI: wait in the nonblocking call, testing and yielding the core (as ccscope
   // train's communication does), instead of the blocking call's spin; with more
   // ranks than cores a spinning wait measures the scheduler, not the transport.
-  bool yielding_waits = false;
+  // Unset: job::wait_policy decides (yield when the host's ranks outnumber its CPUs).
+  std::optional<bool> yielding_waits;
   double timeout_seconds = 300;  // -T/--timeout; 0 = no timeout (nccl-tests' -T 0)
   std::string csv_path;
   std::string json_path;

@@ -34,7 +34,8 @@ struct BackendCapabilities {
 // what applies to it).
 struct BackendOptions {
   bool isolate_ranks = false;   // device backends: ranks of one node connect as if remote
-  bool yielding_waits = false;  // host backends: waits sleep instead of spinning
+  // Host backends: waits yield the core instead of spinning; unset: wait_policy(world) decides.
+  std::optional<bool> yielding_waits;
   // Backends with capabilities.groups: over the ranks that pass the same color (ordered by
   // world rank); unset: the whole world.
   std::optional<int> color;
