@@ -21,8 +21,11 @@ std::vector<Backend> built_in_backends() {
                            MpiOptions mpi;
                            mpi.color = options.color;
                            mpi.first_ranks = options.first_ranks;
-                           mpi.yielding_waits =
-                               options.yielding_waits.value_or(wait_policy(world).yield);
+                           // A flag decides on every rank alike, else the policy
+                           // (collective).
+                           mpi.yielding_waits = options.yielding_waits
+                                                    ? *options.yielding_waits
+                                                    : wait_policy(world).yield;
                            return make_mpi_communicator(world, mpi);
                          }});
   list.push_back(Backend{"nccl",

@@ -7,7 +7,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <set>
 #include <string_view>
+#include <vector>
 
 #include "ccscope/collectives/error.h"
 #include "ccscope/common/small_file.h"
@@ -28,11 +30,17 @@ WaitPolicy choose_wait_policy(size_t ranks_on_host, size_t usable_cpus, const ch
   return {false, ""};
 }
 
-size_t usable_cpus() {
-  size_t cpus = 0;
+std::vector<int> affinity_cpus() {
+  std::vector<int> cpus;
   cpu_set_t mask;
   CPU_ZERO(&mask);
-  if (sched_getaffinity(0, sizeof mask, &mask) == 0) cpus = static_cast<size_t>(CPU_COUNT(&mask));
+  if (sched_getaffinity(0, sizeof mask, &mask) != 0) return cpus;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+    if (CPU_ISSET(cpu, &mask)) cpus.push_back(cpu);
+  return cpus;
+}
+
+size_t cgroup_cpu_quota() {
   // This process's cgroup (v2: "0::/PATH" in /proc/self/cgroup), whose cpu.max is "max PERIOD"
   // (no limit) or "QUOTA PERIOD" in microseconds.
   std::string group = trim_blanks(read_small_file("/proc/self/cgroup", 4096));
@@ -41,18 +49,38 @@ size_t usable_cpus() {
   const std::string quota = trim_blanks(
       read_small_file("/sys/fs/cgroup" + (group == "/" ? "" : group) + "/cpu.max", 256));
   long long limit = 0, period = 0;
-  if (std::sscanf(quota.c_str(), "%lld %lld", &limit, &period) == 2 && limit > 0 && period > 0) {
-    const auto allowed = static_cast<size_t>(std::ceil(static_cast<double>(limit) / period));
-    cpus = cpus == 0 ? allowed : std::min(cpus, allowed);
-  }
-  return std::max<size_t>(cpus, 1);
+  if (std::sscanf(quota.c_str(), "%lld %lld", &limit, &period) != 2 || limit <= 0 || period <= 0)
+    return 0;
+  return static_cast<size_t>(std::ceil(static_cast<double>(limit) / static_cast<double>(period)));
+}
+
+size_t host_cpus(const std::vector<std::vector<int>>& masks, size_t quota) {
+  std::set<int> cpus;
+  for (const std::vector<int>& mask : masks) cpus.insert(mask.begin(), mask.end());
+  size_t count = cpus.size();
+  if (quota > 0) count = count == 0 ? quota : std::min(count, quota);
+  return std::max<size_t>(count, 1);
 }
 
 WaitPolicy wait_policy(const World& world) {
-  const std::vector<std::string>& hosts = world.hostnames();
-  const auto ranks_on_host =
-      static_cast<size_t>(std::count(hosts.begin(), hosts.end(), world.hostname()));
-  return choose_wait_policy(ranks_on_host, usable_cpus(), std::getenv(kYieldWhenIdleVariable));
+  // Every rank's mask (collective): ranks bound to a core each (Open MPI's default at 2
+  // ranks) have a mask of one CPU but do not share it.
+  std::string own;
+  for (int cpu : affinity_cpus()) own += (own.empty() ? "" : ",") + std::to_string(cpu);
+  const std::vector<std::string> texts = world.all_gather(own);
+  std::vector<std::vector<int>> host_masks;
+  for (size_t r = 0; r < texts.size(); ++r) {
+    if (world.hostnames()[r] != world.hostname()) continue;
+    std::vector<int>& mask = host_masks.emplace_back();
+    size_t at = 0;
+    while (at < texts[r].size()) {
+      const size_t comma = std::min(texts[r].find(',', at), texts[r].size());
+      mask.push_back(std::atoi(texts[r].substr(at, comma - at).c_str()));
+      at = comma + 1;
+    }
+  }
+  return choose_wait_policy(host_masks.size(), host_cpus(host_masks, cgroup_cpu_quota()),
+                            std::getenv(kYieldWhenIdleVariable));
 }
 
 }  // namespace ccscope::job

@@ -76,7 +76,15 @@ TEST(WaitPolicy, TheVariableDecidesAndABadValueIsRefused) {
   }
 }
 
-TEST(WaitPolicy, ThisProcessMayRunOnAtLeastOneCpu) { EXPECT_GE(usable_cpus(), 1u); }
+TEST(WaitPolicy, TheHostsCpusAreTheUnionOfItsRanksMasksWithinTheQuota) {
+  EXPECT_EQ(host_cpus({{0}, {1}}, 0), 2u);  // bound to a core each: not shared
+  EXPECT_EQ(host_cpus({{0, 1}, {0, 1}, {0, 1}}, 0), 2u);
+  EXPECT_EQ(host_cpus({{0}, {0}}, 0), 1u);        // taskset -c 0
+  EXPECT_EQ(host_cpus({{0, 1, 2, 3}}, 2), 2u);    // a container limited to 2 CPUs
+  EXPECT_EQ(host_cpus({{}, {}}, 0), 1u);          // masks unknown: at least one
+  EXPECT_EQ(host_cpus({{}, {}}, 3), 3u);
+  EXPECT_FALSE(affinity_cpus().empty());  // this process runs somewhere
+}
 
 TEST(BackendRegistry, BuiltInBackendsSayWhatTheyAre) {
   const Backend* mpi = find_backend("mpi");

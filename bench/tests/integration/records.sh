@@ -78,14 +78,18 @@ plain=$(read_records "$WORK/complete/out.csv" --fields backend_resources 2>&1 | 
 assert_eq "" "$plain" "default run: backend_resources"
 
 # --- 1c. The default: ranks that outnumber their CPUs yield (job::wait_policy) -------
-# Two ranks bound to one CPU (taskset: mpiexec keeps the mask) are oversubscribed;
-# CCSCOPE_YIELD_WHEN_IDLE=0 makes them spin, and a value other than 0 or 1 is refused.
+# Two ranks bound to one CPU (taskset: MPICH's mpiexec keeps the mask; Open MPI's binds a
+# rank to a core of its own, which is no oversubscription, unless --bind-to none) are
+# oversubscribed; CCSCOPE_YIELD_WHEN_IDLE=0 makes them spin, and a value other than 0 or 1
+# is refused.
+keep_mask=()
+"$MPIEXEC" --version 2>&1 | grep -qE "Open MPI|OpenRTE" && keep_mask=(--bind-to none)
 if command -v taskset >/dev/null; then
   for policy in auto 0 bad; do
     env=()
     [ "$policy" = auto ] || env=(CCSCOPE_YIELD_WHEN_IDLE="$policy")
     status=0
-    env "${env[@]}" taskset -c 0 "$MPIEXEC" -n 2 "$CCSCOPE" bench allreduce --backend mpi -b 8 -e 64 \
+    env "${env[@]}" taskset -c 0 "$MPIEXEC" "${keep_mask[@]}" -n 2 "$CCSCOPE" bench allreduce --backend mpi -b 8 -e 64 \
       -f 2 -n 1 -w 0 --timeout 60 --no-progress --csv "$dir/$policy.csv" >"$dir/$policy.out" \
       2>"$dir/$policy.err" </dev/null || status=$?
     if [ "$policy" = bad ]; then

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "ccscope/collectives/world.h"
 
@@ -26,11 +27,17 @@ inline constexpr const char* kYieldWhenIdleVariable = "CCSCOPE_YIELD_WHEN_IDLE";
 // value other than 0 or 1.
 WaitPolicy choose_wait_policy(size_t ranks_on_host, size_t usable_cpus, const char* variable);
 
-// The CPUs this process may run on: its affinity mask, bounded by its cgroup's
-// CPU quota (cgroup v2 cpu.max, as a container's CPU limit sets it); at least 1.
-size_t usable_cpus();
+// The CPUs this process may run on (its affinity mask), by id.
+std::vector<int> affinity_cpus();
+// Its cgroup's CPU quota in whole CPUs (cgroup v2 cpu.max, as a container's CPU limit
+// sets it), rounded up; 0 for no limit.
+size_t cgroup_cpu_quota();
+// The CPUs a host's ranks may run on together (pure): the union of their masks, bounded
+// by `quota` (0: none); at least 1.
+size_t host_cpus(const std::vector<std::vector<int>>& masks, size_t quota);
 
-// The policy of this rank: the ranks of its host (by hostname) against its CPUs.
+// The policy of this rank (collective: gathers every rank's mask): the ranks of its host
+// (by hostname) against the CPUs they may run on together.
 WaitPolicy wait_policy(const World& world);
 
 }  // namespace ccscope::job
