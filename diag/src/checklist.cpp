@@ -197,9 +197,7 @@ std::unique_ptr<Communicator> world_communicator(const World& world,
 std::unique_ptr<Communicator> host_group_communicator(const World& world,
                                                       const ChecklistOptions& options, int color,
                                                       bool yielding_waits) {
-  const job::Backend* backend = &job_backend(options);
-  if (!backend->capabilities.groups) backend = job::first_group_backend(job::DeviceKind::kHost);
-  if (!backend) throw std::runtime_error("no backend of this ccscope makes group communicators");
+  const job::Backend* backend = &job::group_backend(options.backend);
   job::BackendOptions backend_options;
   backend_options.color = color;
   backend_options.yielding_waits = yielding_waits;

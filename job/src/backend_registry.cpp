@@ -1,6 +1,7 @@
 #include "ccscope/job/backend_registry.h"
 
 #include <map>
+#include <stdexcept>
 #include <utility>
 
 #include "ccscope/collectives/backends.h"
@@ -23,9 +24,8 @@ std::vector<Backend> built_in_backends() {
                            mpi.first_ranks = options.first_ranks;
                            // A flag decides on every rank alike, else the policy
                            // (collective).
-                           mpi.yielding_waits = options.yielding_waits
-                                                    ? *options.yielding_waits
-                                                    : wait_policy(world).yield;
+                           mpi.yielding_waits = options.yielding_waits ? *options.yielding_waits
+                                                                       : wait_policy(world).yield;
                            return make_mpi_communicator(world, mpi);
                          }});
   list.push_back(Backend{"nccl",
@@ -80,6 +80,14 @@ const Backend* first_group_backend(DeviceKind device) {
   for (const Backend& b : backends())
     if (b.capabilities.device == device && b.capabilities.groups && b.built()) return &b;
   return nullptr;
+}
+
+const Backend& group_backend(const std::string& preferred) {
+  const Backend* backend = preferred.empty() ? nullptr : find_backend(preferred);
+  if (!backend || !backend->capabilities.groups) backend = first_group_backend(DeviceKind::kHost);
+  if (!backend)
+    throw std::runtime_error("no host backend of this ccscope makes group communicators");
+  return *backend;
 }
 
 BackendChoice choose_default_backend(const std::vector<std::string>& hosts,

@@ -79,9 +79,9 @@ TEST(WaitPolicy, TheVariableDecidesAndABadValueIsRefused) {
 TEST(WaitPolicy, TheHostsCpusAreTheUnionOfItsRanksMasksWithinTheQuota) {
   EXPECT_EQ(host_cpus({{0}, {1}}, 0), 2u);  // bound to a core each: not shared
   EXPECT_EQ(host_cpus({{0, 1}, {0, 1}, {0, 1}}, 0), 2u);
-  EXPECT_EQ(host_cpus({{0}, {0}}, 0), 1u);        // taskset -c 0
-  EXPECT_EQ(host_cpus({{0, 1, 2, 3}}, 2), 2u);    // a container limited to 2 CPUs
-  EXPECT_EQ(host_cpus({{}, {}}, 0), 1u);          // masks unknown: at least one
+  EXPECT_EQ(host_cpus({{0}, {0}}, 0), 1u);      // taskset -c 0
+  EXPECT_EQ(host_cpus({{0, 1, 2, 3}}, 2), 2u);  // a container limited to 2 CPUs
+  EXPECT_EQ(host_cpus({{}, {}}, 0), 1u);        // masks unknown: at least one
   EXPECT_EQ(host_cpus({{}, {}}, 3), 3u);
   EXPECT_FALSE(affinity_cpus().empty());  // this process runs somewhere
 }
@@ -111,6 +111,12 @@ TEST(BackendRegistry, TheFirstGroupBackendOfAKindIsBuiltAndMakesGroups) {
   ASSERT_NE(host, nullptr);
   EXPECT_EQ(host->name, "mpi");
   EXPECT_EQ(first_group_backend(DeviceKind::kDevice), nullptr);
+  // A backend that makes groups serves itself; one that spans the world only (nccl, ring) or none
+  // is served by the first host backend that does.
+  EXPECT_EQ(group_backend("ring").name, "mpi");  // the ring spans the world only
+  EXPECT_EQ(group_backend("mpi").name, "mpi");
+  EXPECT_EQ(group_backend("nccl").name, "mpi");
+  EXPECT_EQ(group_backend().name, "mpi");
 }
 
 TEST(BackendRegistry, ARegisteredBackendIsFoundAndReplacedByName) {

@@ -183,8 +183,7 @@ RunMeasurement measure_run(const World& world, const RunRequest& q, const RunHoo
   RunMeasurement m;
   // The probe trains in host memory over groups of the world: the first host backend that
   // makes group communicators (the registry's; MPI).
-  const job::Backend* backend = job::first_group_backend(job::DeviceKind::kHost);
-  if (!backend) throw std::runtime_error("no host backend of this ccscope makes groups");
+  const job::Backend* backend = &job::group_backend();
   job::BackendOptions first;
   first.first_ranks = static_cast<int>(ranks);
   first.yielding_waits = q.yielding_waits;

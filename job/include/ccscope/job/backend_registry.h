@@ -33,7 +33,7 @@ struct BackendCapabilities {
 // What a factory may be asked for (one struct for every backend; each reads
 // what applies to it).
 struct BackendOptions {
-  bool isolate_ranks = false;   // device backends: ranks of one node connect as if remote
+  bool isolate_ranks = false;  // device backends: ranks of one node connect as if remote
   // Host backends: waits yield the core instead of spinning; unset: wait_policy(world) decides.
   std::optional<bool> yielding_waits;
   // Backends with capabilities.groups: over the ranks that pass the same color (ordered by
@@ -65,6 +65,10 @@ const Backend* find_backend(const std::string& name);
 // The first built backend of `device` kind that makes group communicators, or nullptr: what a
 // job whose backend spans the world only uses for the groups it needs.
 const Backend* first_group_backend(DeviceKind device);
+// The backend for communicators over groups of ranks: `preferred` (a name; "" for none) when it
+// makes groups, else the first built host backend that does (MPI). Throws std::runtime_error
+// when this ccscope has none.
+const Backend& group_backend(const std::string& preferred = "");
 
 struct BackendChoice {
   std::string backend;  // the default's name
