@@ -1,13 +1,16 @@
 // ccscope <verb> [options]: dispatches to the verb (app/src/<verb>_verb.cpp).
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <ios>
 #include <new>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
 #include "ccscope/app/verbs.h"
+#include "ccscope/job/run_job.h"
 #include "ccscope/records/collective.h"
 #include "ccscope/reports/compare.h"
 #include "ccscope/reports/user_files.h"
@@ -103,6 +106,15 @@ int guarded(const Verb& verb, const std::vector<std::string>& args,
   }
 }
 
+// A refusal is rank 0's to say (one line); the other ranks linger a moment before they exit
+// with it: a launcher ends the whole job when one rank exits non-zero, and MPICH's Hydra once
+// ended rank 0 before its line was out (exit 141, SIGPIPE on stderr, on a loaded machine).
+int leave(int code) {
+  if (code == kExitUsage && !ccscope::job::launcher_says_rank_zero())
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  return code;
+}
+
 const Verb* find_verb(const std::string& name) {
   for (const Verb& verb : kVerbs)
     if (name == verb.name) return &verb;
@@ -124,7 +136,7 @@ int main(int argc, char** argv) {
       // Every argument is bench's (nccl-tests has no verbs); --version answered above.
       std::vector<std::string> bench_args{collective};
       bench_args.insert(bench_args.end(), words.begin() + 1, words.end());
-      return guarded(*find_verb("bench"), bench_args, words);
+      return leave(guarded(*find_verb("bench"), bench_args, words));
     }
   }
   if (words.size() < 2 || words[1] == "--help" || words[1] == "-h" || words[1] == "help") {
@@ -132,7 +144,7 @@ int main(int argc, char** argv) {
     return words.size() < 2 ? kExitUsage : 0;
   }
   if (const Verb* verb = find_verb(words[1]))
-    return guarded(*verb, std::vector<std::string>(words.begin() + 2, words.end()), words);
+    return leave(guarded(*verb, std::vector<std::string>(words.begin() + 2, words.end()), words));
   std::fprintf(stderr, "ccscope: error: unknown verb %s: run ccscope --help for the list\n",
                ccscope::reports::quote_name(words[1]).c_str());
   return kExitUsage;
