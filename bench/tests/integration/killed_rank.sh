@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A rank killed with SIGKILL in the middle of a long run (--timeout 10): before
 # the job ends, stderr has one line naming the dead rank, its host and pid
-# ("ccscope: rank 1 (HOST, pid PID) died during ..."); the job ends within 10 s
+# ("ccscope: rank 1 (HOST, pid PID) died during ...", or under MPICH over UCX
+# now and then only UCX's line naming the dead pid: see below); the job ends within 10 s
 # with the documented exit code (MPICH's Hydra on one node: 1, ccscope's, or 9
 # when Hydra's proxy kills the job first; Open MPI: 137, which it keeps from the
 # dead rank) and leaves no ccscope process behind.
@@ -46,6 +47,18 @@ else
     fail "the job took ${WAIT_ELAPSED} s to end after rank 1 was killed (want <= 10 s)"
   named="ccscope: rank 1 ($(hostname), pid $victim) died during "
   count=$(grep -cF -- "$named" "$WORK/stderr")
+  # MPICH over UCX on one node: Hydra forwards the first line any rank writes
+  # after a rank's death, then kills the job. A killed process's memory goes
+  # before its sockets close, so rank 0's shared-memory copy (UCX's CMA) can
+  # fail, and UCX print its line naming the dead pid, before rank 0's watchdog
+  # sees the connection end (1 run in 25-60 beside a build; none on a quiet
+  # machine). That line is then the only one, and it names the dead process too.
+  ucx_named="process_vm_readv(pid=$victim "
+  if [ "$count" = 0 ] && [ "$expected" = "1 9" ] &&
+    [ "$(grep -cF -- "$ucx_named" "$WORK/stderr")" = 1 ] && [ "$(grep -c '' "$WORK/stderr")" = 1 ]; then
+    log "only UCX's line names the dead rank (it failed on it before the watchdog saw the death)"
+    count=1
+  fi
   [ "$count" = 1 ] ||
     fail "stderr has $count line(s) starting '$named' (want exactly 1)"
   if grep -E "ccscope: rank [0-9]+ .*died" "$WORK/stderr" | grep -vqF -- "$named"; then
