@@ -186,6 +186,7 @@ struct Figures {
   int64_t wrong = 0;
   int failed_checks = 0;  // (rank, check) pairs with wrong elements, as nccl-tests counts them
   std::vector<double> samples;  // element-wise max over ranks
+  int stop_signal = 0;          // the highest signal pending on any rank (0: none)
 };
 
 // Everything one sweep shares between its steps.
@@ -231,7 +232,7 @@ class Sweep {
 
   Timing measure(const Layout& layout, bool in_place, const std::string& what);
   Checks check(const Layout& layout, bool in_place, const std::string& what);
-  Figures reduce_across_ranks(const Timing& timing, const Checks& checks) const;
+  Figures reduce_across_ranks(const Timing& timing, const Checks& checks, int pending_signal) const;
   records::BenchRecord make_record(const Layout& layout, bool in_place, const Timing& timing,
                                    const Figures& figures) const;
   void report_wrong(const std::string& what, const Checks& checks, int64_t wrong) const;
@@ -344,7 +345,7 @@ Timing Sweep::measure(const Layout& layout, bool in_place, const std::string& wh
   // Every rank must use the same sample size (samples are reduced element by
   // element across ranks): the fastest rank's median warm-up iteration sets it.
   double typical = warmup_seconds.empty() ? 0.0 : median(warmup_seconds);
-  control_.all_reduce_min({&typical, 1});
+  if (warmup > 0) control_.all_reduce_min({&typical, 1});  // (-w 0: 0 everywhere)
   const size_t iterations = static_cast<size_t>(options_.iterations);
   Timing timing;
   timing.group =
@@ -487,19 +488,24 @@ Checks Sweep::check(const Layout& layout, bool in_place, const std::string& what
     ++checks.ran;
     checks.first = result;
     checks.wrong = result.wrong;
-    // nccl-tests stops at the first check that fails on any rank.
-    if (control_.all_reduce_sum(static_cast<int64_t>(result.wrong)) != 0) break;
+    // nccl-tests stops at the first check that fails on any rank (after the
+    // last one there is nothing to decide: the figures sum the wrong elements).
+    if (c + 1 < options_.check_iterations &&
+        control_.all_reduce_sum(static_cast<int64_t>(result.wrong)) != 0)
+      break;
   }
   monitor_.end_phase();
   return checks;
 }
 
-Figures Sweep::reduce_across_ranks(const Timing& timing, const Checks& checks) const {
+Figures Sweep::reduce_across_ranks(const Timing& timing, const Checks& checks,
+                                   int pending_signal) const {
   // Two control collectives per record (each costs a scheduler slice when
   // ranks outnumber cores): one maximum, one sum, each over a small vector.
   Figures f;
   const double mine = options_.report_cputime ? timing.issue_seconds : timing.seconds;
-  std::vector<double> maxima{mine, -mine};  // max and -min, then the samples
+  // max and -min, the pending signal, then the samples
+  std::vector<double> maxima{mine, -mine, static_cast<double>(pending_signal)};
   maxima.insert(maxima.end(), timing.samples.begin(), timing.samples.end());
   control_.all_reduce_max(maxima);
   double sums[4] = {mine, rank_ == 0 ? mine : 0.0, static_cast<double>(checks.wrong),
@@ -507,8 +513,9 @@ Figures Sweep::reduce_across_ranks(const Timing& timing, const Checks& checks) c
   control_.all_reduce_sum(sums);
   f.rank_max = maxima[0];
   f.rank_min = -maxima[1];
+  f.stop_signal = static_cast<int>(maxima[2]);
   f.rank_avg = sums[0] / ranks_;
-  f.samples.assign(maxima.begin() + 2, maxima.end());
+  f.samples.assign(maxima.begin() + 3, maxima.end());
   f.wrong = static_cast<int64_t>(sums[2]);  // exact: below 2^53 elements
   f.failed_checks = static_cast<int>(sums[3]);
   switch (options_.time_across_ranks) {
@@ -684,18 +691,15 @@ SweepOutcome run_sweep(const BenchOptions& options, const ControlPlane& control,
 
       const Timing timing = sweep.measure(layout, in_place, what);
       const Checks checks = sweep.check(layout, in_place, what);
-      const Figures figures = sweep.reduce_across_ranks(timing, checks);
+      // A signal may reach the ranks at different moments: they agree on it
+      // with the figures, so all stop after the same record.
+      const Figures figures = sweep.reduce_across_ranks(timing, checks, pending_signal());
       if (figures.wrong > 0) sweep.report_wrong(what, checks, figures.wrong);
       outcome.wrong_elements += figures.wrong;
       ++outcome.records;
       if (reporter != nullptr) reporter->add(sweep.make_record(layout, in_place, timing, figures));
-
-      // A signal may reach the ranks at different moments: they agree after
-      // every record, so all stop after the same one.
-      double signal = pending_signal();
-      control.all_reduce_max({&signal, 1});
-      if (signal != 0) {
-        outcome.stopped_by_signal = static_cast<int>(signal);
+      if (figures.stop_signal != 0) {
+        outcome.stopped_by_signal = figures.stop_signal;
         return outcome;
       }
     }

@@ -1,8 +1,6 @@
 // The MPI backend: host memory, one MPI call per collective on MPI_COMM_WORLD
 // (or a communicator of the world's first ranks, or of the ranks of one color).
 #include <mpi.h>
-#include <sched.h>
-#include <time.h>
 
 #include <chrono>
 #include <climits>
@@ -20,6 +18,7 @@
 #include "ccscope/collectives/reference_algorithms.h"
 #include "host_memory.h"
 #include "mpi_error.h"
+#include "mpi_wait.h"
 
 namespace ccscope {
 namespace {
@@ -382,18 +381,8 @@ class MpiCommunicator : public Communicator {
     if (!yielding_waits_) {
       code = MPI_Waitall(count, requests.data(), statuses.data());
     } else {
-      // As collective(): test, yielding the core (after a short spin).
-      for (int tests = 0;; ++tests) {
-        int done = 0;
-        code = MPI_Testall(count, requests.data(), &done, statuses.data());
-        if (code != MPI_SUCCESS || done) break;
-        if (tests < 64) {
-          sched_yield();
-        } else {
-          const timespec pause{0, 10000};  // 10 us
-          nanosleep(&pause, nullptr);
-        }
-      }
+      code = detail::test_yielding(
+          [&](int* done) { return MPI_Testall(count, requests.data(), done, statuses.data()); });
     }
     if (code == MPI_ERR_IN_STATUS) {
       // The failed request's own error, not the generic "error in status".
@@ -425,28 +414,12 @@ class MpiCommunicator : public Communicator {
 
  private:
   // The blocking call, or with yielding waits its nonblocking form tested
-  // until done, yielding the core between tests (after a short spin), so that
-  // the rank's other threads compute while the collective waits for peers, as
-  // gloo's waits sleep in the kernel. MPI progresses inside MPI_Test.
+  // until done, yielding the core between tests, so that the rank's other
+  // threads compute while the collective waits for peers, as gloo's waits
+  // sleep in the kernel.
   template <typename Blocking, typename Nonblocking>
   void collective(const char* what, Blocking blocking, Nonblocking nonblocking) {
-    if (!yielding_waits_) {
-      check_mpi(blocking(), what);
-      return;
-    }
-    MPI_Request request = MPI_REQUEST_NULL;
-    check_mpi(nonblocking(&request), what);
-    for (int tests = 0;; ++tests) {
-      int done = 0;
-      check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), what);
-      if (done) return;
-      if (tests < 64) {
-        sched_yield();
-      } else {
-        const timespec pause{0, 10000};  // 10 us
-        nanosleep(&pause, nullptr);
-      }
-    }
+    detail::call_waiting(yielding_waits_, what, blocking, nonblocking);
   }
 
   void check_peer(int peer, const char* what) const {

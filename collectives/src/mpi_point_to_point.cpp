@@ -7,6 +7,7 @@
 #include <string>
 
 #include "ccscope/collectives/error.h"
+#include "mpi_wait.h"
 
 namespace ccscope {
 namespace {
@@ -50,9 +51,10 @@ std::string sendrecv_text(size_t send_bytes, int send_peer, size_t recv_bytes, i
 
 class MpiPointToPoint final : public PointToPoint {
  public:
-  explicit MpiPointToPoint(size_t max_chunk_bytes)
+  MpiPointToPoint(size_t max_chunk_bytes, bool yielding_waits)
       : chunk_(max_chunk_bytes == 0 ? static_cast<size_t>(INT_MAX)
-                                    : std::min(max_chunk_bytes, static_cast<size_t>(INT_MAX))) {
+                                    : std::min(max_chunk_bytes, static_cast<size_t>(INT_MAX))),
+        yielding_waits_(yielding_waits) {
     int initialized = 0;
     MPI_Initialized(&initialized);
     int finalized = 0;
@@ -82,8 +84,12 @@ class MpiPointToPoint final : public PointToPoint {
     check_peer(peer, "send to");
     const auto* base = static_cast<const char*>(data);
     for (size_t k = 0, chunks = chunk_count(bytes); k < chunks; ++k) {
-      const int code =
-          MPI_Send(base + k * chunk_, chunk_length(bytes, k), MPI_BYTE, peer, kTag, comm_);
+      const void* chunk = base + k * chunk_;
+      const int length = chunk_length(bytes, k);
+      const int code = waited(
+          [&] { return MPI_Send(chunk, length, MPI_BYTE, peer, kTag, comm_); },
+          [&](MPI_Request* r) { return MPI_Isend(chunk, length, MPI_BYTE, peer, kTag, comm_, r); },
+          nullptr);
       if (code != MPI_SUCCESS) fail(code, message_text("MPI_Send", bytes, "to", peer));
     }
   }
@@ -94,7 +100,11 @@ class MpiPointToPoint final : public PointToPoint {
     for (size_t k = 0, chunks = chunk_count(bytes); k < chunks; ++k) {
       MPI_Status status;
       int length = chunk_length(bytes, k);
-      const int code = MPI_Recv(base + k * chunk_, length, MPI_BYTE, peer, kTag, comm_, &status);
+      void* chunk = base + k * chunk_;
+      const int code = waited(
+          [&] { return MPI_Recv(chunk, length, MPI_BYTE, peer, kTag, comm_, &status); },
+          [&](MPI_Request* r) { return MPI_Irecv(chunk, length, MPI_BYTE, peer, kTag, comm_, r); },
+          &status);
       if (code != MPI_SUCCESS) fail(code, message_text("MPI_Recv", bytes, "from", peer));
       if (const int received = received_count(status); received != length)
         wrong_count(message_text("MPI_Recv", bytes, "from", peer), length, received);
@@ -117,10 +127,28 @@ class MpiPointToPoint final : public PointToPoint {
       int send_length = sending ? chunk_length(send_bytes, k) : 0;
       int recv_length = receiving ? chunk_length(recv_bytes, k) : 0;
       MPI_Status status;
-      const int code = MPI_Sendrecv(
-          sending ? send_base + k * chunk_ : nullptr, send_length, MPI_BYTE,
-          sending ? send_peer : MPI_PROC_NULL, kTag, receiving ? recv_base + k * chunk_ : nullptr,
-          recv_length, MPI_BYTE, receiving ? recv_peer : MPI_PROC_NULL, kTag, comm_, &status);
+      const void* send_chunk = sending ? send_base + k * chunk_ : nullptr;
+      void* recv_chunk = receiving ? recv_base + k * chunk_ : nullptr;
+      const int to = sending ? send_peer : MPI_PROC_NULL;
+      const int from = receiving ? recv_peer : MPI_PROC_NULL;
+      int code = MPI_SUCCESS;
+      if (!yielding_waits_) {
+        code = MPI_Sendrecv(send_chunk, send_length, MPI_BYTE, to, kTag, recv_chunk, recv_length,
+                            MPI_BYTE, from, kTag, comm_, &status);
+      } else {  // (MPI_Isendrecv is MPI 4.0; Open MPI 4.1 lacks it)
+        MPI_Request requests[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+        MPI_Status statuses[2];
+        code = MPI_Irecv(recv_chunk, recv_length, MPI_BYTE, from, kTag, comm_, &requests[0]);
+        if (code == MPI_SUCCESS)
+          code = MPI_Isend(send_chunk, send_length, MPI_BYTE, to, kTag, comm_, &requests[1]);
+        if (code == MPI_SUCCESS)
+          code = detail::test_yielding(
+              [&](int* done) { return MPI_Testall(2, requests, done, statuses); });
+        if (code == MPI_ERR_IN_STATUS)
+          code =
+              statuses[0].MPI_ERROR != MPI_SUCCESS ? statuses[0].MPI_ERROR : statuses[1].MPI_ERROR;
+        status = statuses[0];
+      }
       if (code != MPI_SUCCESS)
         fail(code, sendrecv_text(send_bytes, send_peer, recv_bytes, recv_peer));
       if (!receiving) continue;
@@ -157,7 +185,21 @@ class MpiPointToPoint final : public PointToPoint {
                        " (the ranks disagree on the message size)");
   }
 
+  // The blocking call, or with yielding waits its nonblocking form tested with
+  // the core yielded in between (detail::test_yielding). Returns MPI's code.
+  template <typename Blocking, typename Nonblocking>
+  int waited(Blocking blocking, Nonblocking nonblocking, MPI_Status* status) const {
+    if (!yielding_waits_) return blocking();
+    MPI_Request request = MPI_REQUEST_NULL;
+    const int code = nonblocking(&request);
+    if (code != MPI_SUCCESS) return code;
+    return detail::test_yielding([&](int* done) {
+      return MPI_Test(&request, done, status != nullptr ? status : MPI_STATUS_IGNORE);
+    });
+  }
+
   size_t chunk_;
+  bool yielding_waits_;
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0;
   int size_ = 0;
@@ -165,8 +207,8 @@ class MpiPointToPoint final : public PointToPoint {
 
 }  // namespace
 
-std::unique_ptr<PointToPoint> make_mpi_point_to_point(size_t max_chunk_bytes) {
-  return std::make_unique<MpiPointToPoint>(max_chunk_bytes);
+std::unique_ptr<PointToPoint> make_mpi_point_to_point(size_t max_chunk_bytes, bool yielding_waits) {
+  return std::make_unique<MpiPointToPoint>(max_chunk_bytes, yielding_waits);
 }
 
 }  // namespace ccscope

@@ -192,7 +192,7 @@ class RingCommunicator : public Communicator {
 }  // namespace
 
 std::unique_ptr<Communicator> make_ring_communicator(const World& world) {
-  auto p2p = make_mpi_point_to_point();
+  auto p2p = make_mpi_point_to_point(0, world.yielding_waits());
   if (p2p->rank() != world.rank() || p2p->size() != world.size()) {
     throw UsageError("ring backend: the World (rank " + std::to_string(world.rank()) + " of " +
                      std::to_string(world.size()) + ") is not MPI_COMM_WORLD (rank " +

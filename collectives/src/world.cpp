@@ -16,9 +16,11 @@
 #include <thread>
 
 #include "mpi_error.h"
+#include "mpi_wait.h"
 
 namespace ccscope {
 
+using detail::call_waiting;
 using detail::check_mpi;
 
 MpiSession::MpiSession(int* argc, char*** argv) {
@@ -150,7 +152,11 @@ World World::from_mpi() {
   return from_hostnames(rank, probe.all_gather(local_hostname()));
 }
 
-void World::barrier() const { check_mpi(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); }
+void World::barrier() const {
+  call_waiting(
+      yielding_waits_, "MPI_Barrier", [] { return MPI_Barrier(MPI_COMM_WORLD); },
+      [](MPI_Request* request) { return MPI_Ibarrier(MPI_COMM_WORLD, request); });
+}
 
 void World::sleeping_barrier(std::chrono::milliseconds timeout) const {
   MPI_Request request = MPI_REQUEST_NULL;
@@ -172,8 +178,15 @@ void World::sleeping_barrier(std::chrono::milliseconds timeout) const {
 std::vector<std::string> World::all_gather(const std::string& text) const {
   int length = checked_int(text.size(), "string length");
   std::vector<int> lengths(static_cast<size_t>(size_));
-  check_mpi(MPI_Allgather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, MPI_COMM_WORLD),
-            "MPI_Allgather");
+  call_waiting(
+      yielding_waits_, "MPI_Allgather",
+      [&] {
+        return MPI_Allgather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, MPI_COMM_WORLD);
+      },
+      [&](MPI_Request* request) {
+        return MPI_Iallgather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, MPI_COMM_WORLD,
+                              request);
+      });
   std::vector<int> offsets(static_cast<size_t>(size_));
   size_t total = 0;
   for (size_t r = 0; r < lengths.size(); ++r) {
@@ -181,9 +194,16 @@ std::vector<std::string> World::all_gather(const std::string& text) const {
     total += static_cast<size_t>(lengths[r]);
   }
   std::string joined(total, '\0');
-  check_mpi(MPI_Allgatherv(text.data(), length, MPI_CHAR, joined.data(), lengths.data(),
-                           offsets.data(), MPI_CHAR, MPI_COMM_WORLD),
-            "MPI_Allgatherv");
+  call_waiting(
+      yielding_waits_, "MPI_Allgatherv",
+      [&] {
+        return MPI_Allgatherv(text.data(), length, MPI_CHAR, joined.data(), lengths.data(),
+                              offsets.data(), MPI_CHAR, MPI_COMM_WORLD);
+      },
+      [&](MPI_Request* request) {
+        return MPI_Iallgatherv(text.data(), length, MPI_CHAR, joined.data(), lengths.data(),
+                               offsets.data(), MPI_CHAR, MPI_COMM_WORLD, request);
+      });
   std::vector<std::string> result;
   for (size_t r = 0; r < lengths.size(); ++r)
     result.push_back(
@@ -192,17 +212,30 @@ std::vector<std::string> World::all_gather(const std::string& text) const {
 }
 
 namespace {
-void all_reduce_doubles(std::span<double> values, MPI_Op op) {
+void all_reduce_doubles(bool yielding, std::span<double> values, MPI_Op op) {
   if (values.empty()) return;
-  check_mpi(MPI_Allreduce(MPI_IN_PLACE, values.data(), checked_int(values.size(), "values"),
-                          MPI_DOUBLE, op, MPI_COMM_WORLD),
-            "MPI_Allreduce");
+  const int count = checked_int(values.size(), "values");
+  call_waiting(
+      yielding, "MPI_Allreduce",
+      [&] {
+        return MPI_Allreduce(MPI_IN_PLACE, values.data(), count, MPI_DOUBLE, op, MPI_COMM_WORLD);
+      },
+      [&](MPI_Request* request) {
+        return MPI_Iallreduce(MPI_IN_PLACE, values.data(), count, MPI_DOUBLE, op, MPI_COMM_WORLD,
+                              request);
+      });
 }
 }  // namespace
 
-void World::all_reduce_max(std::span<double> values) const { all_reduce_doubles(values, MPI_MAX); }
-void World::all_reduce_min(std::span<double> values) const { all_reduce_doubles(values, MPI_MIN); }
-void World::all_reduce_sum(std::span<double> values) const { all_reduce_doubles(values, MPI_SUM); }
+void World::all_reduce_max(std::span<double> values) const {
+  all_reduce_doubles(yielding_waits_, values, MPI_MAX);
+}
+void World::all_reduce_min(std::span<double> values) const {
+  all_reduce_doubles(yielding_waits_, values, MPI_MIN);
+}
+void World::all_reduce_sum(std::span<double> values) const {
+  all_reduce_doubles(yielding_waits_, values, MPI_SUM);
+}
 
 void World::abort(int exit_code) const {
   std::fflush(stdout);
@@ -213,8 +246,12 @@ void World::abort(int exit_code) const {
 
 int64_t World::all_reduce_sum(int64_t value) const {
   int64_t total = 0;
-  check_mpi(MPI_Allreduce(&value, &total, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD),
-            "MPI_Allreduce");
+  call_waiting(
+      yielding_waits_, "MPI_Allreduce",
+      [&] { return MPI_Allreduce(&value, &total, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD); },
+      [&](MPI_Request* request) {
+        return MPI_Iallreduce(&value, &total, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD, request);
+      });
   return total;
 }
 

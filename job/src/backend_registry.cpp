@@ -6,7 +6,6 @@
 
 #include "ccscope/collectives/backends.h"
 #include "ccscope/collectives/error.h"
-#include "ccscope/job/wait_policy.h"
 
 namespace ccscope::job {
 namespace {
@@ -22,10 +21,10 @@ std::vector<Backend> built_in_backends() {
                            MpiOptions mpi;
                            mpi.color = options.color;
                            mpi.first_ranks = options.first_ranks;
-                           // A flag decides on every rank alike, else the policy
-                           // (collective).
-                           mpi.yielding_waits = options.yielding_waits ? *options.yielding_waits
-                                                                       : wait_policy(world).yield;
+                           // A flag decides on every rank alike, else the job's
+                           // policy (JobContext::choose_waits).
+                           mpi.yielding_waits =
+                               options.yielding_waits.value_or(world.yielding_waits());
                            return make_mpi_communicator(world, mpi);
                          }});
   list.push_back(Backend{"nccl",

@@ -12,6 +12,7 @@
 
 #include "ccscope/collectives/error.h"
 #include "ccscope/job/interruption.h"
+#include "ccscope/job/wait_policy.h"
 
 namespace ccscope::job {
 
@@ -124,6 +125,8 @@ int JobContext::leave_together(int exit_code) const {
   return exit_code;
 }
 
+void JobContext::choose_waits() { world_.set_yielding_waits(wait_policy(world_).yield); }
+
 int JobContext::agree_on_exit_code(int exit_code) const {
   std::array<double, 1> code{static_cast<double>(exit_code)};
   world_.all_reduce_max(code);
@@ -135,6 +138,16 @@ namespace {
 int run_body(const JobSpec& spec, const std::function<int(JobContext&)>& body) {
   JobContext job(spec, World::from_mpi());
   try {
+    // A bad CCSCOPE_YIELD_WHEN_IDLE is a refusal (rank 0's one line, exit 2),
+    // agreed on: a rank leaving alone would leave the others waiting.
+    std::string refused;
+    try {
+      job.choose_waits();
+    } catch (const UsageError& e) {
+      refused = e.what();
+    }
+    if (const std::string problem = job.first_problem(refused); !problem.empty())
+      return job.refuse(problem);
     return body(job);
   } catch (const TimeoutError& e) {
     job.end_job(kExitHang, e.what());

@@ -14,6 +14,10 @@ namespace ccscope {
 // largest an MPI int count allows) travel as several MPI messages; tests pass a
 // small value to exercise that path. MPI failures become BackendError carrying
 // MPI_Error_string's text.
-std::unique_ptr<PointToPoint> make_mpi_point_to_point(size_t max_chunk_bytes = 0);
+// `yielding_waits`: each call waits by testing its nonblocking form with the
+// core yielded in between (for ranks that outnumber their host's CPUs), not
+// in MPI's blocking call.
+std::unique_ptr<PointToPoint> make_mpi_point_to_point(size_t max_chunk_bytes = 0,
+                                                      bool yielding_waits = false);
 
 }  // namespace ccscope

@@ -53,6 +53,13 @@ class World : public ControlPlane {
   const std::string& hostname() const { return hostnames_[static_cast<size_t>(rank_)]; }
   const std::vector<std::string>& hostnames() const { return hostnames_; }
 
+  // How this rank waits in the control collectives below: MPI's blocking
+  // calls (spinning, the default), or their nonblocking forms tested with the
+  // core yielded in between, for ranks that outnumber their host's CPUs (the
+  // job layer decides once per job: job::wait_policy).
+  void set_yielding_waits(bool yielding) { yielding_waits_ = yielding; }
+  bool yielding_waits() const { return yielding_waits_; }
+
   // Control collectives over MPI_COMM_WORLD (host memory, any backend).
   void barrier() const override;
   std::vector<std::string> all_gather(const std::string& text) const override;
@@ -81,6 +88,7 @@ class World : public ControlPlane {
   int node_count_ = 1;
   int max_ranks_per_node_ = 1;
   std::vector<std::string> hostnames_;
+  bool yielding_waits_ = false;
 };
 
 // Number of ranks the launcher says it started (PMI_SIZE, OMPI_COMM_WORLD_SIZE,

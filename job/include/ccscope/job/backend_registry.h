@@ -34,7 +34,8 @@ struct BackendCapabilities {
 // what applies to it).
 struct BackendOptions {
   bool isolate_ranks = false;  // device backends: ranks of one node connect as if remote
-  // Host backends: waits yield the core instead of spinning; unset: wait_policy(world) decides.
+  // Host backends: waits yield the core instead of spinning; unset: the world's (the job's
+  // wait policy: JobContext::choose_waits).
   std::optional<bool> yielding_waits;
   // Backends with capabilities.groups: over the ranks that pass the same color (ordered by
   // world rank); unset: the whole world.

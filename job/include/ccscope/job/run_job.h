@@ -80,6 +80,13 @@ class JobContext {
   // The same exit code on every rank: the largest of the ranks' codes.
   int agree_on_exit_code(int exit_code) const;
 
+  // Collective, once per job (run_job does it before the body): how this
+  // rank waits for its peers (job::wait_policy: yielding when the host's
+  // ranks outnumber its CPUs), set on the world's control collectives and the
+  // default of the host backends made from it. Throws UsageError for a bad
+  // CCSCOPE_YIELD_WHEN_IDLE.
+  void choose_waits();
+
  private:
   class SignalEnder;
   JobSpec spec_;
