@@ -9,6 +9,7 @@
 
 #include "ccscope/collectives/error.h"
 #include "ccscope/common/sizes.h"
+#include "ccscope/common/text.h"
 #include "ccscope/records/collective.h"
 #include "verb_support.h"
 
@@ -240,14 +241,11 @@ ParsedBenchFlags parse_bench_flags(const std::vector<std::string>& args) {
   if (raw.collective.empty())
     bad("missing collective: ccscope bench <" + collective_choices() + "> [options]");
   options.collectives.clear();
-  for (size_t start = 0; start <= raw.collective.size();) {
-    const size_t comma = std::min(raw.collective.find(',', start), raw.collective.size());
-    const std::string word = raw.collective.substr(start, comma - start);
+  for (const std::string& word : split(raw.collective, ',')) {
     auto collective = parse_collective(word);
     if (!collective)
       bad("unknown collective '" + word + "': choose one of " + collective_choices());
     options.collectives.push_back(*collective);
-    start = comma + 1;
   }
   options.collective = options.collectives.front();
   options.min_bytes = size_argument("-b/--minbytes", raw.min_bytes);

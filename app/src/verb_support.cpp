@@ -12,6 +12,7 @@
 #include <stdexcept>
 
 #include "ccscope/bench/benchmark.h"
+#include "ccscope/common/text.h"
 
 namespace ccscope::app {
 
@@ -97,12 +98,9 @@ std::optional<int> parse_flags(CLI::App& app, const char* verb, std::vector<std:
 
 std::vector<std::string> split_commas(const std::vector<std::string>& words) {
   std::vector<std::string> out;
-  for (const auto& w : words) {
-    size_t start = 0;
-    for (size_t p; (p = w.find(',', start)) != std::string::npos; start = p + 1)
-      if (p > start) out.push_back(w.substr(start, p - start));
-    if (start < w.size()) out.push_back(w.substr(start));
-  }
+  for (const auto& w : words)
+    for (std::string& item : split(w, ','))
+      if (!item.empty()) out.push_back(std::move(item));
   return out;
 }
 

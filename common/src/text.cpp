@@ -16,4 +16,14 @@ std::string_view trimmed(std::string_view text) {
   return text.substr(first, text.find_last_not_of(kBlanks) - first + 1);
 }
 
+std::vector<std::string> split(std::string_view text, char separator) {
+  std::vector<std::string> items;
+  for (size_t start = 0;;) {
+    const size_t end = text.find(separator, start);
+    items.emplace_back(text.substr(start, end == std::string_view::npos ? text.npos : end - start));
+    if (end == std::string_view::npos) return items;
+    start = end + 1;
+  }
+}
+
 }  // namespace ccscope

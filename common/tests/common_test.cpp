@@ -212,5 +212,13 @@ TEST(Text, FoldsOnlyAsciiLettersAndTrimsEveryBlank) {
   EXPECT_EQ(trim_blanks("  450 MHz\n"), "450 MHz");
 }
 
+TEST(Text, SplitKeepsEveryItemEmptyOnesIncluded) {
+  EXPECT_EQ(split("a,,b", ','), (std::vector<std::string>{"a", "", "b"}));
+  EXPECT_EQ(split("", ','), (std::vector<std::string>{""}));
+  EXPECT_EQ(split(",", ','), (std::vector<std::string>{"", ""}));
+  EXPECT_EQ(split("0-3 x", ' '), (std::vector<std::string>{"0-3", "x"}));
+  EXPECT_EQ(split("mlx5_0:1", ','), (std::vector<std::string>{"mlx5_0:1"}));
+}
+
 }  // namespace
 }  // namespace ccscope

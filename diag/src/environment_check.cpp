@@ -11,6 +11,7 @@
 #include <string_view>
 #include <tuple>
 
+#include "ccscope/common/text.h"
 #include "ccscope/topo/nccl_env.h"
 
 namespace ccscope::diag {
@@ -307,16 +308,9 @@ std::string gpu_of(const RankEnvironment& rank, const Variables& variables, std:
   const std::optional<std::string> visible = variable(variables, "CUDA_VISIBLE_DEVICES");
   if (!visible.has_value() || rank.gpu_uuids.empty()) return "";
   std::vector<std::string> devices;
-  size_t at = 0;
-  while (at <= visible->size()) {
-    size_t comma = visible->find(',', at);
-    if (comma == std::string::npos) comma = visible->size();
-    std::string device = visible->substr(at, comma - at);
-    device.erase(0, device.find_first_not_of(' '));
-    device.erase(device.find_last_not_of(' ') + 1);
-    if (!device.empty()) devices.push_back(device);
-    at = comma + 1;
-  }
+  for (const std::string& item : split(*visible, ','))
+    if (const std::string_view device = trimmed(item); !device.empty())
+      devices.emplace_back(device);
   if (devices.empty()) return "";
   *source = "CUDA_VISIBLE_DEVICES entry";
   return devices[static_cast<size_t>(rank.local_rank) % devices.size()];

@@ -13,6 +13,7 @@
 
 #include "ccscope/collectives/error.h"
 #include "ccscope/common/small_file.h"
+#include "ccscope/common/text.h"
 
 namespace ccscope::job {
 
@@ -72,12 +73,8 @@ WaitPolicy wait_policy(const World& world) {
   for (size_t r = 0; r < texts.size(); ++r) {
     if (world.hostnames()[r] != world.hostname()) continue;
     std::vector<int>& mask = host_masks.emplace_back();
-    size_t at = 0;
-    while (at < texts[r].size()) {
-      const size_t comma = std::min(texts[r].find(',', at), texts[r].size());
-      mask.push_back(std::atoi(texts[r].substr(at, comma - at).c_str()));
-      at = comma + 1;
-    }
+    for (const std::string& cpu : split(texts[r], ','))
+      if (!cpu.empty()) mask.push_back(std::atoi(cpu.c_str()));
   }
   return choose_wait_policy(host_masks.size(), host_cpus(host_masks, cgroup_cpu_quota()),
                             std::getenv(kYieldWhenIdleVariable));

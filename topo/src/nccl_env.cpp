@@ -173,21 +173,12 @@ InterfaceFilter parse_interface_filter(const std::string& text) {
     filter.exact = true;
     ++at;
   }
-  while (at <= text.size()) {
-    size_t comma = text.find(',', at);
-    if (comma == std::string::npos) comma = text.size();
-    const std::string entry = text.substr(at, comma - at);
-    at = comma + 1;
-    const size_t colon = entry.find(':');
+  for (const std::string& entry : split(std::string_view(text).substr(at), ',')) {
+    const std::vector<std::string> fields = split(entry, ':');  // name, port, rail, plane
     InterfaceFilter::Entry parsed;
-    parsed.name = entry.substr(0, colon);
+    parsed.name = fields[0];
     if (parsed.name.empty()) continue;
-    if (colon != std::string::npos) {
-      const size_t port_end = entry.find(':', colon + 1);
-      const std::string port = entry.substr(
-          colon + 1, port_end == std::string::npos ? std::string::npos : port_end - colon - 1);
-      if (!port.empty()) parsed.port = std::atoi(port.c_str());
-    }
+    if (fields.size() > 1 && !fields[1].empty()) parsed.port = std::atoi(fields[1].c_str());
     filter.entries.push_back(std::move(parsed));
   }
   return filter;

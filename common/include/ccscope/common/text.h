@@ -3,6 +3,7 @@
 // of the C locale (file formats and environment values are ASCII).
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace ccscope {
 
@@ -11,5 +12,9 @@ std::string ascii_lower(std::string_view text);
 
 // `text` without leading and trailing blanks (space, \t, \n, \r, \v, \f).
 std::string_view trimmed(std::string_view text);
+
+// The items of `text` between `separator`s, empty ones included ("a,,b" gives
+// "a", "", "b"; "" gives one empty item), as written: the caller trims or skips.
+std::vector<std::string> split(std::string_view text, char separator);
 
 }  // namespace ccscope
