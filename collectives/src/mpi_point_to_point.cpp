@@ -86,10 +86,9 @@ class MpiPointToPoint final : public PointToPoint {
     for (size_t k = 0, chunks = chunk_count(bytes); k < chunks; ++k) {
       const void* chunk = base + k * chunk_;
       const int length = chunk_length(bytes, k);
-      const int code = waited(
-          [&] { return MPI_Send(chunk, length, MPI_BYTE, peer, kTag, comm_); },
-          [&](MPI_Request* r) { return MPI_Isend(chunk, length, MPI_BYTE, peer, kTag, comm_, r); },
-          nullptr);
+      const int code = detail::waited_call(
+          yielding_waits_, [&] { return MPI_Send(chunk, length, MPI_BYTE, peer, kTag, comm_); },
+          [&](MPI_Request* r) { return MPI_Isend(chunk, length, MPI_BYTE, peer, kTag, comm_, r); });
       if (code != MPI_SUCCESS) fail(code, message_text("MPI_Send", bytes, "to", peer));
     }
   }
@@ -101,7 +100,8 @@ class MpiPointToPoint final : public PointToPoint {
       MPI_Status status;
       int length = chunk_length(bytes, k);
       void* chunk = base + k * chunk_;
-      const int code = waited(
+      const int code = detail::waited_call(
+          yielding_waits_,
           [&] { return MPI_Recv(chunk, length, MPI_BYTE, peer, kTag, comm_, &status); },
           [&](MPI_Request* r) { return MPI_Irecv(chunk, length, MPI_BYTE, peer, kTag, comm_, r); },
           &status);
@@ -183,19 +183,6 @@ class MpiPointToPoint final : public PointToPoint {
     throw BackendError(what + ": expected a message of " + std::to_string(expected) +
                        " bytes, got " + std::to_string(received) +
                        " (the ranks disagree on the message size)");
-  }
-
-  // The blocking call, or with yielding waits its nonblocking form tested with
-  // the core yielded in between (detail::test_yielding). Returns MPI's code.
-  template <typename Blocking, typename Nonblocking>
-  int waited(Blocking blocking, Nonblocking nonblocking, MPI_Status* status) const {
-    if (!yielding_waits_) return blocking();
-    MPI_Request request = MPI_REQUEST_NULL;
-    const int code = nonblocking(&request);
-    if (code != MPI_SUCCESS) return code;
-    return detail::test_yielding([&](int* done) {
-      return MPI_Test(&request, done, status != nullptr ? status : MPI_STATUS_IGNORE);
-    });
   }
 
   size_t chunk_;

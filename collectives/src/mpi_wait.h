@@ -30,17 +30,22 @@ int test_yielding(Test test) {
 }
 
 // One MPI call: the blocking form, or with `yielding` its nonblocking form
-// tested with test_yielding. Throws BackendError with MPI's text (`what`).
+// tested with test_yielding (its status into `status` when given). Returns
+// MPI's code.
+template <typename Blocking, typename Nonblocking>
+int waited_call(bool yielding, Blocking blocking, Nonblocking nonblocking,
+                MPI_Status* status = MPI_STATUS_IGNORE) {
+  if (!yielding) return blocking();
+  MPI_Request request = MPI_REQUEST_NULL;
+  const int code = nonblocking(&request);
+  if (code != MPI_SUCCESS) return code;
+  return test_yielding([&](int* done) { return MPI_Test(&request, done, status); });
+}
+
+// waited_call, throwing BackendError with MPI's text (`what`) on failure.
 template <typename Blocking, typename Nonblocking>
 void call_waiting(bool yielding, const char* what, Blocking blocking, Nonblocking nonblocking) {
-  if (!yielding) {
-    check_mpi(blocking(), what);
-    return;
-  }
-  MPI_Request request = MPI_REQUEST_NULL;
-  check_mpi(nonblocking(&request), what);
-  check_mpi(test_yielding([&](int* done) { return MPI_Test(&request, done, MPI_STATUS_IGNORE); }),
-            what);
+  check_mpi(waited_call(yielding, blocking, nonblocking), what);
 }
 
 }  // namespace ccscope::detail
