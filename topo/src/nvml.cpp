@@ -300,11 +300,17 @@ NvmlGpu read_gpu(const NvmlApi& api, NvmlDevice handle, unsigned index) {
 }
 
 // Without NVML's remote type, a far end that is none of the node's GPUs is an
-// NVSwitch (NVLink joins GPUs to GPUs, switches, or an IBM NPU on POWER).
-void classify_unknown_remotes(std::vector<NvmlGpu>& gpus) {
+// NVSwitch (NVLink joins GPUs to GPUs, switches, or an IBM NPU on POWER). The
+// node's GPUs: NVML's, and those another source (hwloc's PCI tree) found, which
+// include a GPU NVML lists but cannot open (lost, not permitted): a link to it
+// is a link to a GPU, not to a switch.
+void classify_unknown_remotes(std::vector<NvmlGpu>& gpus, const std::vector<Gpu>& others) {
   std::vector<std::string> gpu_bus_ids;
   for (const NvmlGpu& read : gpus)
     if (!read.gpu.pci.bus_id.empty()) gpu_bus_ids.push_back(read.gpu.pci.bus_id);
+  for (const Gpu& other : others)
+    if (std::string bus_id = normalize_bus_id(other.pci.bus_id); !bus_id.empty())
+      gpu_bus_ids.push_back(std::move(bus_id));
   for (NvmlGpu& read : gpus) {
     for (size_t at : read.links_of_unknown_remote) {
       NvLink& nvlink = read.gpu.nvlinks[at];
@@ -427,7 +433,7 @@ SourceStatus read_with(NvmlLibrary& library, const std::string& library_name, Ho
     }
     gpus.push_back(read_gpu(api, handle, index));
   }
-  classify_unknown_remotes(gpus);
+  classify_unknown_remotes(gpus, into.gpus);
   read_ancestors(api, gpus, into);  // before merging: it needs the handles
   const size_t read_count = gpus.size();
   merge_gpus(into, gpus);

@@ -1,12 +1,15 @@
-// read_nvml through the NVML stand-in (fake_nvml.c): the machines of
+// read_nvml through the NVML stand-in (standin/nvml/): the machines of
 // data/nvml/*.conf, merging with GPUs another source found, and the ways a
 // machine can fail to have NVML.
 #include "ccscope/topo/nvml.h"
 
 #include <dlfcn.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <optional>
 #include <string>
 
@@ -45,7 +48,8 @@ class ScopedEnv {
 
 // What NVML says about the machine of data/nvml/<config>, read into `into`.
 SourceStatus read_fake(const std::string& config, HostTopology& into) {
-  ScopedEnv env("CCSCOPE_FAKE_NVML_CONFIG", config_path(config));
+  ScopedEnv env("CCSCOPE_STANDIN_NVML", config_path(config));
+  ScopedEnv old_name("CCSCOPE_FAKE_NVML_CONFIG", std::nullopt);
   return read_nvml(into, kFakeNvml);
 }
 
@@ -93,7 +97,7 @@ TEST(Nvml, ShutsNvmlDownAfterReading) {
   // The test's own reference keeps the stand-in (and its counter) loaded across read_nvml.
   void* fake = dlopen(kFakeNvml.c_str(), RTLD_NOW | RTLD_LOCAL);
   ASSERT_NE(fake, nullptr) << dlerror();
-  auto init_count = reinterpret_cast<int (*)()>(dlsym(fake, "ccscope_fake_nvml_init_count"));
+  auto init_count = reinterpret_cast<int (*)()>(dlsym(fake, "ccscope_standin_nvml_init_count"));
   ASSERT_NE(init_count, nullptr);
   HostTopology topology;
   EXPECT_TRUE(read_fake("a100-nvlink-4gpu.conf", topology).read);
@@ -232,6 +236,44 @@ TEST(Nvml, WithoutTheRemoteDeviceTypeAFarEndThatIsNoGpuIsASwitch) {
   EXPECT_EQ(gpu1.cuda_compute_capability, 0);
 }
 
+TEST(Nvml, WithoutTheRemoteDeviceTypeAGpuNvmlCannotOpenIsNoSwitch) {
+  // Three A100s joined directly (no NVSwitch), GPUs 0 and 1 each only to GPU 2,
+  // which NVML lists but cannot open; an old driver gives no remote type. GPU 2
+  // is on the PCI bus, where hwloc finds it: its far ends are a GPU's, so GPUs
+  // 0 and 1 have no NVLink path to each other (not "NV2 via NVSwitch").
+  const std::filesystem::path config = std::filesystem::temp_directory_path() /
+                                       ("nvml-lost-peer-" + std::to_string(getpid()) + ".conf");
+  std::ofstream(config) << "driver 470.256.02\n"
+                           "missing nvmlDeviceGetNvLinkRemoteDeviceType\n"
+                           "gpu 00000000:18:00.0 GPU-0 4 4 16 16 8 0 NVIDIA A100-SXM4-40GB\n"
+                           "gpu 00000000:2A:00.0 GPU-1 4 4 16 16 8 0 NVIDIA A100-SXM4-40GB\n"
+                           "gpu 00000000:BA:00.0 GPU-2 4 4 16 16 8 0 NVIDIA A100-SXM4-40GB\n"
+                           "nvlink 0-1 0-1 1 5 00000000:BA:00.0 gpu\n"
+                           "lost 2\n";
+  HostTopology topology;
+  Gpu from_hwloc;
+  from_hwloc.pci.bus_id = "0000:ba:00.0";
+  topology.gpus.push_back(from_hwloc);
+  SourceStatus status;
+  {
+    ScopedEnv env("CCSCOPE_STANDIN_NVML", config.string());
+    ScopedEnv old_name("CCSCOPE_FAKE_NVML_CONFIG", std::nullopt);
+    status = read_nvml(topology, kFakeNvml);
+  }
+  std::filesystem::remove(config);
+  EXPECT_TRUE(status.read) << status.detail;
+  ASSERT_EQ(topology.gpus.size(), 3u);  // NVML's two, then hwloc's
+  for (int index : {0, 1}) {
+    const Gpu& gpu = topology.gpus[static_cast<size_t>(index)];
+    EXPECT_EQ(gpu.index, index);
+    ASSERT_EQ(gpu.nvlinks.size(), 2u);
+    for (const NvLink& link : gpu.nvlinks) {
+      EXPECT_EQ(link.remote_bus_id, "0000:ba:00.0");
+      EXPECT_FALSE(link.remote_is_switch) << "GPU " << index << " link " << link.link;
+    }
+  }
+}
+
 TEST(Nvml, CompletesAGpuAnotherSourceFoundInsteadOfAddingIt) {
   // As the hwloc reader leaves the H200 VM: placement and link, no NVML figures.
   HostTopology topology;
@@ -316,13 +358,31 @@ TEST(Nvml, TheStandInRefusesAMissingOrMalformedConfig) {
   EXPECT_FALSE(status.read);
   EXPECT_NE(status.detail.find("malformed.conf:2"), std::string::npos) << status.detail;
   {
-    ScopedEnv env("CCSCOPE_FAKE_NVML_CONFIG", std::nullopt);
+    ScopedEnv env("CCSCOPE_STANDIN_NVML", std::nullopt);
+    ScopedEnv old_name("CCSCOPE_FAKE_NVML_CONFIG", std::nullopt);
     status = read_nvml(topology, kFakeNvml);
   }
   EXPECT_FALSE(status.read);
-  EXPECT_NE(status.detail.find("CCSCOPE_FAKE_NVML_CONFIG is not set"), std::string::npos)
+  EXPECT_NE(status.detail.find("CCSCOPE_STANDIN_NVML is not set"), std::string::npos)
       << status.detail;
+  {
+    // The old name and the documented one naming different machines: neither is guessed.
+    ScopedEnv env("CCSCOPE_STANDIN_NVML", config_path("h200-vm.conf"));
+    ScopedEnv old_name("CCSCOPE_FAKE_NVML_CONFIG", config_path("no-gpu.conf"));
+    status = read_nvml(topology, kFakeNvml);
+  }
+  EXPECT_FALSE(status.read);
+  EXPECT_NE(status.detail.find("name different files"), std::string::npos) << status.detail;
   EXPECT_TRUE(topology.gpus.empty());
+}
+
+TEST(Nvml, TheStandInStillReadsItsConfigByTheOldName) {
+  ScopedEnv env("CCSCOPE_STANDIN_NVML", std::nullopt);
+  ScopedEnv old_name("CCSCOPE_FAKE_NVML_CONFIG", config_path("h200-vm.conf"));
+  HostTopology topology;
+  EXPECT_TRUE(read_nvml(topology, kFakeNvml).read);
+  ASSERT_EQ(topology.gpus.size(), 1u);
+  EXPECT_EQ(topology.gpus[0].name, "NVIDIA H200");
 }
 
 TEST(Nvml, LibraryNameHonoursTheEnvironment) {
@@ -341,7 +401,8 @@ TEST(Nvml, LibraryNameHonoursTheEnvironment) {
   {
     // The default argument goes through it: the stand-in answers.
     ScopedEnv library("CCSCOPE_NVML_LIBRARY", kFakeNvml);
-    ScopedEnv config("CCSCOPE_FAKE_NVML_CONFIG", config_path("h200-vm.conf"));
+    ScopedEnv config("CCSCOPE_STANDIN_NVML", config_path("h200-vm.conf"));
+    ScopedEnv old_name("CCSCOPE_FAKE_NVML_CONFIG", std::nullopt);
     HostTopology topology;
     EXPECT_TRUE(read_nvml(topology).read);
     EXPECT_EQ(topology.gpus.size(), 1u);

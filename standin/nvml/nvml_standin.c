@@ -1,20 +1,30 @@
 /*
- * An NVML stand-in for topo's tests: a shared object exporting the NVML entry
- * points read_nvml uses, describing the GPUs of a text file, so that the
- * dlopen path runs on machines without the NVIDIA driver.
+ * The NVML stand-in: libnvidia-ml.so.1 for tests (standin/nvml/README.md). It
+ * exports the NVML entry points ccscope reads (topo's read_nvml and the
+ * driver-version query of collectives/src/gpu_driver.cpp) and answers them
+ * from a text file describing the GPUs of one machine, so that the dlopen path
+ * runs on machines without the NVIDIA driver. Built as
+ * build/standin/lib/libnvidia-ml.so.1 (never installed): a process finds it
+ * through LD_LIBRARY_PATH, or by its path ($CCSCOPE_NVML_LIBRARY, dlopen).
  *
- * nvmlInit_v2 reads the file named by $CCSCOPE_FAKE_NVML_CONFIG. One item a
- * line; '#' starts a comment; "-" as a figure makes its query answer
- * NVML_ERROR_NOT_SUPPORTED. GPUs are numbered in the order of their gpu
- * lines, from 0.
+ * nvmlInit_v2 reads the file named by $CCSCOPE_STANDIN_NVML, or by its older
+ * name $CCSCOPE_FAKE_NVML_CONFIG; both set to different files is refused.
+ * Neither set: nvmlInit_v2 fails (NVML_ERROR_UNKNOWN, nvmlErrorString says
+ * so), which a reader takes as a machine whose NVML does not start. Machines
+ * to point it at: the .conf files of standin/nvml/machines/.
+ *
+ * One item a line; '#' starts a comment; "-" as a figure makes its query
+ * answer NVML_ERROR_NOT_SUPPORTED. GPUs are numbered in the order of their gpu
+ * lines, from 0. Where a line below says <gpus> or <links>, a range "a-b"
+ * (both ends included) stands for every index in it.
  */
 /* clang-format off */
 /*
  *   driver <version text>             nvmlSystemGetDriverVersion
  *   cuda <int, 13000 = 13.0>          nvmlSystemGetCudaDriverVersion
  *   gpu <bus id> <uuid> <cur gen> <max gen> <cur width> <max width> <cc major> <cc minor> <name...>
- *   nvlink <gpu> <link> <active 0|1> <nvmlNvlinkVersion_t value> <remote bus id> <gpu|switch|unknown>
- *   ancestor <gpu a> <gpu b> <nvmlGpuTopologyLevel_t value>
+ *   nvlink <gpus> <links> <active 0|1> <nvmlNvlinkVersion_t value> <remote bus id|-> <gpu|switch|unknown>
+ *   ancestor <gpus> <gpus> <nvmlGpuTopologyLevel_t value>   (every pair of two different GPUs)
  *   lost <gpu>                        nvmlDeviceGetHandleByIndex_v2 answers NVML_ERROR_GPU_IS_LOST
  *   missing <function>                it answers NVML_ERROR_FUNCTION_NOT_FOUND
  *   fail_init                         nvmlInit_v2 answers NVML_ERROR_DRIVER_NOT_LOADED
@@ -23,8 +33,10 @@
 /*
  * A GPU with nvlink lines has 18 links (0..17; 18 and above are an invalid
  * argument); its links without a line are down and lead nowhere. A GPU
- * without any answers NVML_ERROR_NOT_SUPPORTED. A missing or malformed file
- * makes nvmlInit_v2 fail (NVML_ERROR_UNKNOWN, nvmlErrorString says why).
+ * without any answers NVML_ERROR_NOT_SUPPORTED. For a link or a pair given
+ * twice the later line wins. nvlink and ancestor lines name GPUs by index:
+ * they follow the gpu lines they name. A missing or malformed file makes
+ * nvmlInit_v2 fail (NVML_ERROR_UNKNOWN, nvmlErrorString says why).
  *
  * Types and codes as in NVIDIA's nvml.h (NVML 13.3); enums are C ints.
  */
@@ -59,7 +71,6 @@ typedef struct nvmlPciInfo_st {
 
 #define FAKE_MAX_GPUS 16
 #define FAKE_LINKS 18
-#define FAKE_MAX_ANCESTORS (FAKE_MAX_GPUS * FAKE_MAX_GPUS)
 #define FAKE_MAX_MISSING 16
 #define FAKE_TEXT 96
 
@@ -84,26 +95,20 @@ struct nvmlDevice_st {
 };
 typedef struct nvmlDevice_st* nvmlDevice_t;
 
-struct fake_ancestor {
-  unsigned a, b;
-  int level;
-};
-
 static struct {
   int init_count; /* NVML counts nvmlInit_v2 calls; the last nvmlShutdown ends the session */
   char driver[80];
   int cuda;
   unsigned gpu_count;
   struct nvmlDevice_st gpus[FAKE_MAX_GPUS];
-  unsigned ancestor_count;
-  struct fake_ancestor ancestors[FAKE_MAX_ANCESTORS];
+  int ancestor[FAKE_MAX_GPUS][FAKE_MAX_GPUS]; /* level + 1 of a pair, both ways; 0: none given */
   unsigned missing_count;
   char missing[FAKE_MAX_MISSING][64];
   char error[512]; /* why the configuration could not be read */
 } fake;
 
 /* Not NVML: lets a test see that read_nvml shut NVML down. */
-int ccscope_fake_nvml_init_count(void) { return fake.init_count; }
+int ccscope_standin_nvml_init_count(void) { return fake.init_count; }
 
 /* Cuts what does not fit: the file's texts are the test's, any length. */
 static void copy_text(char* to, size_t size, const char* from) {
@@ -131,6 +136,26 @@ static int parse_gpu_index(const char* token, unsigned* index) {
   int value = 0;
   if (!parse_figure(token, &value) || value < 0 || (unsigned)value >= fake.gpu_count) return 0;
   *index = (unsigned)value;
+  return 1;
+}
+
+/* An index below `limit`, or a range "a-b" of them (a <= b), as [*first, *last]. */
+static int parse_range(const char* token, unsigned limit, unsigned* first, unsigned* last) {
+  char low[16];
+  const char* dash = strchr(token, '-');
+  int a = 0, b = 0;
+  if (!dash) {
+    if (!parse_figure(token, &a) || a < 0) return 0;
+    b = a;
+  } else {
+    if (dash == token || (size_t)(dash - token) >= sizeof low) return 0;
+    memcpy(low, token, (size_t)(dash - token));
+    low[dash - token] = '\0';
+    if (!parse_figure(low, &a) || !parse_figure(dash + 1, &b) || a < 0 || b < a) return 0;
+  }
+  if ((unsigned)b >= limit) return 0;
+  *first = (unsigned)a;
+  *last = (unsigned)b;
   return 1;
 }
 
@@ -191,26 +216,32 @@ static int parse_line(char* line, int* fail_init) {
     return 1;
   }
   if (strcmp(tokens[0], "nvlink") == 0 && count == 7) {
-    unsigned index = 0;
-    int link = 0, active = 0;
-    struct fake_link* entry;
-    if (!parse_gpu_index(tokens[1], &index) || !parse_figure(tokens[2], &link) || link < 0 ||
-        link >= FAKE_LINKS || !parse_figure(tokens[3], &active))
+    unsigned first_gpu = 0, last_gpu = 0, first_link = 0, last_link = 0, index, link;
+    int active = 0, version = 0, remote_type;
+    if (!parse_range(tokens[1], fake.gpu_count, &first_gpu, &last_gpu) ||
+        !parse_range(tokens[2], FAKE_LINKS, &first_link, &last_link) ||
+        !parse_figure(tokens[3], &active) || !parse_figure(tokens[4], &version))
       return 0;
-    entry = &fake.gpus[index].links[link];
-    entry->configured = 1;
-    entry->active = active == 1;
-    if (!parse_figure(tokens[4], &entry->version)) return 0;
-    copy_text(entry->remote, sizeof entry->remote, strcmp(tokens[5], "-") == 0 ? "" : tokens[5]);
     if (strcmp(tokens[6], "gpu") == 0)
-      entry->remote_type = NVLINK_DEVICE_TYPE_GPU;
+      remote_type = NVLINK_DEVICE_TYPE_GPU;
     else if (strcmp(tokens[6], "switch") == 0)
-      entry->remote_type = NVLINK_DEVICE_TYPE_SWITCH;
+      remote_type = NVLINK_DEVICE_TYPE_SWITCH;
     else if (strcmp(tokens[6], "unknown") == 0)
-      entry->remote_type = NVLINK_DEVICE_TYPE_UNKNOWN;
+      remote_type = NVLINK_DEVICE_TYPE_UNKNOWN;
     else
       return 0;
-    fake.gpus[index].has_nvlink = 1;
+    for (index = first_gpu; index <= last_gpu; ++index) {
+      for (link = first_link; link <= last_link; ++link) {
+        struct fake_link* entry = &fake.gpus[index].links[link];
+        entry->configured = 1;
+        entry->active = active == 1;
+        entry->version = version;
+        copy_text(entry->remote, sizeof entry->remote,
+                  strcmp(tokens[5], "-") == 0 ? "" : tokens[5]);
+        entry->remote_type = remote_type;
+      }
+      fake.gpus[index].has_nvlink = 1;
+    }
     return 1;
   }
   if (strcmp(tokens[0], "lost") == 0 && count == 2) {
@@ -220,44 +251,64 @@ static int parse_line(char* line, int* fail_init) {
     return 1;
   }
   if (strcmp(tokens[0], "ancestor") == 0 && count == 4) {
-    struct fake_ancestor* entry;
-    if (fake.ancestor_count >= FAKE_MAX_ANCESTORS) return 0;
-    entry = &fake.ancestors[fake.ancestor_count];
-    if (!parse_gpu_index(tokens[1], &entry->a) || !parse_gpu_index(tokens[2], &entry->b) ||
-        !parse_figure(tokens[3], &entry->level) || entry->level < 0)
+    unsigned first_a = 0, last_a = 0, first_b = 0, last_b = 0, a, b;
+    int level = 0;
+    if (!parse_range(tokens[1], fake.gpu_count, &first_a, &last_a) ||
+        !parse_range(tokens[2], fake.gpu_count, &first_b, &last_b) ||
+        !parse_figure(tokens[3], &level) || level < 0)
       return 0;
-    ++fake.ancestor_count;
+    for (a = first_a; a <= last_a; ++a)
+      for (b = first_b; b <= last_b; ++b)
+        if (a != b) fake.ancestor[a][b] = fake.ancestor[b][a] = level + 1;
     return 1;
   }
   return 0;
 }
 
+/* The value of an environment variable, NULL when unset or empty. */
+static const char* environment(const char* name) {
+  const char* value = getenv(name);
+  return value && *value ? value : NULL;
+}
+
 /* Loads the configuration; an NVML code, with fake.error set when it is not a success. */
 static nvmlReturn_t load_config(void) {
-  const char* path = getenv("CCSCOPE_FAKE_NVML_CONFIG");
+  const char* path = environment("CCSCOPE_STANDIN_NVML");
+  const char* old_name = environment("CCSCOPE_FAKE_NVML_CONFIG");
   char line[512];
   unsigned line_number = 0;
   int fail_init = 0;
   FILE* file;
   memset(&fake, 0, sizeof fake);
-  if (!path || !*path) {
-    copy_text(fake.error, sizeof fake.error, "fake NVML: CCSCOPE_FAKE_NVML_CONFIG is not set");
+  if (path && old_name && strcmp(path, old_name) != 0) {
+    snprintf(fake.error, sizeof fake.error,
+             "NVML stand-in: CCSCOPE_STANDIN_NVML (%s) and its old name CCSCOPE_FAKE_NVML_CONFIG "
+             "(%s) name different files: set one",
+             path, old_name);
+    return NVML_ERROR_UNKNOWN;
+  }
+  if (!path) path = old_name;
+  if (!path) {
+    copy_text(fake.error, sizeof fake.error,
+              "NVML stand-in: CCSCOPE_STANDIN_NVML is not set (a machine file: "
+              "standin/nvml/machines/*.conf)");
     return NVML_ERROR_UNKNOWN;
   }
   file = fopen(path, "r");
   if (!file) {
-    snprintf(fake.error, sizeof fake.error, "fake NVML: cannot open %s", path);
+    snprintf(fake.error, sizeof fake.error, "NVML stand-in: cannot open %s", path);
     return NVML_ERROR_UNKNOWN;
   }
   while (fgets(line, sizeof line, file)) {
     ++line_number;
     if (!strchr(line, '\n') && !feof(file)) { /* longer than the buffer: not ours */
-      snprintf(fake.error, sizeof fake.error, "fake NVML: %s:%u: line too long", path, line_number);
+      snprintf(fake.error, sizeof fake.error, "NVML stand-in: %s:%u: line too long", path,
+               line_number);
       fclose(file);
       return NVML_ERROR_UNKNOWN;
     }
     if (!parse_line(line, &fail_init)) {
-      snprintf(fake.error, sizeof fake.error, "fake NVML: %s:%u: cannot read this line", path,
+      snprintf(fake.error, sizeof fake.error, "NVML stand-in: %s:%u: cannot read this line", path,
                line_number);
       fclose(file);
       return NVML_ERROR_UNKNOWN;
@@ -503,18 +554,12 @@ nvmlReturn_t nvmlDeviceGetNvLinkRemoteDeviceType(nvmlDevice_t device, unsigned i
 
 nvmlReturn_t nvmlDeviceGetTopologyCommonAncestor(nvmlDevice_t device1, nvmlDevice_t device2,
                                                  int* pathInfo) {
-  unsigned a, b, i;
+  int given;
   FAKE_ENTER();
   if (!gpu_of(device1) || !gpu_of(device2) || !pathInfo || device1 == device2)
     return NVML_ERROR_INVALID_ARGUMENT;
-  a = (unsigned)(device1 - fake.gpus);
-  b = (unsigned)(device2 - fake.gpus);
-  for (i = 0; i < fake.ancestor_count; ++i) {
-    const struct fake_ancestor* entry = &fake.ancestors[i];
-    if ((entry->a == a && entry->b == b) || (entry->a == b && entry->b == a)) {
-      *pathInfo = entry->level;
-      return NVML_SUCCESS;
-    }
-  }
-  return NVML_ERROR_NOT_SUPPORTED;
+  given = fake.ancestor[device1 - fake.gpus][device2 - fake.gpus];
+  if (!given) return NVML_ERROR_NOT_SUPPORTED;
+  *pathInfo = given - 1;
+  return NVML_SUCCESS;
 }
