@@ -37,6 +37,9 @@ using Clock = std::chrono::steady_clock;
 // The opaque handle types of the runtime's API, defined here.
 struct CUstream_st {
   int device = 0;
+  // CCSCOPE_STANDIN_STREAM_DELAY_US: the worker waits this long before each
+  // operation, so that a missing synchronisation reads stale data every time.
+  std::chrono::microseconds delay{0};
   std::mutex mutex;
   std::condition_variable changed;
   std::deque<ccscope::standin::Work> queue;
@@ -130,6 +133,7 @@ void worker_loop(CUstream_st* stream) {
     Work work = std::move(stream->queue.front());
     stream->queue.pop_front();
     lock.unlock();
+    if (stream->delay.count() > 0) std::this_thread::sleep_for(stream->delay);
     work();
     lock.lock();
     --stream->unfinished;
@@ -143,6 +147,7 @@ void worker_loop(CUstream_st* stream) {
 CUstream_st* make_stream(int device) {
   auto* stream = new CUstream_st();
   stream->device = device;
+  stream->delay = std::chrono::microseconds(env_size("CCSCOPE_STANDIN_STREAM_DELAY_US", 0));
   stream->worker = std::thread(worker_loop, stream);
   return stream;
 }

@@ -169,9 +169,37 @@ bool debug_at_least(const char* level) {
   return rank_of(set) >= rank_of(level);
 }
 
+// NCCL_DEBUG_FILE as NCCL reads it: %h the host name, %p the process id.
+FILE* log_stream() {
+  static FILE* stream = [] {
+    const char* pattern = std::getenv("NCCL_DEBUG_FILE");
+    if (pattern == nullptr || *pattern == '\0') return stderr;
+    std::string path;
+    for (const char* c = pattern; *c != '\0'; ++c) {
+      if (c[0] == '%' && c[1] == 'h') {
+        char host[256] = {};
+        gethostname(host, sizeof(host) - 1);
+        path += host;
+        ++c;
+      } else if (c[0] == '%' && c[1] == 'p') {
+        path += std::to_string(getpid());
+        ++c;
+      } else {
+        path += *c;
+      }
+    }
+    FILE* file = std::fopen(path.c_str(), "w");
+    return file != nullptr ? file : stderr;
+  }();
+  return stream;
+}
+
 void log(int device, const char* level, const std::string& text) {
   if (!debug_at_least(level)) return;
-  std::fprintf(stderr, "%s NCCL %s %s\n", log_prefix(device).c_str(), level, text.c_str());
+  static std::mutex log_mutex;
+  std::lock_guard<std::mutex> lock(log_mutex);
+  std::fprintf(log_stream(), "%s NCCL %s %s\n", log_prefix(device).c_str(), level, text.c_str());
+  std::fflush(log_stream());
 }
 
 ncclResult_t error(CommState* state, ncclResult_t code, const std::string& text) {
@@ -301,12 +329,33 @@ ncclResult_t join(CommState& state, const ncclUniqueId& id) {
                        std::to_string(r) + " both on CUDA device " + std::to_string(state.device));
     }
   }
-  if (state.rank == 0) log(state.device, "INFO", "NCCL version " + std::to_string(NCCL_MAJOR) + "." +
-                                                     std::to_string(NCCL_MINOR) + "." +
-                                                     std::to_string(NCCL_PATCH) + " (ccscope stand-in)");
+  // The lines of a real init that log readers (ccscope diag nccl-log) key on.
+  char comm_text[64];
+  std::snprintf(comm_text, sizeof(comm_text), "comm %p rank %d", static_cast<void*>(&state), state.rank);
+  int local_ranks = 0, local_rank = 0;
+  for (int r = 0; r < state.nranks; ++r) {
+    if (h.slots[r].host.load() != mine.host.load()) continue;
+    if (r < state.rank) ++local_rank;
+    ++local_ranks;
+  }
+  const int nodes = [&] {
+    std::set<uint64_t> hosts;
+    for (int r = 0; r < state.nranks; ++r) hosts.insert(h.slots[r].host.load());
+    return static_cast<int>(hosts.size());
+  }();
   log(state.device, "INFO",
-      "ccscope stand-in comm rank " + std::to_string(state.rank) + " nRanks " +
-          std::to_string(state.nranks) + " - Init COMPLETE");
+      "NCCL version " + std::to_string(NCCL_MAJOR) + "." + std::to_string(NCCL_MINOR) + "." +
+          std::to_string(NCCL_PATCH) + "+cuda" + std::to_string(CUDART_VERSION / 1000) + "." +
+          std::to_string(CUDART_VERSION % 1000 / 10) + " (ccscope stand-in, shared memory)");
+  log(state.device, "INFO",
+      std::string(comm_text) + " nRanks " + std::to_string(state.nranks) + " nNodes " +
+          std::to_string(nodes) + " localRanks " + std::to_string(local_ranks) + " localRank " +
+          std::to_string(local_rank) + " MNNVL 0");
+  log(state.device, "INFO",
+      "ncclCommInitRankConfig " + std::string(comm_text) + " nranks " + std::to_string(state.nranks) +
+          " cudaDev " + std::to_string(state.device) + " nvmlDev " + std::to_string(state.device) +
+          " busId " + std::to_string(0x18 + 0x10 * state.device) + "000 commId 0x" + state.shm_name.substr(17, 16) +
+          " - Init COMPLETE");
   return ncclSuccess;
 }
 
@@ -363,9 +412,17 @@ Outcome progress(CommState& state, std::vector<Outgoing>& sends, std::vector<Inc
   for (int idle = 0;;) {
     bool moved = false;
     bool all_done = true;
+    // A channel carries one message at a time: the first unfinished one to or
+    // from a peer goes on, later ones to the same peer wait their turn.
+    std::vector<char> busy(static_cast<size_t>(state.nranks), 0);
     for (Outgoing& s : sends) {
       const size_t total = sizeof(MessageHeader) + s.header.bytes;
       if (s.done == total) continue;
+      if (busy[static_cast<size_t>(s.peer)]) {
+        all_done = false;
+        continue;
+      }
+      busy[static_cast<size_t>(s.peer)] = 1;
       Channel& c = state.channel(state.rank, s.peer);
       if (s.done < sizeof(MessageHeader)) {
         const size_t n = ring_write(c, reinterpret_cast<const char*>(&s.header) + s.done,
@@ -381,8 +438,14 @@ Outcome progress(CommState& state, std::vector<Outgoing>& sends, std::vector<Inc
       }
       all_done &= s.done == total;
     }
+    std::fill(busy.begin(), busy.end(), 0);
     for (Incoming& r : recvs) {
       if (r.done == sizeof(MessageHeader) + r.bytes) continue;
+      if (busy[static_cast<size_t>(r.peer)]) {
+        all_done = false;
+        continue;
+      }
+      busy[static_cast<size_t>(r.peer)] = 1;
       Channel& c = state.channel(r.peer, state.rank);
       if (r.done < sizeof(MessageHeader)) {
         const size_t n = ring_read(c, reinterpret_cast<char*>(&r.header) + r.done,

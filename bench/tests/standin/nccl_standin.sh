@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# ccscope's NCCL path run under the CUDA/NCCL stand-in (standin/, docs/standin.md):
+# the real binary, the stand-in's libcudart/libnccl chosen by LD_LIBRARY_PATH.
+# usage: nccl_standin.sh SCENARIO CCSCOPE MPIEXEC STANDIN_LIB_DIR READ_RECORDS
+# Scenarios (one CTest test each, label standin):
+#   sweep      2 ranks: every collective x every type x every op, in and out of
+#              place, every element checked (#wrong 0 in every record)
+#   ranks      1, 3 (--isolate-ranks: three ranks on one stand-in GPU) and 4 ranks
+#   graphs     -G 2 (CUDA graphs captured and replayed), -m 2 (aggregated groups)
+#   corrupt    one element corrupted by the stand-in: #wrong > 0, exit 1, the
+#              rank and element named
+#   faults     an asynchronous NCCL error, a vanished rank, a hang cut short by
+#              --timeout: exit codes and the lines that name them
+#   usage      two ranks on one GPU without --isolate-ranks, a sweep larger than
+#              the device memory: one line each, exit 2
+#   diag       ccscope diag stages 1-2 over NCCL, its NCCL log read back
+set -uo pipefail
+scenario=$1 ccscope=$2 mpiexec=$3 lib=$4 read_records=$5
+[ -e "$lib/libnccl.so.2" ] || { echo "SKIPPED: no NCCL stand-in in $lib (built without CUDA headers)"; exit 77; }
+export LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+unset CCSCOPE_STANDIN_FAULTS NCCL_DEBUG NCCL_DEBUG_FILE NCCL_HOSTID NCCL_COMM_BLOCKING
+export CCSCOPE_STANDIN_GPUS=4
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+ok() { echo "ok: $*"; }
+
+# bench RANKS NAME [bench args...]: runs, keeps stdout+stderr in $work/NAME.out,
+# the CSV in $work/NAME.csv; returns bench's exit code.
+bench() {
+  local ranks=$1 name=$2
+  shift 2
+  timeout 120 "$mpiexec" -n "$ranks" "$ccscope" bench --backend nccl --no-progress \
+    --csv "$work/$name.csv" "$@" >"$work/$name.out" 2>&1
+}
+
+# checked_clean NAME MIN_ROWS: every record checked, #wrong 0, backend nccl.
+checked_clean() {
+  local name=$1 min_rows=$2 records bad rows
+  if ! records=$(python3 "$read_records" "$work/$name.csv" --fields checked,wrong,backend 2>&1); then
+    fail "$name: $records"; return
+  fi
+  bad=$(awk -F'\t' 'NF && ($1 != 1 || $2 != 0 || $3 != "nccl") {n++} END {print n+0}' <<<"$records")
+  rows=$(grep -c . <<<"$records")
+  if [ "$bad" -ne 0 ] || [ "$rows" -lt "$min_rows" ]; then
+    fail "$name: $bad bad records of $rows (want 0 of at least $min_rows)"; tail -5 "$work/$name.out"
+  else
+    ok "$name: $rows records, every one checked, #wrong 0"
+  fi
+}
+
+case $scenario in
+sweep)
+  all=allreduce,allgather,reducescatter,broadcast,alltoall,sendrecv,reduce,gather,scatter,alltoallv
+  if bench 2 sweep "$all" -d all -o all -b 8 -e 64K -f 32 -n 1 -w 1 -c 1; then
+    # 4 sizes x (3 reducing collectives x 12 types x 6 ops x 2 placements
+    #            + 6 moving collectives x 12 types x 2 placements ...): at least 900 records
+    checked_clean sweep 900
+  else
+    fail "sweep exited $?"; tail -5 "$work/sweep.out"
+  fi
+  ;;
+ranks)
+  for ranks in 1 3 4; do
+    extra=()
+    [ "$ranks" -eq 3 ] && extra=(--isolate-ranks) && export CCSCOPE_STANDIN_GPUS=1
+    if bench "$ranks" "ranks$ranks" allreduce,allgather,reducescatter,alltoall,sendrecv,broadcast \
+        -b 8 -e 256K -f 64 -n 2 -w 1 "${extra[@]}"; then
+      checked_clean "ranks$ranks" 18
+    else
+      fail "$ranks ranks exited $?"; tail -5 "$work/ranks$ranks.out"
+    fi
+    export CCSCOPE_STANDIN_GPUS=4
+  done
+  ;;
+graphs)
+  if bench 2 graphs allreduce,reducescatter,allgather -b 1K -e 1M -f 32 -n 3 -w 1 -G 2; then
+    checked_clean graphs 12
+    grep -q "graph_capture=thread-local" "$work/graphs.out" || fail "graphs: no graph_capture in the resources line"
+  else
+    fail "-G 2 exited $?"; tail -5 "$work/graphs.out"
+  fi
+  if bench 2 aggregated allreduce,sendrecv -b 1K -e 1M -f 32 -n 2 -w 1 -m 2; then
+    checked_clean aggregated 8
+  else
+    fail "-m 2 exited $?"; tail -5 "$work/aggregated.out"
+  fi
+  ;;
+corrupt)
+  # Operation 5 of rank 1 is the first checked one (2 warm-up-free timed
+  # iterations in each placement come first): element 5 turns wrong.
+  CCSCOPE_STANDIN_FAULTS="corrupt:rank=1:op=5:element=5" bench 2 corrupt allreduce -b 1K -e 1K -n 2 -w 0 -c 1
+  rc=$?
+  wrong=$(python3 "$read_records" "$work/corrupt.csv" --fields wrong 2>/dev/null | awk '{s += $1} END {print s+0}')
+  if [ "$rc" -eq 1 ] && [ "$wrong" -ge 1 ] && grep -q "WRONG RESULT.*rank 1 element 5" "$work/corrupt.out"; then
+    ok "corrupt: exit 1, #wrong $wrong, rank 1 element 5 named"
+  else
+    fail "corrupt: exit $rc, #wrong $wrong"; grep -v '^#' "$work/corrupt.out" | head -5
+  fi
+  ;;
+faults)
+  CCSCOPE_STANDIN_FAULTS="async_error:rank=1:op=6" bench 2 async allreduce -b 1K -e 1K -n 4 -w 1 --timeout 20
+  rc=$?
+  if [ "$rc" -eq 1 ] && grep -q "rank 1: NCCL reported an asynchronous error.*injected async_error" "$work/async.out"; then
+    ok "async_error: exit 1, NCCL's error on rank 1 named"
+  else
+    fail "async_error: exit $rc"; grep -v '^#' "$work/async.out" | head -5
+  fi
+  CCSCOPE_STANDIN_FAULTS="vanish:rank=1:op=6" bench 2 vanish allreduce -b 1K -e 1K -n 4 -w 1 --timeout 20
+  rc=$?
+  if [ "$rc" -ne 0 ] && grep -q "rank 1 (.*) died during allreduce" "$work/vanish.out"; then
+    ok "vanish: exit $rc, rank 1's death named"
+  else
+    fail "vanish: exit $rc"; grep -v '^#' "$work/vanish.out" | head -5
+  fi
+  start=$(date +%s)
+  CCSCOPE_STANDIN_FAULTS="hang:rank=1:op=6" bench 2 hang allreduce -b 1K -e 1K -n 4 -w 1 --timeout 3
+  rc=$? took=$(($(date +%s) - start))
+  if [ "$rc" -eq 3 ] && [ "$took" -lt 30 ] && grep -q "timeout: no progress for 3 s" "$work/hang.out"; then
+    ok "hang: exit 3 after ${took} s, the wait named"
+  else
+    fail "hang: exit $rc after ${took} s"; grep -v '^#' "$work/hang.out" | head -5
+  fi
+  ;;
+usage)
+  CCSCOPE_STANDIN_GPUS=1 bench 2 shared allreduce -b 1K -e 1K -n 1 -w 0
+  rc=$?
+  if [ "$rc" -ne 0 ] && grep -q "Duplicate GPU detected.*use --isolate-ranks" "$work/shared.out"; then
+    ok "two ranks on one GPU: exit $rc, NCCL's reason and --isolate-ranks named"
+  else
+    fail "two ranks on one GPU: exit $rc"; grep -v '^#' "$work/shared.out" | head -5
+  fi
+  CCSCOPE_STANDIN_GPU_MEMORY=64M bench 2 budget allreduce -b 1M -e 1G -f 4 -n 1 -w 0
+  rc=$?
+  lines=$(grep -c "error" "$work/budget.out")
+  if [ "$rc" -eq 2 ] && grep -q "cannot allocate the buffers of -e 1 GiB.*out of memory" "$work/budget.out"; then
+    ok "a sweep beyond the device memory: exit 2, $lines error line(s)"
+  else
+    fail "device memory budget: exit $rc"; grep -v '^#' "$work/budget.out" | head -5
+  fi
+  ;;
+diag)
+  timeout 120 "$mpiexec" -n 2 "$ccscope" diag --stages 1,2 --backend nccl --bytes 1M \
+    --csv "$work/diag.csv" >"$work/diag.out" 2>&1
+  rc=$?
+  if [ "$rc" -eq 0 ] && grep -q "PASS  node.allreduce" "$work/diag.out" &&
+      ! grep -q "no_nccl_lines" "$work/diag.out" && grep -q "verdict: PASS" "$work/diag.out"; then
+    ok "diag stages 1-2 over NCCL: PASS, its NCCL_DEBUG_FILE log read"
+  else
+    fail "diag: exit $rc"; tail -12 "$work/diag.out"
+  fi
+  ;;
+*) echo "unknown scenario $scenario"; exit 2 ;;
+esac
+[ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
