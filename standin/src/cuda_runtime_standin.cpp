@@ -101,6 +101,9 @@ struct State {
   std::vector<size_t> used;                     // device bytes in use per device
   std::set<CUstream_st*> streams;
   std::set<CUevent_st*> events;
+  // Destroyed events: queued work may still record them, so they are kept
+  // (a few bytes each) instead of freed under a worker's feet.
+  std::vector<std::unique_ptr<CUevent_st>> destroyed_events;
   std::vector<CUstream_st*> default_streams;
   int devices = 1;
   size_t memory_per_device = size_t{4} << 30;
@@ -622,9 +625,8 @@ cudaError_t cudaEventDestroy(cudaEvent_t event) {
   {
     std::lock_guard<std::mutex> lock(s.mutex);
     if (event == nullptr || s.events.erase(event) == 0) return fail(cudaErrorInvalidResourceHandle);
+    s.destroyed_events.emplace_back(event);
   }
-  // Work still queued may record it: the event is kept (a few bytes) rather
-  // than freed under the worker's feet.
   return cudaSuccess;
 }
 
