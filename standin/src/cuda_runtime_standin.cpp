@@ -191,6 +191,24 @@ const Allocation* find_allocation(const void* p, size_t bytes) {
 
 bool device_count_valid(int device) { return device >= 0 && device < state().devices; }
 
+// The PCI bus id of a stand-in GPU: CCSCOPE_STANDIN_PCI_BUS_IDS (comma-separated,
+// e.g. the bus ids of the NVML stand-in's machine file), else 0000:18:00.0,
+// 0000:28:00.0, ...
+std::string bus_id_of(int device) {
+  if (const char* list = std::getenv("CCSCOPE_STANDIN_PCI_BUS_IDS"); list != nullptr) {
+    std::string text(list);
+    size_t start = 0;
+    for (int i = 0; i < device && start != std::string::npos; ++i) {
+      start = text.find(',', start);
+      if (start != std::string::npos) ++start;
+    }
+    if (start != std::string::npos && start < text.size()) return text.substr(start, text.find(',', start) - start);
+  }
+  char id[32];
+  std::snprintf(id, sizeof(id), "0000:%02x:00.0", 0x18 + 0x10 * device);
+  return id;
+}
+
 }  // namespace
 
 Resolved resolve(const void* pointer, size_t bytes) {
@@ -382,9 +400,11 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
   prop->minor = 0;
   prop->multiProcessorCount = 132;
   prop->warpSize = 32;
-  prop->pciDomainID = 0;
-  prop->pciBusID = 0x18 + 0x10 * device;
-  prop->pciDeviceID = 0;
+  unsigned domain = 0, bus = 0, dev = 0, function = 0;
+  std::sscanf(bus_id_of(device).c_str(), "%x:%x:%x.%x", &domain, &bus, &dev, &function);
+  prop->pciDomainID = static_cast<int>(domain);
+  prop->pciBusID = static_cast<int>(bus);
+  prop->pciDeviceID = static_cast<int>(dev);
   prop->unifiedAddressing = 1;
   return cudaSuccess;
 }
@@ -392,7 +412,7 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
 cudaError_t cudaDeviceGetPCIBusId(char* pciBusId, int len, int device) {
   if (pciBusId == nullptr || len <= 0) return fail(cudaErrorInvalidValue);
   if (device < 0 || device >= device_count()) return fail(cudaErrorInvalidDevice);
-  std::snprintf(pciBusId, static_cast<size_t>(len), "0000:%02x:00.0", 0x18 + 0x10 * device);
+  std::snprintf(pciBusId, static_cast<size_t>(len), "%s", bus_id_of(device).c_str());
   return cudaSuccess;
 }
 
