@@ -37,9 +37,10 @@ FaultParse parse_faults(std::string_view text) {
     else if (kind == "corrupt") fault.kind = FaultKind::kCorrupt;
     else if (kind == "init_hang") fault.kind = FaultKind::kInitHang;
     else if (kind == "vanish") fault.kind = FaultKind::kVanish;
+    else if (kind == "call_hang") fault.kind = FaultKind::kCallHang;
     else {
       result.error = "unknown fault kind '" + std::string(kind) +
-                     "' (async_error, hang, corrupt, init_hang, vanish)";
+                     "' (async_error, hang, corrupt, init_hang, vanish, call_hang)";
       return result;
     }
     bool has_rank = false;

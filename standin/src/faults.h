@@ -6,9 +6,12 @@
 // hang (operation N of rank R never completes and reports nothing), corrupt
 // (operation N of rank R writes one wrong element, index I, default 0),
 // init_hang (rank R's ncclCommInitRank* never completes), vanish (rank R's
-// process is killed with SIGKILL when it starts operation N).
+// process is killed with SIGKILL when it starts operation N), call_hang (rank
+// R's host thread never returns from the NCCL call that issues operation N, as
+// a process stuck in the library).
 // Operations are counted per process from 1, over every communicator, each
-// collective and each ncclSend/ncclRecv once, as they execute on a stream.
+// collective and each ncclSend/ncclRecv once, as they execute on a stream
+// (call_hang: as they are called).
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -18,7 +21,7 @@
 
 namespace ccscope::standin {
 
-enum class FaultKind { kAsyncError, kHang, kCorrupt, kInitHang, kVanish };
+enum class FaultKind { kAsyncError, kHang, kCorrupt, kInitHang, kVanish, kCallHang };
 
 struct Fault {
   FaultKind kind = FaultKind::kHang;

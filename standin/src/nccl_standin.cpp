@@ -930,6 +930,10 @@ ncclResult_t enqueue_operation(ncclComm_t comm, cudaStream_t stream, Operation o
     op.what = what;
     op.signature = std::hash<std::string>{}(op.what);
   }
+  static std::atomic<uint64_t> calls{0};
+  if (find_fault(faults(), FaultKind::kCallHang, me, ++calls)) {
+    for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));  // never returns
+  }
   if (tls_group_depth > 0) {
     tls_pending.push_back({state, stream, std::move(op)});
     return ncclSuccess;

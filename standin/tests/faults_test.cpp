@@ -24,6 +24,7 @@ TEST(StandinFaults, ParsesEveryKindAndField) {
 
 TEST(StandinFaults, RefusesWhatItCannotRead) {
   EXPECT_NE(parse_faults("explode:rank=1").error, "");
+  EXPECT_EQ(parse_faults("call_hang:rank=1:op=4").faults.at(0).kind, FaultKind::kCallHang);
   EXPECT_NE(parse_faults("hang:op=2").error.find("names no rank"), std::string::npos);
   EXPECT_NE(parse_faults("hang:rank=x").error, "");
   EXPECT_NE(parse_faults("hang:rank=1:op=0").error, "");

@@ -9,11 +9,13 @@
 #   graphs     -G 2 (CUDA graphs captured and replayed), -m 2 (aggregated groups)
 #   corrupt    one element corrupted by the stand-in: #wrong > 0, exit 1, the
 #              rank and element named
-#   faults     an asynchronous NCCL error, a vanished rank, a hang cut short by
-#              --timeout: exit codes and the lines that name them
+#   faults     an asynchronous NCCL error, a vanished rank, a hang on the device
+#              and a rank stuck in an NCCL call cut short by --timeout: exit
+#              codes and the lines that name them
 #   usage      two ranks on one GPU without --isolate-ranks, a sweep larger than
 #              the device memory: one line each, exit 2
-#   diag       ccscope diag stages 1-2 over NCCL, its NCCL log read back
+#   diag       ccscope diag stages 1-2 over NCCL, its NCCL log read back; a rank
+#              stuck and a rank vanished in stage 2 named; a non-blocking init
 set -uo pipefail
 scenario=$1 ccscope=$2 mpiexec=$3 lib=$4 read_records=$5
 [ -e "$lib/libnccl.so.2" ] || { echo "SKIPPED: no NCCL stand-in in $lib (built without CUDA headers)"; exit 77; }
@@ -122,6 +124,13 @@ faults)
   else
     fail "hang: exit $rc after ${took} s"; grep -v '^#' "$work/hang.out" | head -5
   fi
+  CCSCOPE_STANDIN_FAULTS="call_hang:rank=1:op=6" bench 2 call_hang allreduce -b 1K -e 1K -n 4 -w 1 --timeout 3
+  rc=$?
+  if [ "$rc" -eq 3 ] && grep -q "rank 1 (.*) is behind: operation" "$work/call_hang.out"; then
+    ok "call_hang: exit 3, rank 1 named as behind"
+  else
+    fail "call_hang: exit $rc"; grep -v '^#' "$work/call_hang.out" | head -5
+  fi
   ;;
 usage)
   CCSCOPE_STANDIN_GPUS=1 bench 2 shared allreduce -b 1K -e 1K -n 1 -w 0
@@ -149,6 +158,33 @@ diag)
     ok "diag stages 1-2 over NCCL: PASS, its NCCL_DEBUG_FILE log read"
   else
     fail "diag: exit $rc"; tail -12 "$work/diag.out"
+  fi
+  # A rank stuck in an NCCL call in stage 2, and one that vanishes there: named.
+  CCSCOPE_STANDIN_FAULTS="call_hang:rank=1:op=30" timeout 120 "$mpiexec" -n 2 "$ccscope" diag \
+    --stages 1,2 --backend nccl --bytes 1M --timeout 4 >"$work/diag_hang.out" 2>&1
+  rc=$?
+  if [ "$rc" -eq 3 ] && grep -q "rank 1 (.*) is behind: operation .* of diag stage 2" "$work/diag_hang.out"; then
+    ok "diag with rank 1 stuck in NCCL: exit 3, rank 1 named"
+  else
+    fail "diag with a stuck rank: exit $rc"; tail -5 "$work/diag_hang.out"
+  fi
+  CCSCOPE_STANDIN_FAULTS="vanish:rank=1:op=30" timeout 120 "$mpiexec" -n 2 "$ccscope" diag \
+    --stages 1,2 --backend nccl --bytes 1M --timeout 20 >"$work/diag_vanish.out" 2>&1
+  rc=$?
+  # 1: ccscope's exit; 9: MPICH's Hydra, which ends the job when a rank dies, won the race.
+  if { [ "$rc" -eq 1 ] || [ "$rc" -eq 9 ]; } && grep -q "rank 1 (.*) died during diag stage 2" "$work/diag_vanish.out"; then
+    ok "diag with rank 1 vanished: exit $rc, rank 1 named"
+  else
+    fail "diag with a vanished rank: exit $rc"; tail -5 "$work/diag_vanish.out"
+  fi
+  # The non-blocking init (NCCL_COMM_BLOCKING=0): stages 1-2 pass through it.
+  NCCL_COMM_BLOCKING=0 timeout 120 "$mpiexec" -n 2 "$ccscope" diag --stages 2 --backend nccl \
+    --bytes 1M >"$work/diag_nonblocking.out" 2>&1
+  rc=$?
+  if [ "$rc" -eq 0 ] && grep -q "verdict: PASS" "$work/diag_nonblocking.out"; then
+    ok "diag stage 2 over a non-blocking communicator: PASS"
+  else
+    fail "diag non-blocking: exit $rc"; tail -5 "$work/diag_nonblocking.out"
   fi
   ;;
 *) echo "unknown scenario $scenario"; exit 2 ;;
