@@ -628,8 +628,12 @@ JobShape job_shape(const World& world) {
 std::string preflight(const BenchOptions& options, const World& world, const Communicator& comm) {
   std::string problem;
   const size_t element_bytes = element_size(options.type);
-  const auto available =
-      comm.memory_kind() == MemoryKind::kHost ? host_available_memory() : std::nullopt;
+  const bool on_host = comm.memory_kind() == MemoryKind::kHost;
+  const auto available = on_host ? host_available_memory() : comm.device_memory_available();
+  // Device memory is already this rank's share of its GPU's free memory.
+  const int sharing_ranks = on_host ? world.local_size() : 1;
+  const std::string where = on_host ? "host " + world.hostname()
+                                    : comm.device_name() + " on host " + world.hostname();
   const auto sizes =
       size_sequence(options.min_bytes, options.max_bytes, options.step_factor, options.step_bytes);
   for (Collective collective : options.collectives) {
@@ -642,7 +646,7 @@ std::string preflight(const BenchOptions& options, const World& world, const Com
                 " backend takes (" + std::to_string(comm.max_count()) + "); use a smaller -e";
     else if (available)
       problem = memory_shortfall(collective, sizes.back(), element_bytes, comm.size(),
-                                 world.local_size(), *available, "host " + world.hostname());
+                                 sharing_ranks, *available, where);
   }
   return first_problem_over_ranks(world, problem);
 }

@@ -22,6 +22,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <thread>
@@ -581,6 +582,8 @@ class NcclCommunicator : public Communicator {
         message += "; " + std::to_string(world.local_size()) + " ranks on host " +
                    world.hostname() + " share " + std::to_string(device_count) +
                    " GPU(s): run one rank per GPU, or use --isolate-ranks";
+        // The launch, not the machine, is wrong: a usage error (exit 2).
+        throw UsageError(message);
       }
       throw BackendError(message);
     }
@@ -615,6 +618,15 @@ class NcclCommunicator : public Communicator {
 
   NcclCommunicator(const NcclCommunicator&) = delete;
   NcclCommunicator& operator=(const NcclCommunicator&) = delete;
+
+  std::optional<size_t> device_memory_available() const override {
+    size_t free_bytes = 0, total = 0;
+    if (cudaSetDevice(device_) != cudaSuccess || cudaMemGetInfo(&free_bytes, &total) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return std::nullopt;
+    }
+    return free_bytes / static_cast<size_t>(std::max(ranks_on_device_, 1));
+  }
 
   std::string backend_name() const override { return "nccl"; }
   int rank() const override { return rank_; }
@@ -966,6 +978,10 @@ class NcclCommunicator : public Communicator {
                        "; use --backend mpi");
     }
     device_ = world.local_rank() % device_count;
+    // Local ranks on this GPU (several with --isolate-ranks): they share its memory.
+    ranks_on_device_ = 0;
+    for (int local = 0; local < world.local_size(); ++local)
+      ranks_on_device_ += local % device_count == device_ ? 1 : 0;
     check_cuda(cudaSetDevice(device_), "cudaSetDevice", rank_);
     cudaDeviceProp properties{};
     check_cuda(cudaGetDeviceProperties(&properties, device_), "cudaGetDeviceProperties", rank_);
@@ -1237,6 +1253,7 @@ class NcclCommunicator : public Communicator {
   int rank_ = 0;
   int size_ = 1;
   int device_ = 0;
+  int ranks_on_device_ = 1;
   std::string device_name_;
   std::chrono::milliseconds sync_timeout_ = kDefaultSyncTimeout;
   // The destructor body finalizes or aborts comm_ before these members go.

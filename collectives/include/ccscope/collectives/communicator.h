@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -98,6 +99,11 @@ class Communicator {
 
   // The largest element count one operation takes (MPI: its int count).
   virtual size_t max_count() const { return static_cast<size_t>(-1); }
+  // Device memory this rank may still allocate (the GPU's free memory shared
+  // out among the local ranks on that GPU); nullopt for host memory or when
+  // unknown. The sweep's preflight checks -e against it, as nccl-tests caps
+  // maxBytes by cudaMemGetInfo.
+  virtual std::optional<size_t> device_memory_available() const { return std::nullopt; }
   virtual std::unique_ptr<Buffer> allocate(size_t bytes) = 0;
   virtual void copy_from_host(Buffer& dst, size_t dst_offset, const void* src, size_t bytes) = 0;
   virtual void copy_to_host(void* dst, const Buffer& src, size_t src_offset, size_t bytes) = 0;
