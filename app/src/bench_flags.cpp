@@ -271,6 +271,7 @@ ParsedBenchFlags parse_bench_flags(const std::vector<std::string>& args) {
   options.check_iterations = static_cast<int>(integer_argument("-c/--check", raw.check, 0, 1000));
   if (raw.datatype == "all") {
     options.types = all_data_types();
+    options.types_are_all = true;
   } else {
     auto type = parse_data_type(raw.datatype);
     if (!type)

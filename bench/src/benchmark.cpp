@@ -117,8 +117,27 @@ int benchmark_job(job::JobContext& job, const BenchOptions& options,
     job.end_job(kExitFailed, "cannot start the " + backend + " backend: " + error.what());
   }
 
-  // Every type of -d (all): element counts and sizes depend on it.
+  // Types the backend cannot run here (fp8 on NCCL below compute capability 9.0):
+  // -d all leaves them out, as nccl-tests does, saying so; a type asked for by
+  // name is refused before anything runs. The reason is the same on every rank
+  // (the backend decided it over all of them).
+  BenchOptions runnable = options;
+  runnable.types.clear();
   for (DataType type : options.types) {
+    const std::string reason = comm->unsupported_reason(type);
+    if (reason.empty()) {
+      runnable.types.push_back(type);
+    } else if (!options.types_are_all) {
+      return job.leave_together(job.refuse(reason));
+    } else if (leader) {
+      std::fprintf(stderr, "ccscope bench: note: -d all: %s left out: %s\n",
+                   std::string(name(type)).c_str(), reason.c_str());
+    }
+  }
+  if (runnable.types.empty()) return job.leave_together(job.refuse("no -d type can run here"));
+
+  // Every type of -d (all): element counts and sizes depend on it.
+  for (DataType type : runnable.types) {
     BenchOptions typed = options;
     typed.type = type;
     if (const std::string problem = preflight(typed, world, *comm); !problem.empty())
@@ -136,7 +155,7 @@ int benchmark_job(job::JobContext& job, const BenchOptions& options,
   records::RunMetadata metadata = collect_run_metadata(world, *comm, command_line);
   if (leader) reporters.begin(metadata);
   SweepOutcome outcome;
-  const std::vector<BenchOptions> runs = sweep_runs(options, world.size());
+  const std::vector<BenchOptions> runs = sweep_runs(runnable, world.size());
   // -N/--repeat 0: until stopped (a signal ends the sweep after its record).
   for (int repeat = 0; (options.repeats == 0 || repeat < options.repeats) &&
                        !outcome.stopped_by_signal && outcome.refused.empty();

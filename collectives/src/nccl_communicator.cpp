@@ -628,6 +628,11 @@ class NcclCommunicator : public Communicator {
     return free_bytes / static_cast<size_t>(std::max(ranks_on_device_, 1));
   }
 
+  std::string unsupported_reason(DataType type) const override {
+    const bool fp8 = type == DataType::kFloat8E4M3 || type == DataType::kFloat8E5M2;
+    return fp8 ? fp8_unsupported_ : "";
+  }
+
   std::string backend_name() const override { return "nccl"; }
   int rank() const override { return rank_; }
   int size() const override { return size_; }

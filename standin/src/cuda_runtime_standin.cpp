@@ -284,6 +284,14 @@ cudaError_t free_device(void* pointer) {
 }
 
 int current_device() { return tls_device; }
+
+int compute_capability() {
+  // CCSCOPE_STANDIN_COMPUTE_CAPABILITY: "8.0" or "80" (default 9.0, the H200's).
+  const char* text = std::getenv("CCSCOPE_STANDIN_COMPUTE_CAPABILITY");
+  if (text == nullptr || *text == '\0') return 90;
+  const double value = std::strtod(text, nullptr);
+  return value < 10 ? static_cast<int>(value * 10 + 0.5) : static_cast<int>(value);
+}
 int device_count() { return state().devices; }
 
 cudaError_t enqueue(cudaStream_t handle, Work work) {
@@ -396,8 +404,9 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
   std::memset(prop, 0, sizeof(*prop));
   std::snprintf(prop->name, sizeof(prop->name), "ccscope stand-in GPU %d", device);
   prop->totalGlobalMem = state().memory_per_device;
-  prop->major = 9;
-  prop->minor = 0;
+  const int capability = compute_capability();
+  prop->major = capability / 10;
+  prop->minor = capability % 10;
   prop->multiProcessorCount = 132;
   prop->warpSize = 32;
   unsigned domain = 0, bus = 0, dev = 0, function = 0;

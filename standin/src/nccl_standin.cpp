@@ -849,6 +849,14 @@ ncclResult_t enqueue_operation(ncclComm_t comm, cudaStream_t stream, Operation o
     return error(state.get(), ncclInvalidArgument,
                  std::string(call) + " : invalid type " + std::to_string(static_cast<int>(op.type)));
   }
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 24, 0)
+  if ((op.type == ncclFloat8e4m3 || op.type == ncclFloat8e5m2) && compute_capability() < 90) {
+    return error(state.get(), ncclInvalidArgument,
+                 std::string(call) + " : fp8 types need compute capability 9.0 or newer (this GPU: " +
+                     std::to_string(compute_capability() / 10) + "." +
+                     std::to_string(compute_capability() % 10) + ")");
+  }
+#endif
   const int n = state->nranks;
   const int me = state->rank;
   const bool reduces = op.kind == Kind::kAllReduce || op.kind == Kind::kReduce ||

@@ -28,6 +28,8 @@ cudaError_t allocate_device(void** pointer, size_t bytes, int device);
 cudaError_t free_device(void* pointer);
 
 int current_device();
+// Every stand-in GPU's compute capability, major * 10 + minor.
+int compute_capability();
 int device_count();
 
 // Queues `work` on `stream` (0 = the device's default stream): it runs on the

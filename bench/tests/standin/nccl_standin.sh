@@ -13,7 +13,8 @@
 #              and a rank stuck in an NCCL call cut short by --timeout: exit
 #              codes and the lines that name them
 #   usage      two ranks on one GPU without --isolate-ranks, a sweep larger than
-#              the device memory: one line each, exit 2
+#              the device memory, fp8 on a GPU older than sm_90: one line each,
+#              exit 2 (-d all leaves fp8 out there, as nccl-tests)
 #   diag       ccscope diag stages 1-2 over NCCL, its NCCL log read back; a rank
 #              stuck and a rank vanished in stage 2 named; a non-blocking init
 set -uo pipefail
@@ -151,6 +152,25 @@ usage)
     ok "a sweep beyond the device memory: exit 2, one line naming -e 32 MiB"
   else
     fail "device memory budget: exit $rc"; grep -v '^#' "$work/budget.out" | head -5
+  fi
+  # fp8 on GPUs older than compute capability 9.0: -d all leaves it out with a
+  # note, as nccl-tests does; -d f8e4m3 is refused in one line, exit 2.
+  CCSCOPE_STANDIN_COMPUTE_CAPABILITY=8.0 bench 2 old_gpu_all allreduce -b 1K -e 1K -n 1 -w 0 -d all
+  rc=$?
+  rows=$(python3 "$read_records" "$work/old_gpu_all.csv" --fields dtype 2>/dev/null | sort -u | tr '\n' ' ')
+  if [ "$rc" -eq 0 ] && grep -q "note: -d all: f8e4m3 left out: fp8 needs" "$work/old_gpu_all.out" &&
+      ! grep -q "f8e" <<<"$rows" && grep -q "bfloat16" <<<"$rows"; then
+    ok "-d all on compute capability 8.0: fp8 left out with a note, every other type run"
+  else
+    fail "-d all on compute capability 8.0: exit $rc, types: $rows"; grep -v '^#' "$work/old_gpu_all.out" | head -5
+  fi
+  CCSCOPE_STANDIN_COMPUTE_CAPABILITY=8.0 bench 2 old_gpu_fp8 allreduce -b 1K -e 1K -n 1 -w 0 -d f8e4m3
+  rc=$?
+  lines=$(grep -v '^#' "$work/old_gpu_fp8.out" | grep -c .)
+  if [ "$rc" -eq 2 ] && [ "$lines" -eq 1 ] && grep -q "fp8 needs GPUs of compute capability >= 9.0" "$work/old_gpu_fp8.out"; then
+    ok "-d f8e4m3 on compute capability 8.0: one line, exit 2"
+  else
+    fail "-d f8e4m3 on compute capability 8.0: exit $rc, $lines lines"; grep -v '^#' "$work/old_gpu_fp8.out" | head -5
   fi
   ;;
 diag)

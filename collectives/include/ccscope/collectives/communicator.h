@@ -104,6 +104,12 @@ class Communicator {
   // unknown. The sweep's preflight checks -e against it, as nccl-tests caps
   // maxBytes by cudaMemGetInfo.
   virtual std::optional<size_t> device_memory_available() const { return std::nullopt; }
+  // Why this backend cannot run `type` here ("" when it can): NCCL's fp8 below
+  // compute capability 9.0.
+  virtual std::string unsupported_reason(DataType type) const {
+    (void)type;
+    return "";
+  }
   virtual std::unique_ptr<Buffer> allocate(size_t bytes) = 0;
   virtual void copy_from_host(Buffer& dst, size_t dst_offset, const void* src, size_t bytes) = 0;
   virtual void copy_to_host(void* dst, const Buffer& src, size_t src_offset, size_t bytes) = 0;
