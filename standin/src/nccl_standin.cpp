@@ -117,6 +117,10 @@ struct CommState {
   std::atomic<int> async_error{ncclSuccess};
   std::atomic<int> in_flight{0};
   std::atomic<bool> finalizing{false};
+  // Non-blocking communicator: operations issued whose launch (the worker
+  // starting them) has not happened yet; ncclCommGetAsyncError says
+  // ncclInProgress meanwhile, as NCCL does while its launch is pending.
+  std::atomic<int> launches_pending{0};
   std::mutex mutex;
   std::string last_error;
   std::vector<PreMulOp> premul;
@@ -756,7 +760,10 @@ ncclResult_t launch(const std::shared_ptr<CommState>& state, cudaStream_t stream
   auto shared_ops = std::make_shared<const std::vector<Operation>>(std::move(ops));
   const cudaError_t queued = enqueue_node(stream, [state, shared_ops]() -> Work {
     state->in_flight.fetch_add(1);
-    return [state, shared_ops] {
+    const bool pending_launch = state->blocking == 0;
+    if (pending_launch) state->launches_pending.fetch_add(1);
+    return [state, shared_ops, pending_launch] {
+      if (pending_launch) state->launches_pending.fetch_sub(1);
       execute(state, *shared_ops);
       state->in_flight.fetch_sub(1);
     };
@@ -1058,7 +1065,10 @@ extern "C" {
 
 ncclResult_t ncclGetVersion(int* version) {
   if (version == nullptr) return ncclInvalidArgument;
-  *version = NCCL_VERSION_CODE;
+  // CCSCOPE_STANDIN_NCCL_VERSION=22703: answer as an older library would (a
+  // caller then takes its fallbacks: cudaMalloc, grouped send/recv all-to-all).
+  const char* older = std::getenv("CCSCOPE_STANDIN_NCCL_VERSION");
+  *version = older != nullptr && *older != '\0' ? std::atoi(older) : NCCL_VERSION_CODE;
   return ncclSuccess;
 }
 
@@ -1145,6 +1155,7 @@ ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
   if (async != ncclSuccess) *asyncError = async;
   else if (init != ncclSuccess) *asyncError = init;
   else if (state->finalizing.load() && state->in_flight.load() > 0) *asyncError = ncclInProgress;
+  else if (state->launches_pending.load() > 0) *asyncError = ncclInProgress;
   else *asyncError = ncclSuccess;
   return ncclSuccess;
 }

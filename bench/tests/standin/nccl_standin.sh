@@ -6,7 +6,8 @@
 #   sweep      2 ranks: every collective x every type x every op, in and out of
 #              place, every element checked (#wrong 0 in every record)
 #   ranks      1, 3 (--isolate-ranks: three ranks on one stand-in GPU) and 4 ranks
-#   graphs     -G 2 (CUDA graphs captured and replayed), -m 2 (aggregated groups)
+#   graphs     -G 2 (CUDA graphs captured and replayed), -m 2 (aggregated groups),
+#              a non-blocking communicator, an older NCCL's fallbacks (2.18)
 #   corrupt    one element corrupted by the stand-in: #wrong > 0, exit 1, the
 #              rank and element named
 #   faults     an asynchronous NCCL error, a vanished rank, a hang on the device
@@ -88,6 +89,21 @@ graphs)
     checked_clean aggregated 8
   else
     fail "-m 2 exited $?"; tail -5 "$work/aggregated.out"
+  fi
+  # A non-blocking communicator (every call may answer ncclInProgress) and an
+  # older NCCL (2.18: cudaMalloc buffers, all-to-all as grouped send/recv).
+  if NCCL_COMM_BLOCKING=0 bench 2 nonblocking allreduce,alltoall,sendrecv -b 1K -e 64K -f 64 -n 2 -w 1 -G 2 -m 2; then
+    checked_clean nonblocking 6
+    grep -q "blocking=0" "$work/nonblocking.out" || fail "nonblocking: no blocking=0 in the resources line"
+  else
+    fail "NCCL_COMM_BLOCKING=0 exited $?"; tail -5 "$work/nonblocking.out"
+  fi
+  if CCSCOPE_STANDIN_NCCL_VERSION=21803 bench 2 nccl_2_18 alltoall,allreduce,gather,scatter,alltoallv -b 1K -e 64K -f 64 -n 2 -w 1 -o mulsum; then
+    checked_clean nccl_2_18 10
+    grep -q "alloc=cudaMalloc, alltoall=grouped send/recv" "$work/nccl_2_18.out" ||
+      fail "nccl_2_18: the resources line does not show the fallbacks: $(grep resources "$work/nccl_2_18.out")"
+  else
+    fail "NCCL 2.18 exited $?"; tail -5 "$work/nccl_2_18.out"
   fi
   ;;
 corrupt)
