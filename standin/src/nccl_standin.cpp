@@ -61,6 +61,12 @@ struct RankSlot {
   std::atomic<int32_t> device;
   std::atomic<uint64_t> host;
   std::atomic<int32_t> failed;  // its communicator failed or was aborted
+  // ncclCommSplit: this rank's color and key for its split number `split`
+  // (published last), and the last split whose slots it has read.
+  std::atomic<int32_t> split_color;
+  std::atomic<int32_t> split_key;
+  std::atomic<uint64_t> split;
+  std::atomic<uint64_t> split_read;
 };
 
 struct Header {
@@ -125,6 +131,7 @@ struct CommState {
   std::string last_error;
   std::vector<PreMulOp> premul;
   std::thread init_thread;
+  uint64_t splits = 0;  // ncclCommSplit calls made on this communicator
 
   Channel& channel(int from, int to) {
     return reinterpret_cast<Channel*>(segment + header_bytes())[from * nranks + to];
@@ -1188,6 +1195,75 @@ ncclResult_t ncclCommFinalize(ncclComm_t comm) {
   if (state->blocking == 0) return ncclInProgress;
   wait_while(*state, [&] { return state->in_flight.load() > 0; });
   return static_cast<ncclResult_t>(state->async_error.load());
+}
+
+ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
+                           ncclConfig_t* config) {
+  std::shared_ptr<CommState> state = live(comm);
+  if (!state || newcomm == nullptr || (color < 0 && color != NCCL_SPLIT_NOCOLOR)) {
+    return error(state.get(), ncclInvalidArgument, "ncclCommSplit : invalid argument");
+  }
+  *newcomm = nullptr;
+  if (state->init_state.load() != ncclSuccess) {
+    return error(state.get(), ncclInvalidUsage, "ncclCommSplit : communicator initialization has not completed");
+  }
+  // Collective over the parent, through its segment (NCCL uses its bootstrap
+  // network, not the data path): publish (color, key), wait for every rank's,
+  // then join the new communicator of this color.
+  Header& h = *state->header;
+  const uint64_t split = ++state->splits;
+  const int n = state->nranks;
+  // The previous split's slots must have been read by every rank before they change.
+  if (!wait_while(*state, [&] {
+        for (int r = 0; r < n; ++r)
+          if (h.slots[r].split_read.load() + 1 < split) return true;
+        return false;
+      })) {
+    return error(state.get(), ncclInternalError, "ncclCommSplit : aborted");
+  }
+  RankSlot& mine = h.slots[state->rank];
+  mine.split_color.store(color);
+  mine.split_key.store(key);
+  mine.split.store(split);
+  const bool all_there = wait_while(*state, [&] {
+    for (int r = 0; r < n; ++r) {
+      if (h.slots[r].split.load() < split) {
+        if (h.slots[r].failed.load() != 0 || process_gone(h.slots[r].pid.load())) return false;
+        return true;
+      }
+    }
+    return false;
+  });
+  std::vector<std::pair<int, int>> members;  // (key, parent rank) of this color
+  for (int r = 0; r < n && all_there; ++r) {
+    if (h.slots[r].split.load() < split) {
+      mine.split_read.store(split);
+      return error(state.get(), ncclRemoteError,
+                   "ncclCommSplit : rank " + std::to_string(r) + " failed or exited before joining the split");
+    }
+    if (h.slots[r].split_color.load() == color) members.emplace_back(h.slots[r].split_key.load(), r);
+  }
+  mine.split_read.store(split);
+  if (!all_there) return error(state.get(), ncclInternalError, "ncclCommSplit : aborted");
+  if (color == NCCL_SPLIT_NOCOLOR) return ncclSuccess;
+  std::sort(members.begin(), members.end());
+  int new_rank = 0;
+  while (members[static_cast<size_t>(new_rank)].second != state->rank) ++new_rank;
+  // The new communicator's id: the parent's segment, the split and the color.
+  ncclUniqueId id{};
+  std::memcpy(id.internal, kIdMagic, sizeof(kIdMagic));
+  const std::string seed = state->shm_name + "/" + std::to_string(split) + "/" + std::to_string(color);
+  const uint64_t a = std::hash<std::string>{}(seed), b = std::hash<std::string>{}(seed + "#");
+  std::memcpy(id.internal + 16, &a, sizeof(a));
+  std::memcpy(id.internal + 24, &b, sizeof(b));
+  ncclConfig_t inherited = NCCL_CONFIG_INITIALIZER;
+  inherited.blocking = state->blocking;
+  const int device = current_device();
+  cudaSetDevice(state->device);
+  const ncclResult_t result = init_rank(newcomm, static_cast<int>(members.size()), id, new_rank,
+                                        config != nullptr ? config : &inherited);
+  cudaSetDevice(device);
+  return result;
 }
 
 ncclResult_t ncclCommDestroy(ncclComm_t comm) {

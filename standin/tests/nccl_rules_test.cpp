@@ -197,6 +197,55 @@ TEST(StandinNccl, NonBlockingInitReportsInProgressThenSuccess) {
   }
 }
 
+TEST(StandinNccl, SplitGroupsRanksByColorOrderedByKey) {
+  TwoRanks t;
+  // Both ranks in one color, rank 1 first by key: the new ranks swap.
+  ncclComm_t split[2] = {nullptr, nullptr};
+  std::vector<std::thread> threads;
+  ncclResult_t results[2] = {ncclInternalError, ncclInternalError};
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back([&, r] {
+      cudaSetDevice(r);
+      results[r] = ncclCommSplit(t.comms[r], 7, 1 - r, &split[r], nullptr);
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_EQ(results[r], ncclSuccess) << ncclGetLastError(nullptr);
+    int rank = -1, count = 0, device = -1;
+    ncclCommUserRank(split[r], &rank);
+    ncclCommCount(split[r], &count);
+    ncclCommCuDevice(split[r], &device);
+    EXPECT_EQ(rank, 1 - r);
+    EXPECT_EQ(count, 2);
+    EXPECT_EQ(device, r);
+  }
+  // The new communicator works: an all-reduce over it.
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int r = 0; r < 2; ++r)
+    ncclAllReduce(t.send[r], t.recv[r], 4, ncclFloat32, ncclSum, split[r], t.streams[r]);
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
+  EXPECT_EQ(t.result(0, 4)[0], 3000.0f);
+  // Each its own color (one rank with none): rank 1 alone, rank 0 gets no communicator.
+  ncclComm_t alone[2] = {nullptr, nullptr};
+  threads.clear();
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back([&, r] {
+      cudaSetDevice(r);
+      results[r] = ncclCommSplit(t.comms[r], r == 0 ? NCCL_SPLIT_NOCOLOR : 3, 0, &alone[r], nullptr);
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  EXPECT_EQ(results[0], ncclSuccess);
+  EXPECT_EQ(alone[0], nullptr);
+  ASSERT_EQ(results[1], ncclSuccess);
+  int count = 0;
+  ncclCommCount(alone[1], &count);
+  EXPECT_EQ(count, 1);
+  for (ncclComm_t c : split) ncclCommDestroy(c);
+  ncclCommDestroy(alone[1]);
+}
+
 TEST(StandinNccl, AnUnfinishedUniqueIdIsRefused) {
   ncclUniqueId zero{};
   ncclComm_t comm = nullptr;
