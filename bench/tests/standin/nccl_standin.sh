@@ -199,9 +199,10 @@ diag)
   else
     fail "diag: exit $rc"; tail -12 "$work/diag.out"
   fi
-  # A rank stuck in an NCCL call in stage 2, and one that vanishes there: named.
+  # A rank stuck in an NCCL call in stage 2, and one that vanishes there: named
+  # (stage 2 alone: stage 1 is the run above).
   CCSCOPE_STANDIN_FAULTS="call_hang:rank=1:op=30" timeout 120 "$mpiexec" -n 2 "$ccscope" diag \
-    --stages 1,2 --backend nccl --bytes 1M --timeout 4 >"$work/diag_hang.out" 2>&1
+    --stages 2 --backend nccl --bytes 256K --timeout 3 >"$work/diag_hang.out" 2>&1
   rc=$?
   if [ "$rc" -eq 3 ] && grep -q "rank 1 (.*) is behind: operation .* of diag stage 2" "$work/diag_hang.out"; then
     ok "diag with rank 1 stuck in NCCL: exit 3, rank 1 named"
@@ -209,7 +210,7 @@ diag)
     fail "diag with a stuck rank: exit $rc"; tail -5 "$work/diag_hang.out"
   fi
   CCSCOPE_STANDIN_FAULTS="vanish:rank=1:op=30" timeout 120 "$mpiexec" -n 2 "$ccscope" diag \
-    --stages 1,2 --backend nccl --bytes 1M --timeout 20 >"$work/diag_vanish.out" 2>&1
+    --stages 2 --backend nccl --bytes 256K --timeout 20 >"$work/diag_vanish.out" 2>&1
   rc=$?
   # 1: ccscope's exit; 9: MPICH's Hydra, which ends the job when a rank dies, won the race.
   if { [ "$rc" -eq 1 ] || [ "$rc" -eq 9 ]; } && grep -q "rank 1 (.*) died during diag stage 2" "$work/diag_vanish.out"; then
@@ -219,7 +220,7 @@ diag)
   fi
   # The non-blocking init (NCCL_COMM_BLOCKING=0): stages 1-2 pass through it.
   NCCL_COMM_BLOCKING=0 timeout 120 "$mpiexec" -n 2 "$ccscope" diag --stages 2 --backend nccl \
-    --bytes 1M >"$work/diag_nonblocking.out" 2>&1
+    --bytes 256K >"$work/diag_nonblocking.out" 2>&1
   rc=$?
   if [ "$rc" -eq 0 ] && grep -q "verdict: PASS" "$work/diag_nonblocking.out"; then
     ok "diag stage 2 over a non-blocking communicator: PASS"
