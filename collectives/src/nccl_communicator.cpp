@@ -67,8 +67,13 @@ using Clock = std::chrono::steady_clock;
 
 // Pause between two polls of a non-blocking NCCL call's state (init,
 // finalize, ncclInProgress); the stream itself is polled with a yield instead
-// (poll_until_done), as nccl-tests does.
+// (poll_until_done), as nccl-tests does, for the first kSpinFor of a wait.
 constexpr std::chrono::microseconds kPollInterval{50};
+// A wait longer than this polls the stream every kLongWaitPoll instead of
+// spinning: its time is not rounded up by more than 0.2 %, and a hang that
+// runs into --timeout does not keep a core busy all that while.
+constexpr std::chrono::milliseconds kSpinFor{10};
+constexpr std::chrono::microseconds kLongWaitPoll{20};
 // Host staging for copies: two pinned chunks of this size per communicator.
 constexpr size_t kStagingChunkBytes = size_t{8} << 20;
 // Bound on the wait for copies when wait() has not set one yet.
@@ -1187,10 +1192,12 @@ class NcclCommunicator : public Communicator {
   // completion, checking NCCL's asynchronous error state between polls. On an
   // asynchronous error or a timeout the communicator is aborted. Between polls
   // the core is yielded, not slept: as nccl-tests' testStreamSynchronize, so a
-  // small operation's time is not rounded up to a sleep (a 50 us sleep did that).
+  // small operation's time is not rounded up to a sleep (a 50 us sleep did that);
+  // after kSpinFor it sleeps kLongWaitPoll between polls.
   template <typename Query>
   void poll_until_done(Query&& query, const char* what, std::chrono::milliseconds timeout) {
-    const auto deadline = Clock::now() + timeout;
+    const auto start = Clock::now();
+    const auto deadline = start + timeout;
     for (;;) {
       const cudaError_t state = query();
       if (state == cudaSuccess) {
@@ -1210,7 +1217,11 @@ class NcclCommunicator : public Communicator {
                            "); the communicator was aborted. A peer rank may have stopped or the "
                            "network path is too slow; rerun with NCCL_DEBUG=WARN");
       }
-      std::this_thread::yield();
+      if (Clock::now() - start < kSpinFor) {
+        std::this_thread::yield();
+      } else {
+        std::this_thread::sleep_for(kLongWaitPoll);
+      }
     }
   }
 
