@@ -57,8 +57,9 @@ checked_clean() {
 case $scenario in
 sweep)
   all=allreduce,allgather,reducescatter,broadcast,alltoall,sendrecv,reduce,gather,scatter,alltoallv
-  # 8 B and 128 KiB (two of the stand-in's 64 KiB chunks).
-  if bench 2 sweep "$all" -d all -o all -b 8 -e 128K -f 16384 -n 1 -w 1 -c 1; then
+  # 8 B and 4 KiB: every combination, small (the other scenarios cover sizes that
+  # span several of the stand-in's 64 KiB chunks).
+  if bench 2 sweep "$all" -d all -o all -b 8 -e 4K -f 512 -n 1 -w 1 -c 1; then
     # 2 sizes x (3 reducing collectives x 12 types x 6 ops x 2 placements
     #            + 7 others x 12 types x 1-2 placements): at least 500 records
     checked_clean sweep 500
