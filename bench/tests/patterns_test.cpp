@@ -420,5 +420,274 @@ TEST(Patterns, ChunkedCheckUsesGlobalIndices) {
   EXPECT_GT(p.check_output(1, 499, 500, whole.data() + 500 * 4).wrong, 0u);
 }
 
+// --- The tiled fast path against the definitions one element at a time ---
+
+// What fill_input, expected_output and check_output must agree with: the
+// pattern's values one element at a time (input_value, expected_value), in the
+// element type's bytes. An output a collective leaves alone holds the
+// kOutputFill bytes (expected_value reads them back: NaN for a float type).
+std::vector<unsigned char> reference_input(const DataPattern& p, DataType t, int rank, size_t first,
+                                           size_t count) {
+  std::vector<unsigned char> bytes(count * element_size(t));
+  for (size_t i = 0; i < count; ++i)
+    store_element(bytes.data(), t, i, p.input_value(rank, first + i));
+  return bytes;
+}
+std::vector<unsigned char> reference_output(const DataPattern& p, DataType t, int rank,
+                                            size_t first, size_t count) {
+  const size_t w = element_size(t);
+  std::vector<unsigned char> bytes(count * w);
+  for (size_t i = 0; i < count; ++i) {
+    const double value = p.expected_value(rank, first + i);
+    if (std::isnan(value)) {
+      std::memset(bytes.data() + i * w, kOutputFill, w);
+    } else {
+      store_element(bytes.data(), t, i, value);
+    }
+  }
+  return bytes;
+}
+
+// The first element where two buffers differ, or -1.
+long first_difference(const std::vector<unsigned char>& a, const std::vector<unsigned char>& b,
+                      size_t w) {
+  for (size_t i = 0; i * w < a.size(); ++i)
+    if (std::memcmp(a.data() + i * w, b.data() + i * w, w) != 0) return static_cast<long>(i);
+  return -1;
+}
+
+// Writes [0, count) in chunks of varying length, each through `write(first,
+// n, out)` (the sweep fills and checks a staged buffer chunk by chunk).
+template <class Write>
+std::vector<unsigned char> in_chunks(size_t count, size_t w, Write write) {
+  std::vector<unsigned char> bytes(count * w);
+  const size_t lengths[] = {1, 3, 200, 255, 256, 257, 1000};
+  for (size_t first = 0, k = 0; first < count; ++k) {
+    const size_t n = std::min(lengths[k % std::size(lengths)], count - first);
+    write(first, n, bytes.data() + first * w);
+    first += n;
+  }
+  return bytes;
+}
+
+// Every collective, type and op (sum for data movement), at 1, 3 and 4 ranks
+// (reduce and gather also in place): every rank's input and expected output from the tiles
+// equal the element-by-element definitions, whole and in chunks, and the
+// reference output passes the check.
+TEST(Patterns, TilesEqualTheDefinitionsElementByElement) {
+  for (const CollectiveDescription& d : all_collectives()) {
+    const Collective c = d.id;
+    const std::vector<ReduceOp> ops =
+        has_reduction(c) ? kOps : std::vector<ReduceOp>{ReduceOp::kSum};
+    for (DataType t : kTypes) {
+      const size_t w = element_size(t);
+      for (ReduceOp op : ops) {
+        for (int ranks : {1, 3, 4}) {
+          for (bool in_place : {false, true}) {
+            // In place changes what a rank's output holds where the
+            // collective leaves it alone: reduce's and gather's non-roots.
+            if (in_place && c != Collective::kReduce && c != Collective::kGather) continue;
+            // Outputs of about 700 elements: several tiles, none whole at the ends.
+            const size_t bytes = (has_reduction(c) && c != Collective::kReduceScatter
+                                      ? 700
+                                      : 700 * static_cast<size_t>(ranks)) *
+                                 w;
+            const int root = ranks - 1;
+            const uint64_t seed = pattern_seed(c, t, op, bytes, in_place, 0, ranks);
+            const Layout layout0 = layout_for(c, bytes, w, ranks, 0);
+            const DataPattern p(c, t, op, ranks, root, layout0.param_count, seed, 0, in_place);
+            for (int rank = 0; rank < ranks; ++rank) {
+              const Layout layout = layout_for(c, bytes, w, ranks, rank);
+              const std::string what = std::string(name(c)) + " " + std::string(name(t)) + " " +
+                                       std::string(name(op)) + " x" + std::to_string(ranks) +
+                                       (in_place ? " in place" : "") + " rank " +
+                                       std::to_string(rank);
+              const auto input = reference_input(p, t, rank, 0, layout.send_count);
+              std::vector<unsigned char> filled(input.size());
+              p.fill_input(rank, 0, layout.send_count, filled.data());
+              ASSERT_EQ(first_difference(filled, input, w), -1) << what << ": input";
+              const auto chunked = in_chunks(
+                  layout.send_count, w,
+                  [&](size_t first, size_t n, void* out) { p.fill_input(rank, first, n, out); });
+              ASSERT_EQ(first_difference(chunked, input, w), -1) << what << ": input in chunks";
+
+              const auto output = reference_output(p, t, rank, 0, layout.recv_count);
+              std::vector<unsigned char> expected(output.size());
+              p.expected_output(rank, 0, layout.recv_count, expected.data());
+              ASSERT_EQ(first_difference(expected, output, w), -1) << what << ": output";
+              const auto pieces =
+                  in_chunks(layout.recv_count, w, [&](size_t first, size_t n, void* out) {
+                    p.expected_output(rank, first, n, out);
+                  });
+              ASSERT_EQ(first_difference(pieces, output, w), -1) << what << ": output in chunks";
+              const CheckResult check = p.check_output(rank, 0, layout.recv_count, output.data());
+              ASSERT_EQ(check.wrong, 0u) << what << ": first bad " << check.first_index;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// The rank counts where the contributors' masks change shape (more ranks than
+// a tile's 256 elements), every reduction op and type of all-reduce.
+TEST(Patterns, TilesEqualTheDefinitionsAtManyRanks) {
+  for (int ranks : {2, 7, 255, 256, 257, 1000, 70000}) {
+    for (DataType t : kTypes) {
+      for (ReduceOp op : kOps) {
+        const size_t count = 1300;
+        const DataPattern p(Collective::kAllReduce, t, op, ranks, 0, count, kSeed + ranks);
+        const std::string what =
+            std::string(name(t)) + " " + std::string(name(op)) + " x" + std::to_string(ranks);
+        for (int rank : {0, 1, ranks / 2, ranks - 1}) {
+          const auto input = reference_input(p, t, rank, 0, count);
+          std::vector<unsigned char> filled(input.size());
+          p.fill_input(rank, 0, count, filled.data());
+          ASSERT_EQ(first_difference(filled, input, element_size(t)), -1)
+              << what << " rank " << rank;
+        }
+        const auto output = reference_output(p, t, 0, 0, count);
+        std::vector<unsigned char> expected(output.size());
+        p.expected_output(0, 0, count, expected.data());
+        ASSERT_EQ(first_difference(expected, output, element_size(t)), -1) << what;
+      }
+    }
+  }
+}
+
+// Far into a buffer (past 2^32 words of random bits, where their keys change),
+// the tiles still equal the definitions.
+TEST(Patterns, TilesEqualTheDefinitionsAtHighIndices) {
+  for (DataType t : kTypes) {
+    const size_t w = element_size(t);
+    // The element whose random bits start word 2^32.
+    const size_t boundary = (size_t{1} << 32) * 4 / w;
+    for (Collective c : {Collective::kAllReduce, Collective::kAllGather}) {
+      for (ReduceOp op : has_reduction(c) ? kOps : std::vector<ReduceOp>{ReduceOp::kSum}) {
+        const DataPattern p(c, t, op, 3, 0, size_t{1} << 40, kSeed);
+        const size_t first = boundary - 300, count = 600;
+        const std::string what =
+            std::string(name(c)) + " " + std::string(name(t)) + " " + std::string(name(op));
+        const auto input = reference_input(p, t, 1, first, count);
+        std::vector<unsigned char> filled(input.size());
+        p.fill_input(1, first, count, filled.data());
+        ASSERT_EQ(first_difference(filled, input, w), -1) << what;
+        if (c == Collective::kAllReduce) {
+          const auto output = reference_output(p, t, 1, first, count);
+          std::vector<unsigned char> expected(output.size());
+          p.expected_output(1, first, count, expected.data());
+          ASSERT_EQ(first_difference(expected, output, w), -1) << what;
+          EXPECT_EQ(p.check_output(1, first, count, output.data()).wrong, 0u) << what;
+        }
+      }
+    }
+  }
+}
+
+// One element changed anywhere (at the ends, around tile boundaries), for
+// every collective and type (all-reduce: every op), on every rank: the check
+// counts exactly it and reports its index, expected and received value, as
+// the definitions give them.
+TEST(Patterns, OneCorruptElementIsReportedAtItsIndex) {
+  for (const CollectiveDescription& d : all_collectives()) {
+    const Collective c = d.id;
+    const std::vector<ReduceOp> ops =
+        c == Collective::kAllReduce ? kOps : std::vector<ReduceOp>{ReduceOp::kSum};
+    for (DataType t : kTypes) {
+      const size_t w = element_size(t);
+      for (ReduceOp op : ops) {
+        const int ranks = 3, root = 2;
+        const size_t bytes = 1200 * w;
+        const DataPattern p(c, t, op, ranks, root, layout_for(c, bytes, w, ranks, 0).param_count,
+                            kSeed);
+        for (int rank = 0; rank < ranks; ++rank) {
+          const Layout layout = layout_for(c, bytes, w, ranks, rank);
+          if (layout.recv_count == 0) continue;
+          std::vector<unsigned char> out(layout.recv_count * w);
+          p.expected_output(rank, 0, layout.recv_count, out.data());
+          ASSERT_EQ(p.check_output(rank, 0, layout.recv_count, out.data()).wrong, 0u);
+          for (size_t victim : {size_t{0}, size_t{255}, size_t{256}, size_t{257},
+                                layout.recv_count / 2, layout.recv_count - 1}) {
+            if (victim >= layout.recv_count) continue;
+            const std::string what = std::string(name(c)) + " " + std::string(name(t)) + " " +
+                                     std::string(name(op)) + " rank " + std::to_string(rank) +
+                                     " element " + std::to_string(victim);
+            auto corrupt = out;
+            unsigned char* element = corrupt.data() + victim * w;
+            store_element(element, t, 0, load_element(element, t, 0) + 1);
+            // x + 1 keeps a NaN (the fill) or a large float as it was: flip a bit then.
+            if (std::memcmp(element, out.data() + victim * w, w) == 0) element[0] ^= 1;
+            const CheckResult check = p.check_output(rank, 0, layout.recv_count, corrupt.data());
+            EXPECT_EQ(check.wrong, 1u) << what;
+            ASSERT_TRUE(check.has_first) << what;
+            EXPECT_EQ(check.first_index, victim) << what;
+            const double expected = p.expected_value(rank, victim);
+            if (std::isnan(expected)) {
+              EXPECT_TRUE(std::isnan(check.expected)) << what;
+            } else {
+              EXPECT_EQ(check.expected, expected) << what;
+            }
+            const double received = load_element(element, t, 0);
+            if (std::isnan(received)) {
+              EXPECT_TRUE(std::isnan(check.received)) << what;
+            } else {
+              EXPECT_EQ(check.received, received) << what;
+            }
+            // Checked from an offset, the index is still the output's.
+            const size_t from = victim / 2;
+            const CheckResult part =
+                p.check_output(rank, from, layout.recv_count - from, corrupt.data() + from * w);
+            EXPECT_EQ(part.wrong, 1u) << what;
+            EXPECT_EQ(part.first_index, victim) << what;
+          }
+        }
+      }
+    }
+  }
+}
+
+// A block shifted by any amount fails, in every type, also by the amounts
+// where the random bits' layout repeats (a word holds 1, 2 or 4 elements; a
+// tile is 256 elements): most elements differ from their neighbours at that
+// distance, as they would with independent values of the type's range.
+TEST(Patterns, ValuesDifferFromThoseAnyDistanceAway) {
+  for (DataType t : kTypes) {
+    for (Collective c : {Collective::kAllGather, Collective::kAllReduce}) {
+      const size_t count = 8192;
+      const DataPattern p(c, t, ReduceOp::kSum, 4, 0, count, kSeed);
+      std::vector<double> values(count);
+      for (size_t i = 0; i < count; ++i)
+        values[i] = c == Collective::kAllGather ? p.input_value(1, i) : p.expected_value(0, i);
+      for (size_t shift : {1, 2, 3, 4, 5, 8, 16, 64, 128, 255, 256, 257, 512, 1024, 4096}) {
+        size_t same = 0;
+        for (size_t i = 0; i + shift < count; ++i) same += values[i] == values[i + shift];
+        // e5m2's data movement has 8 values: 1/8 the same by chance.
+        EXPECT_LT(same, (count - shift) / 4) << name(c) << " " << name(t) << " shift " << shift;
+      }
+    }
+  }
+}
+
+// Each rank contributes first to every ranks-th element, and second as often.
+TEST(Patterns, EveryRankContributesEvenly) {
+  for (int ranks : {2, 3, 5, 16}) {
+    const size_t count = 4096;
+    const DataPattern p(Collective::kAllReduce, DataType::kFloat32, ReduceOp::kSum, ranks, 0, count,
+                        kSeed);
+    std::vector<size_t> contributions(static_cast<size_t>(ranks));
+    for (int r = 0; r < ranks; ++r)
+      for (size_t i = 0; i < count; ++i)
+        contributions[static_cast<size_t>(r)] += p.input_value(r, i) != 0;
+    for (int r = 0; r < ranks; ++r) {
+      // Exactly count/ranks times first, about as often second.
+      EXPECT_GT(contributions[static_cast<size_t>(r)], count / static_cast<size_t>(ranks))
+          << ranks << " ranks, rank " << r;
+      EXPECT_LT(contributions[static_cast<size_t>(r)], 4 * count / static_cast<size_t>(ranks))
+          << ranks << " ranks, rank " << r;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ccscope::bench
