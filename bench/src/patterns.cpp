@@ -221,10 +221,10 @@ struct Float8E5M2Codec {
 
 // Integers: the values are non-negative and in range, so the bits are the
 // value's low bits; an average truncates toward zero, as store_element does.
-template <class Element, class SignedValue>
+template <class Unsigned, class SignedValue>
 struct IntegerCodec {
-  using Bits = std::make_unsigned_t<Element>;
-  using Int = std::conditional_t<sizeof(Element) == 8, uint64_t, uint32_t>;
+  using Bits = Unsigned;
+  using Int = std::conditional_t<sizeof(Bits) == 8, uint64_t, uint32_t>;
   using Signed = SignedValue;
   static Bits integer(Int v) { return static_cast<Bits>(v); }
   static Bits power_of_two(Int k) { return static_cast<Bits>(Int{1} << k); }
@@ -246,16 +246,16 @@ void with_codec(DataType type, F&& f) {
       return f(Float8E4M3Codec{});
     case DataType::kFloat8E5M2:
       return f(Float8E5M2Codec{});
+    // Signed and unsigned integers of a width share the bits (and the code);
+    // int32's sums reach 2^30, uint32's 2^31.
     case DataType::kInt8:
-      return f(IntegerCodec<int8_t, int32_t>{});
     case DataType::kUInt8:
       return f(IntegerCodec<uint8_t, int32_t>{});
     case DataType::kInt32:
-      return f(IntegerCodec<int32_t, int32_t>{});  // sums up to 2^30
+      return f(IntegerCodec<uint32_t, int32_t>{});
     case DataType::kUInt32:
-      return f(IntegerCodec<uint32_t, int64_t>{});  // sums up to 2^31
+      return f(IntegerCodec<uint32_t, int64_t>{});
     case DataType::kInt64:
-      return f(IntegerCodec<int64_t, int64_t>{});
     case DataType::kUInt64:
       return f(IntegerCodec<uint64_t, int64_t>{});
   }
