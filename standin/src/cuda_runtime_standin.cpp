@@ -339,6 +339,17 @@ cudaError_t place_of(const void* pointer, size_t bytes, Place& place) {
   return cudaSuccess;
 }
 
+// Until the stream that records `event` reached record `generation`.
+void wait_reached(CUevent_st* event, uint64_t generation) {
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(event->mutex);
+      if (event->reached >= generation) return;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+}
+
 cudaError_t sync_stream(CUstream_st* stream) {
   std::unique_lock<std::mutex> lock(stream->mutex);
   if (stream->capturing) return cudaErrorStreamCaptureUnsupported;
@@ -687,13 +698,13 @@ cudaError_t cudaEventQuery(cudaEvent_t event) {
 
 cudaError_t cudaEventSynchronize(cudaEvent_t event) {
   if (!event_valid(event)) return fail(cudaErrorInvalidResourceHandle);
-  for (;;) {
-    {
-      std::lock_guard<std::mutex> lock(event->mutex);
-      if (event->reached >= event->recorded) return cudaSuccess;
-    }
-    std::this_thread::sleep_for(std::chrono::microseconds(20));
+  uint64_t generation;
+  {
+    std::lock_guard<std::mutex> lock(event->mutex);
+    generation = event->recorded;
   }
+  wait_reached(event, generation);
+  return cudaSuccess;
 }
 
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
@@ -716,15 +727,7 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned
     std::lock_guard<std::mutex> lock(event->mutex);
     generation = event->recorded;
   }
-  return fail(enqueue(stream, [event, generation] {
-    for (;;) {
-      {
-        std::lock_guard<std::mutex> lock(event->mutex);
-        if (event->reached >= generation) return;
-      }
-      std::this_thread::sleep_for(std::chrono::microseconds(20));
-    }
-  }));
+  return fail(enqueue(stream, [event, generation] { wait_reached(event, generation); }));
 }
 
 cudaError_t cudaStreamBeginCapture(cudaStream_t handle, cudaStreamCaptureMode mode) {

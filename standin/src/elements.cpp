@@ -107,23 +107,12 @@ struct Native {
   static constexpr bool kInteger = false;
 };
 
-template <float (*Decode)(uint16_t), uint16_t (*Encode)(float)>
-struct Narrow16 {
+// A 16- or 8-bit float: computed in float, every step rounded to the type.
+template <typename Bits, float (*Decode)(Bits), Bits (*Encode)(float)>
+struct Narrow {
   using Compute = float;
-  static Compute in(uint16_t s) { return Decode(s); }
-  static uint16_t out(Compute c) { return Encode(c); }
-  static Compute round(Compute c) { return Decode(Encode(c)); }
-  static Compute add(Compute a, Compute b) { return round(a + b); }
-  static Compute mul(Compute a, Compute b) { return round(a * b); }
-  static Compute from_double(double v) { return round(static_cast<float>(v)); }
-  static constexpr bool kInteger = false;
-};
-
-template <float (*Decode)(uint8_t), uint8_t (*Encode)(float)>
-struct Narrow8 {
-  using Compute = float;
-  static Compute in(uint8_t s) { return Decode(s); }
-  static uint8_t out(Compute c) { return Encode(c); }
+  static Compute in(Bits s) { return Decode(s); }
+  static Bits out(Compute c) { return Encode(c); }
   static Compute round(Compute c) { return Decode(Encode(c)); }
   static Compute add(Compute a, Compute b) { return round(a + b); }
   static Compute mul(Compute a, Compute b) { return round(a * b); }
@@ -190,13 +179,13 @@ void with_type(ncclDataType_t type, Fn&& fn) {
     case ncclUint32: return fn(uint32_t{}, Integer<uint32_t>{});
     case ncclInt64: return fn(int64_t{}, Integer<int64_t>{});
     case ncclUint64: return fn(uint64_t{}, Integer<uint64_t>{});
-    case ncclFloat16: return fn(uint16_t{}, Narrow16<half_to_float, float_to_half>{});
+    case ncclFloat16: return fn(uint16_t{}, Narrow<uint16_t, half_to_float, float_to_half>{});
     case ncclFloat32: return fn(float{}, Native<float>{});
     case ncclFloat64: return fn(double{}, Native<double>{});
-    case ncclBfloat16: return fn(uint16_t{}, Narrow16<bf16_to_float, float_to_bf16>{});
+    case ncclBfloat16: return fn(uint16_t{}, Narrow<uint16_t, bf16_to_float, float_to_bf16>{});
 #if NCCL_VERSION_CODE >= NCCL_VERSION(2, 24, 0)
-    case ncclFloat8e4m3: return fn(uint8_t{}, Narrow8<e4m3_to_float, float_to_e4m3>{});
-    case ncclFloat8e5m2: return fn(uint8_t{}, Narrow8<e5m2_to_float, float_to_e5m2>{});
+    case ncclFloat8e4m3: return fn(uint8_t{}, Narrow<uint8_t, e4m3_to_float, float_to_e4m3>{});
+    case ncclFloat8e5m2: return fn(uint8_t{}, Narrow<uint8_t, e5m2_to_float, float_to_e5m2>{});
 #endif
     default: return;
   }
