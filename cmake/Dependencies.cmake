@@ -44,6 +44,22 @@ if(NOT CCSCOPE_CUDA STREQUAL "OFF")
   endif()
 endif()
 
+# Optional: gloo (PyTorch's CPU collectives) for --backend gloo; Debian's libgloo-dev
+# (CMake package Gloo, target gloo). AUTO enables it when found.
+set(CCSCOPE_GLOO AUTO CACHE STRING "The gloo backend: AUTO, ON or OFF")
+set(CCSCOPE_HAVE_GLOO OFF)
+if(NOT CCSCOPE_GLOO STREQUAL "OFF")
+  find_package(Gloo CONFIG QUIET)
+  if(Gloo_FOUND AND TARGET gloo)
+    set(CCSCOPE_HAVE_GLOO ON)
+    message(STATUS "ccscope: gloo backend ON (gloo ${GLOO_VERSION})")
+  elseif(CCSCOPE_GLOO STREQUAL "ON")
+    message(FATAL_ERROR "CCSCOPE_GLOO=ON but gloo (CMake package Gloo) was not found. "
+                        "Install libgloo-dev, or configure with -DCCSCOPE_GLOO=OFF.")
+  else()
+    message(STATUS "ccscope: gloo backend OFF (gloo not found)")
+  endif()
+endif()
 
 # Optional: hwloc for the topology probe's live PCI tree (the GPU machine has
 # none: the probe then says so and reads NVML and sysfs alone).

@@ -103,6 +103,7 @@ size_t check_reductions(Communicator& comm) {
   const size_t un = static_cast<size_t>(n), ur = static_cast<size_t>(comm.rank());
   size_t wrong = 0;
   for (DataType type : all_data_types()) {
+    if (!comm.unsupported_reason(type).empty()) continue;  // gloo: no bfloat16, no fp8
     const size_t es = element_size(type);
     for (ReduceOp op : all_reduce_ops()) {
       for (size_t count : {size_t{1}, un + 1, size_t{1000}}) {
@@ -156,6 +157,7 @@ size_t check_data_movement(Communicator& comm) {
   const size_t un = static_cast<size_t>(n), ur = static_cast<size_t>(comm.rank());
   size_t wrong = 0;
   for (DataType type : all_data_types()) {
+    if (!comm.unsupported_reason(type).empty()) continue;
     const size_t es = element_size(type);
     const size_t count = 37;
     std::vector<unsigned char> mine(count * es), gathered(un * count * es),
@@ -445,6 +447,243 @@ TEST(MpiBackend, NegativeColorJoinsNoneAndFirstRanksWithColorIsAUsageError) {
   both.first_ranks = 1;
   both.color = 0;
   EXPECT_THROW(make_mpi_communicator(*g_world, both), UsageError);
+}
+
+// --- the gloo backend: the same checks, and what only it has ---
+
+#define SKIP_WITHOUT_GLOO() \
+  if (!gloo_backend_compiled()) GTEST_SKIP() << "this ccscope was built without gloo"
+
+// The rooted collectives (every root, in place and out of place), all_to_all
+// (both), all_to_all_v (packed and with gaps) and send_recv around the ring, on
+// int32 and half; returns the wrong elements of this rank.
+size_t check_rooted_and_variable(Communicator& comm) {
+  const int n = comm.size(), r = comm.rank();
+  const size_t un = static_cast<size_t>(n), ur = static_cast<size_t>(r);
+  size_t wrong = 0;
+  for (DataType type : {DataType::kInt32, DataType::kFloat16}) {
+    const size_t es = element_size(type), count = 301;
+    for (int root = 0; root < n; ++root) {
+      for (bool in_place : {false, true}) {
+        const std::string where = " root=" + std::to_string(root);
+        // reduce (sum) and reduce (avg): only the root's output is written
+        for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAvg}) {
+          std::vector<unsigned char> input(count * es), output(count * es), expected(count * es);
+          for (size_t i = 0; i < count; ++i) {
+            test::put(input, type, i, test::input_value(type, op, r, i));
+            test::put_expected(expected, i, type, op, n, i);
+          }
+          unsigned char* out = in_place ? input.data() : output.data();
+          comm.reduce(input.data(), out, count, type, op, root);
+          comm.wait(std::chrono::seconds(60));
+          if (r == root)
+            wrong += count_wrong(out, expected, type,
+                                 describe(comm, "reduce", type, op, count, in_place) + where);
+        }
+        // gather: block q from rank q on the root
+        std::vector<unsigned char> blocks(un * count * es), expected(un * count * es);
+        for (size_t q = 0; q < un; ++q)
+          for (size_t i = 0; i < count; ++i)
+            test::put(expected, type, q * count + i,
+                      test::input_value(type, ReduceOp::kMin, static_cast<int>(q), i));
+        std::vector<unsigned char> mine(count * es);
+        for (size_t i = 0; i < count; ++i)
+          test::put(mine, type, i, test::input_value(type, ReduceOp::kMin, r, i));
+        const unsigned char* source = mine.data();
+        if (in_place && r == root) {
+          std::memcpy(blocks.data() + ur * count * es, mine.data(), count * es);
+          source = blocks.data() + ur * count * es;
+        }
+        comm.gather(source, blocks.data(), count, type, root);
+        comm.wait(std::chrono::seconds(60));
+        if (r == root)
+          wrong +=
+              count_wrong(blocks.data(), expected, type,
+                          describe(comm, "gather", type, ReduceOp::kSum, count, in_place) + where);
+        // scatter: the root's blocks (the gathered ones) back to their ranks
+        std::vector<unsigned char> own(count * es);
+        unsigned char* target =
+            in_place && r == root ? expected.data() + ur * count * es : own.data();
+        comm.scatter(expected.data(), target, count, type, root);
+        comm.wait(std::chrono::seconds(60));
+        wrong +=
+            count_wrong(target, mine, type,
+                        describe(comm, "scatter", type, ReduceOp::kSum, count, in_place) + where);
+      }
+    }
+    // all_to_all: block p of rank q's input is v_value(q, p, i)
+    for (bool in_place : {false, true}) {
+      std::vector<unsigned char> input(un * count * es), output(un * count * es),
+          expected(un * count * es);
+      for (size_t p = 0; p < un; ++p)
+        for (size_t i = 0; i < count; ++i) {
+          test::put(input, type, p * count + i, v_value(type, r, static_cast<int>(p), i));
+          test::put(expected, type, p * count + i, v_value(type, static_cast<int>(p), r, i));
+        }
+      unsigned char* out = in_place ? input.data() : output.data();
+      comm.all_to_all(input.data(), out, count, type);
+      comm.wait(std::chrono::seconds(60));
+      wrong += count_wrong(out, expected, type,
+                           describe(comm, "all_to_all", type, ReduceOp::kSum, count, in_place));
+    }
+    // all_to_all_v: v_count(q, p) elements from q to p, packed or 2 elements apart
+    for (size_t gap : {size_t{0}, size_t{2}}) {
+      std::vector<size_t> sc(un), sd(un), rc(un), rd(un);
+      size_t s_at = 0, r_at = 0;
+      for (size_t p = 0; p < un; ++p) {
+        sc[p] = v_count(r, static_cast<int>(p));
+        rc[p] = v_count(static_cast<int>(p), r);
+        sd[p] = s_at;
+        rd[p] = r_at;
+        s_at += sc[p] + gap;
+        r_at += rc[p] + gap;
+      }
+      std::vector<unsigned char> input(s_at * es + 1), output(r_at * es + 1),
+          expected(r_at * es + 1);
+      for (size_t p = 0; p < un; ++p) {
+        for (size_t i = 0; i < sc[p]; ++i)
+          test::put(input, type, sd[p] + i, v_value(type, r, static_cast<int>(p), i));
+        for (size_t i = 0; i < rc[p]; ++i)
+          test::put(expected, type, rd[p] + i, v_value(type, static_cast<int>(p), r, i));
+      }
+      comm.all_to_all_v(input.data(), sc, sd, output.data(), rc, rd, type);
+      comm.wait(std::chrono::seconds(60));
+      wrong += count_wrong(output.data(), expected, type,
+                           describe(comm, gap == 0 ? "all_to_all_v packed" : "all_to_all_v gaps",
+                                    type, ReduceOp::kSum, r_at, false));
+    }
+    // send_recv: to the right, from the left
+    const int right = (r + 1) % n, left = (r + n - 1) % n;
+    std::vector<unsigned char> out(count * es), in(count * es), expected(count * es);
+    for (size_t i = 0; i < count; ++i) {
+      test::put(out, type, i, v_value(type, r, right, i));
+      test::put(expected, type, i, v_value(type, left, r, i));
+    }
+    comm.send_recv(out.data(), right, in.data(), left, count, type);
+    comm.wait(std::chrono::seconds(60));
+    wrong += count_wrong(in.data(), expected, type,
+                         describe(comm, "send_recv", type, ReduceOp::kSum, count, false));
+  }
+  return wrong;
+}
+
+TEST(GlooBackend, EveryTypeAndOpMatchesTheSerialReduction) {
+  SKIP_WITHOUT_GLOO();
+  auto comm = make_gloo_communicator(*g_world, GlooOptions{});
+  expect_all_ranks_right(without_throwing([&] { return check_reductions(*comm); }),
+                         "gloo reductions");
+}
+
+TEST(GlooBackend, EveryTypeMovesBitForBit) {
+  SKIP_WITHOUT_GLOO();
+  auto comm = make_gloo_communicator(*g_world, GlooOptions{});
+  expect_all_ranks_right(without_throwing([&] { return check_data_movement(*comm); }),
+                         "gloo data movement");
+}
+
+TEST(GlooBackend, RootedAndVariableCollectivesAndSendRecv) {
+  SKIP_WITHOUT_GLOO();
+  auto comm = make_gloo_communicator(*g_world, GlooOptions{});
+  expect_all_ranks_right(without_throwing([&] { return check_rooted_and_variable(*comm); }),
+                         "gloo rooted and variable collectives");
+}
+
+TEST(GlooBackend, RefusesBFloat16AndFp8InOneLine) {
+  SKIP_WITHOUT_GLOO();
+  auto comm = make_gloo_communicator(*g_world, GlooOptions{});
+  for (DataType type : all_data_types()) {
+    const std::string reason = comm->unsupported_reason(type);
+    const bool refused = type == DataType::kBFloat16 || type == DataType::kFloat8E4M3 ||
+                         type == DataType::kFloat8E5M2;
+    EXPECT_EQ(!reason.empty(), refused) << name(type) << ": '" << reason << "'";
+    EXPECT_EQ(reason.find('\n'), std::string::npos) << reason;
+  }
+  int16_t value = 0;
+  EXPECT_THROW(comm->all_reduce(&value, &value, 1, DataType::kBFloat16, ReduceOp::kSum),
+               UsageError);
+  EXPECT_NE(comm->resources().find("listen="), std::string::npos) << comm->resources();
+}
+
+TEST(GlooBackend, BatchSendRecvAllToAllvRingPassAndTwoAndTwo) {
+  SKIP_WITHOUT_GLOO();
+  auto comm = make_gloo_communicator(*g_world, GlooOptions{});
+  size_t wrong = 0;
+  for (DataType type : kBatchTypes) {
+    if (!comm->unsupported_reason(type).empty()) continue;
+    wrong += without_throwing([&] { return check_all_to_allv(*comm, type); });
+    wrong += without_throwing([&] { return check_ring_pass(*comm, type); });
+    wrong += without_throwing([&] { return check_two_and_two(*comm, type); });
+  }
+  expect_all_ranks_right(wrong, "gloo batch_send_recv");
+  int32_t value = 0;
+  const PeerRecv recv{comm->size(), &value, 1};
+  EXPECT_THROW(comm->batch_send_recv({}, {&recv, 1}, DataType::kInt32), UsageError);
+}
+
+// As the MPI backend's: colour = world rank / 2; the last rank outside; the first ranks.
+TEST(GlooBackend, ColorGroupsNegativeColorAndFirstRanks) {
+  SKIP_WITHOUT_GLOO();
+  const int world_rank = g_world->rank(), world_size = g_world->size();
+  size_t wrong = 0;
+  {
+    GlooOptions options;
+    options.color = world_rank / 2;
+    auto comm = make_gloo_communicator(*g_world, options);
+    const int first = world_rank / 2 * 2, group_size = std::min(2, world_size - first);
+    if (comm == nullptr || comm->rank() != world_rank - first || comm->size() != group_size) {
+      ADD_FAILURE() << "world rank " << world_rank << ": expected rank " << world_rank - first
+                    << " of " << group_size;
+      ++wrong;
+    } else {
+      int64_t mine = world_rank + 1, sum = 0, expected = 0;
+      comm->all_reduce(&mine, &sum, 1, DataType::kInt64, ReduceOp::kSum);
+      for (int q = first; q < first + group_size; ++q) expected += q + 1;
+      if (sum != expected) {
+        ADD_FAILURE() << "world rank " << world_rank << ": group all_reduce gave " << sum
+                      << ", expected " << expected;
+        ++wrong;
+      }
+      wrong += without_throwing([&] { return check_all_to_allv(*comm, DataType::kInt32); });
+    }
+  }
+  {
+    GlooOptions options;
+    options.color = world_rank == world_size - 1 ? -1 : 7;
+    auto comm = make_gloo_communicator(*g_world, options);
+    if (world_rank == world_size - 1) {
+      if (comm != nullptr) {
+        ADD_FAILURE() << "rank " << world_rank << " passed a negative color but got one";
+        ++wrong;
+      }
+    } else if (comm == nullptr || comm->size() != world_size - 1) {
+      ADD_FAILURE() << "rank " << world_rank << ": expected a communicator of " << world_size - 1;
+      ++wrong;
+    } else {
+      int64_t one = 1, ranks = 0;
+      comm->all_reduce(&one, &ranks, 1, DataType::kInt64, ReduceOp::kSum);
+      wrong += ranks != world_size - 1;
+    }
+  }
+  {
+    GlooOptions options;
+    options.first_ranks = std::max(1, world_size - 1);
+    auto comm = make_gloo_communicator(*g_world, options);
+    const bool inside = world_rank < options.first_ranks;
+    if ((comm != nullptr) != inside) {
+      ADD_FAILURE() << "rank " << world_rank << ": first_ranks=" << options.first_ranks
+                    << (inside ? " gave no communicator" : " gave one");
+      ++wrong;
+    } else if (comm != nullptr) {
+      int64_t one = 1, ranks = 0;
+      comm->all_reduce(&one, &ranks, 1, DataType::kInt64, ReduceOp::kSum);
+      wrong += ranks != options.first_ranks;
+    }
+  }
+  expect_all_ranks_right(wrong, "gloo groups");
+  GlooOptions both;
+  both.first_ranks = 1;
+  both.color = 0;
+  EXPECT_THROW(make_gloo_communicator(*g_world, both), UsageError);
 }
 
 }  // namespace

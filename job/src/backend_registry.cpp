@@ -35,6 +35,19 @@ std::vector<Backend> built_in_backends() {
                          [](const World& world, const BackendOptions& options) {
                            return make_nccl_communicator(world, NcclOptions{options.isolate_ranks});
                          }});
+  // gloo's waits sleep in its own threads: yielding_waits does not apply. It needs
+  // only the World (its addresses are exchanged by World::all_gather), not MPI's.
+  list.push_back(Backend{"gloo",
+                         "gloo",
+                         {DeviceKind::kHost, true, false, {}, true},
+                         [] { return gloo_backend_compiled(); },
+                         [] { return gloo_backend_compiled(); },
+                         [](const World& world, const BackendOptions& options) {
+                           GlooOptions gloo;
+                           gloo.color = options.color;
+                           gloo.first_ranks = options.first_ranks;
+                           return make_gloo_communicator(world, gloo);
+                         }});
   list.push_back(Backend{
       "ring",
       "ccscope's ring over MPI",

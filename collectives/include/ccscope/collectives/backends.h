@@ -1,6 +1,7 @@
 #pragma once
 // Factories for the concrete backends. A backend that was not compiled in, or
 // that finds no usable device, reports it with UsageError.
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -34,6 +35,28 @@ std::unique_ptr<Communicator> make_ring_communicator(const World& world);
 // The same algorithms over any PointToPoint (which must outlive the communicator):
 // the in-process transport runs a whole sweep in a unit test.
 std::unique_ptr<Communicator> make_ring_communicator(PointToPoint& p2p);
+
+// gloo (PyTorch's CPU collectives) on host memory over its TCP transport. It
+// needs only the World: the ranks' addresses are exchanged with one
+// World::all_gather, never through MPI or a store server. Each rank listens on
+// the interface CCSCOPE_GLOO_IFACE names, else GLOO_SOCKET_IFNAME's (PyTorch's),
+// else the address its host name resolves to (when an interface has it, not
+// loopback), else its first interface that is up and not loopback.
+struct GlooOptions {
+  // As MpiOptions: over the world's first `first_ranks` ranks (0: every rank),
+  // or over the ranks that pass the same color (ordered by world rank; negative:
+  // none). The factory returns nullptr on a rank outside.
+  int first_ranks = 0;
+  std::optional<int> color;
+  // How long one operation (and the connection at start) may wait for a peer
+  // before it fails with TimeoutError.
+  std::chrono::milliseconds timeout = std::chrono::seconds(60);
+};
+// Collective: every rank of the world must call it. Throws UsageError when
+// this ccscope was built without gloo.
+std::unique_ptr<Communicator> make_gloo_communicator(const World& world,
+                                                     const GlooOptions& options);
+bool gloo_backend_compiled();
 
 struct NcclOptions {
   // Give every rank its own NCCL_HOSTID so that NCCL connects even ranks of one
