@@ -10,6 +10,7 @@
 #include "ccscope/collectives/error.h"
 #include "ccscope/common/sizes.h"
 #include "ccscope/common/text.h"
+#include "ccscope/job/backend_registry.h"
 #include "ccscope/records/collective.h"
 #include "verb_support.h"
 
@@ -119,7 +120,8 @@ void build_app(CLI::App& app, RawArguments& raw) {
                  "16 only (the CTA count of -D's device implementation)");
   app.add_option(
       "--backend", raw.backend,
-      "mpi, nccl, or ring (ccscope's reference ring algorithms over MPI point-to-point); "
+      "mpi, nccl, gloo (gloo's CPU collectives over TCP), or ring (ccscope's reference ring "
+      "algorithms over MPI point-to-point); "
       "default: nccl when NCCL is built in and every rank has a GPU of its own (or "
       "--isolate-ranks), else mpi");
   app.add_flag("--yielding-waits", raw.yielding_waits,
@@ -304,9 +306,12 @@ ParsedBenchFlags parse_bench_flags(const std::vector<std::string>& args) {
                       "use 0 (time to complete) or 1 (host time to issue)") == 1;
   options.graph_launches =
       static_cast<int>(integer_argument("-G/--cudagraph", raw.graph, 0, 1000000));
-  if (!raw.backend.empty() && raw.backend != "mpi" && raw.backend != "nccl" &&
-      raw.backend != "ring")
-    bad("unknown --backend '" + raw.backend + "': choose mpi, nccl or ring");
+  if (!raw.backend.empty() && job::find_backend(raw.backend) == nullptr) {
+    std::string names;
+    for (const job::Backend& b : job::registered_backends())
+      names += (names.empty() ? "" : ", ") + b.name;
+    bad("unknown --backend '" + raw.backend + "': choose " + names);
+  }
   options.backend = raw.backend;
   if (options.graph_launches > 0 && !options.backend.empty())
     validate_for_backend(options, options.backend);
