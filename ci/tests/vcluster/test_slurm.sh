@@ -175,15 +175,23 @@ else
 fi
 
 # ---- d. no MPI: srun --mpi=none + the gloo backend through ccscope's TCP rendezvous
+# Rank 0 listens at the step's first node; the virtual cluster has no name service, so its
+# address is given (CCSCOPE_RENDEZVOUS_HOST). Skipped, saying why, while ccscope has no gloo
+# backend or says it cannot start from Slurm's environment without MPI (a ccscope from before
+# the rendezvous: "the launcher started 4 ranks but MPI sees only this one"); any other
+# failure fails.
 gloo_why=""
 "$CCSCOPE" bench --help 2>/dev/null | grep -- '--backend' | grep -qw gloo ||
-  gloo_why="this ccscope has no gloo backend ('bench --help' lists none under --backend): starting from Slurm's environment without MPI (the TCP rendezvous) is not built in yet"
+  gloo_why="this ccscope has no gloo backend ('bench --help' lists none under --backend)"
 if [[ -z $gloo_why ]]; then
-  run_bench d_none_gloo --mpi=none -N 2 -n 4 "$CCSCOPE" "${BENCH[@]}" --backend gloo
-  check_bench d_none_gloo "$rc"
-else
-  note "d_none_gloo: SKIPPED: $gloo_why"
+  CCSCOPE_RENDEZVOUS_HOST=${VCLUSTER_SUBNET:-10.213.0}.1 run_bench d_none_gloo --mpi=none -N 2 -n 4 "$CCSCOPE" "${BENCH[@]}" --backend gloo
+  if ((rc != 0)) && grep -q 'MPI sees only this one' "$WORK/d_none_gloo.err"; then
+    gloo_why="this ccscope does not start from Slurm's environment without MPI (no TCP rendezvous yet): $(grep -m1 'MPI sees only this one' "$WORK/d_none_gloo.err" | cut -c1-160)"
+  else
+    check_bench d_none_gloo "$rc"
+  fi
 fi
+[[ -z $gloo_why ]] || note "d_none_gloo: SKIPPED: $gloo_why"
 
 t_down=$SECONDS
 slurm down || fail "ci/vcluster-slurm down failed"
