@@ -38,7 +38,9 @@ LINK=0.125   # GB/s
 # Plausible busbw of all-reduce on 2 nodes x 2 ranks, as a fraction of the link rate:
 # at most 1.5 x 1.05 (each node must send and receive at least the message size S over its
 # link while busbw counts 2(n-1)/n = 1.5 x S; 1.05 as in vcluster.bandwidth_1gbit), at least
-# MIN_FRACTION (measured alone on the 2-core CI machine at 1-4 MiB: see docs/launch.md).
+# MIN_FRACTION (1-4 MiB beside other work on this 2-core machine: pmi2 + MPICH 0.37-0.71,
+# pmix + Open MPI 0.35-1.12). Other load can only lower the figure: a low one is measured
+# once more; a figure above the ceiling fails at once.
 MAX_FRACTION=1.575
 MIN_FRACTION=${SLURM_TEST_MIN_FRACTION:-0.30}
 KILL_T=5     # ccscope's -T (watchdog timeout) in the kill case
@@ -47,10 +49,12 @@ t_start=$SECONDS
 slurm up --nodes 2 --ranks-per-node 2 --rate "$RATE" || fail "ci/vcluster-slurm up failed (exit $?)"
 note "Slurm up in $((SECONDS - t_start)) s"
 
-# check_bench NAME: exit 0, 3 rows (1, 2, 4 MiB), #wrong 0 in every row's out-of-place and
-# in-place columns of the table, busbw of every row within [MIN, MAX] x the link
+# check_bench NAME RC: exit 0, 3 rows (1, 2, 4 MiB), #wrong 0 in every row's out-of-place and
+# in-place columns of the table, busbw of every row within [MIN, MAX] x the link; status 1
+# (and $low says why) when only the floor was missed
 check_bench() {
   local name=$1 rc=$2 out="$WORK/$1.out" rows bad busbw
+  low=""
   ((rc == 0)) || { sed 's/^/  | /' "$WORK/$name.err" | tail -n 15; fail "$name: srun exited $rc"; }
   # the table's data rows: size count type redop root time algbw busbw #wrong time algbw busbw #wrong ...
   rows=$(awk '/^ +[0-9]+ +[0-9]+ +[a-z0-9]+ +[a-z]+ +-?[0-9]+ / {n++} END {print n + 0}' "$out")
@@ -61,8 +65,9 @@ check_bench() {
     awk -v b="$busbw" -v l="$LINK" -v m="$MAX_FRACTION" 'BEGIN {exit !(b <= m * l)}' ||
       fail "$name: busbw $busbw GB/s is above $MAX_FRACTION x the $LINK GB/s link: the measurement is wrong"
     awk -v b="$busbw" -v l="$LINK" -v m="$MIN_FRACTION" 'BEGIN {exit !(b >= m * l)}' ||
-      fail "$name: busbw $busbw GB/s is below $MIN_FRACTION x the $LINK GB/s link"
+      low="busbw $busbw GB/s is below $MIN_FRACTION x the $LINK GB/s link"
   done < <(csv_col "$WORK/$name.csv" busbw_GBps)
+  [[ -z $low ]] || return 1
   note "$name: exit 0, 3 rows, #wrong 0, busbw $(csv_col "$WORK/$name.csv" busbw_GBps | sort -g |
     awk 'NR == 1 {lo = $1} {hi = $1} END {printf "%.3f-%.3f", lo, hi}') GB/s (link $LINK GB/s) in ${elapsed}s"
 }
@@ -86,10 +91,19 @@ run_bench() {
   elapsed=$((SECONDS - t0))
 }
 BENCH=(bench allreduce -b 1M -e 4M -f 2 -n 5 -w 1)
+# bench_case NAME SRUN_OPTIONS... CCSCOPE BENCH_OPTIONS...: run_bench + check_bench, once more
+# when only the busbw floor was missed
+bench_case() {
+  local name=$1
+  run_bench "$@"
+  check_bench "$name" "$rc" && return 0
+  echo "WARNING: $name: $low; measuring once more (other load lowers it)" >&2
+  run_bench "$@"
+  check_bench "$name" "$rc" || fail "$name: $low (twice)"
+}
 
 # ---- a. pmi2 + MPICH
-run_bench a_pmi2_mpich --mpi=pmi2 -N 2 -n 4 "$CCSCOPE" "${BENCH[@]}" --backend mpi
-check_bench a_pmi2_mpich "$rc"
+bench_case a_pmi2_mpich --mpi=pmi2 -N 2 -n 4 "$CCSCOPE" "${BENCH[@]}" --backend mpi
 grep -q '^# Hosts: node0 (ranks 0-1), node1 (ranks 2-3)' "$WORK/a_pmi2_mpich.out" ||
   fail "a_pmi2_mpich: the header does not say node0 (ranks 0-1), node1 (ranks 2-3)"
 
@@ -101,8 +115,7 @@ elif ! slurm srun --mpi=list 2>&1 | grep -q pmix; then
   ompi_why="this srun has no pmix plugin (srun --mpi=list)"
 fi
 if [[ -z $ompi_why ]]; then
-  run_bench b_pmix_openmpi --mpi=pmix -N 2 -n 4 "$OMPI_CCSCOPE" "${BENCH[@]}" --backend mpi
-  check_bench b_pmix_openmpi "$rc"
+  bench_case b_pmix_openmpi --mpi=pmix -N 2 -n 4 "$OMPI_CCSCOPE" "${BENCH[@]}" --backend mpi
   grep -q '^# MPI library: Open MPI' "$WORK/b_pmix_openmpi.out" || fail "b_pmix_openmpi: the binary does not report Open MPI"
 else
   note "b_pmix_openmpi: SKIPPED: $ompi_why"
@@ -187,8 +200,10 @@ if [[ -z $gloo_why ]]; then
   CCSCOPE_RENDEZVOUS_HOST=${VCLUSTER_SUBNET:-10.213.0}.1 run_bench d_none_gloo --mpi=none -N 2 -n 4 "$CCSCOPE" "${BENCH[@]}" --backend gloo
   if ((rc != 0)) && grep -q 'MPI sees only this one' "$WORK/d_none_gloo.err"; then
     gloo_why="this ccscope does not start from Slurm's environment without MPI (no TCP rendezvous yet): $(grep -m1 'MPI sees only this one' "$WORK/d_none_gloo.err" | cut -c1-160)"
-  else
-    check_bench d_none_gloo "$rc"
+  elif ! check_bench d_none_gloo "$rc"; then
+    echo "WARNING: d_none_gloo: $low; measuring once more (other load lowers it)" >&2
+    CCSCOPE_RENDEZVOUS_HOST=${VCLUSTER_SUBNET:-10.213.0}.1 run_bench d_none_gloo --mpi=none -N 2 -n 4 "$CCSCOPE" "${BENCH[@]}" --backend gloo
+    check_bench d_none_gloo "$rc" || fail "d_none_gloo: $low (twice)"
   fi
 fi
 [[ -z $gloo_why ]] || note "d_none_gloo: SKIPPED: $gloo_why"
