@@ -12,8 +12,8 @@
 #     no ccscope process is left on any node; srun's exit code and messages are printed, for
 #     pmi2 + MPICH and (where the Open MPI tree is there) pmix + Open MPI;
 #  d. srun --mpi=none + ccscope bench --backend gloo (ccscope starting from Slurm's own
-#     environment through its TCP rendezvous, no MPI): the checks of (a), skipped, saying
-#     why, while this ccscope has no gloo backend.
+#     environment through its TCP rendezvous, no MPI): the checks of (a); skipped, saying
+#     why, while this ccscope has no gloo backend or cannot start without MPI.
 # Exit 77 (SKIP) without root, ip netns, the ccscope binary or Slurm/munge.
 source "$(dirname "$0")/lib.sh"
 require_vcluster
