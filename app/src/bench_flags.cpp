@@ -98,9 +98,11 @@ void build_app(CLI::App& app, RawArguments& raw) {
                  "write a JSON file (name ending in .json), as --json: ccscope's JSON schema, "
                  "not nccl-tests'");
   app.add_option("-t,--nthreads", raw.threads,
-                 "threads per process: 1 only (launch one rank per GPU with mpiexec)");
+                 "threads per process (default 1); -t x -g ranks per process, each a thread "
+                 "driving one GPU (or, without a GPU, one rank on host memory)");
   app.add_option("-g,--ngpus", raw.gpus,
-                 "GPUs per thread: 1 only (launch one rank per GPU with mpiexec)");
+                 "GPUs per thread (default 1): with -t, the ranks of each process; "
+                 "mpiexec -n 2 ... -g 4 runs 8 ranks");
   app.add_option("-p,--parallel_init", raw.parallel_init,
                  "0 or 1; with one GPU per process (-t 1 -g 1) both initialise the same way");
   app.add_option("-y,--stream_null", raw.stream_null, "0 only: ccscope always uses its own stream");
@@ -329,16 +331,12 @@ ParsedBenchFlags parse_bench_flags(const std::vector<std::string>& args) {
   if (options.repeats == 0)
     options.notes.push_back("-N/--repeat 0: the sweep repeats until stopped (Ctrl-C or SIGTERM)");
 
-  // nccl-tests flags whose only honest value here is the default.
-  const auto one_rank_per_gpu = [](const std::string& flag, const std::string& text) {
-    const long long value = integer_argument(flag, text, 1, 1 << 30);
-    if (value != 1)
-      bad(flag + " " + text +
-          ": ccscope runs one GPU per process; launch one rank per GPU instead (mpiexec -n "
-          "<GPUs> ccscope bench ...)");
-  };
-  one_rank_per_gpu("-t/--nthreads", raw.threads);
-  one_rank_per_gpu("-g/--ngpus", raw.gpus);
+  // -t and -g: ranks per process, each a thread of it (nccl-tests' threads x GPUs
+  // per thread: the same ranks and rows; each GPU is driven by its own thread).
+  const long long threads = integer_argument("-t/--nthreads", raw.threads, 1, 1024);
+  const long long gpus = integer_argument("-g/--ngpus", raw.gpus, 1, 1024);
+  if (threads * gpus > 1024) bad("-t x -g: at most 1024 ranks per process");
+  options.ranks_per_process = static_cast<int>(threads * gpus);
   switch_argument("-p/--parallel_init", raw.parallel_init, {"0", "1"}, "use 0 or 1");
   switch_argument("-y/--stream_null", raw.stream_null, {"0"},
                   "ccscope cannot issue on the NULL stream; leave -y at 0");

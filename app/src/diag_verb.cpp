@@ -222,13 +222,6 @@ int run_diag(job::JobContext& job, const DiagFlags& flags, const std::vector<Sta
   options.train_steps = flags.train_steps;
   options.node_bytes = options.cluster_bytes = options.pair_bytes = *parse_size(flags.bytes);
   options.corrupt_rank = flags.test_corrupt_rank;
-  // A launcher that started N processes which each see a world of one (an
-  // mpiexec of another MPI than ccscope's) would write N copies of each file.
-  if (const int launched = launcher_rank_count(); launched > 1 && launched != world.size())
-    return fail_usage(
-        fmt::format("the launcher started {} processes but MPI sees a world of {}: launch with the "
-                    "mpiexec of the MPI ccscope was built with ({})",
-                    launched, world.size(), MpiSession::library_version()));
   if (flags.test_corrupt_rank < -1 || flags.test_corrupt_rank >= world.size())
     return fail_usage(fmt::format("--test-corrupt-rank {} is out of range for {} ranks",
                                   flags.test_corrupt_rank, world.size()));

@@ -120,7 +120,7 @@ TEST(Options, EveryBadInputIsOneClearLine) {
       {{"allreduce", "-f", "2x"}, "-f/--stepfactor '2x' is not a whole number"},
       {{"allreduce", "--timeout", "nan"}, "--timeout"},
       {{"allreduce", "--repeat", "+"}, "--repeat"},
-      {{"allreduce", "--backend", "gloo"}, "--backend 'gloo'"},
+      {{"allreduce", "--backend", "glo"}, "unknown --backend 'glo'"},
       {{"allreduce", "--timeout", "-1"}, "-T/--timeout '-1'"},
       {{"allreduce", "-T", "5s"}, "-T/--timeout '5s'"},
       {{"allreduce", "--repeat", "-1"}, "--repeat"},
@@ -134,10 +134,10 @@ TEST(Options, EveryBadInputIsOneClearLine) {
       {{"allreduce", "-G", "-1"}, "-G/--cudagraph"},
       {{"allreduce", "-G", "1", "--backend", "mpi"}, "needs the nccl backend"},
       {{"allreduce", "-G", "2", "--backend", "ring"}, "needs the nccl backend"},
-      {{"allreduce", "-t", "2"}, "launch one rank per GPU"},
-      {{"allreduce", "-g", "8"}, "launch one rank per GPU"},
+      {{"allreduce", "-t", "2000"}, "-t/--nthreads 2000 is out of range"},
+      {{"allreduce", "-g", "64", "-t", "32"}, "at most 1024 ranks per process"},
       {{"allreduce", "-g", "0"}, "-g/--ngpus 0 is out of range"},
-      {{"allreduce", "--nthreads", "4"}, "-t/--nthreads 4"},
+      {{"allreduce", "--nthreads", "0"}, "-t/--nthreads 0 is out of range"},
       {{"allreduce", "-p", "2"}, "-p/--parallel_init 2"},
       {{"allreduce", "-y", "1"}, "-y/--stream_null 1"},
       {{"allreduce", "-R", "1"}, "-R/--local_register 1"},
@@ -318,6 +318,10 @@ TEST(Options, GraphLaunchesNeedNccl) {
   EXPECT_THROW(validate_for_backend(o, "ring"), UsageError);
   EXPECT_NO_THROW(validate_for_backend(parse({"allreduce"}), "mpi"));
   EXPECT_EQ(parse({"allreduce", "-G", "2", "--backend", "nccl"}).graph_launches, 2);
+  // -t x -g ranks per process, as nccl-tests' threads and GPUs per thread.
+  EXPECT_EQ(parse({"allreduce", "-g", "4"}).ranks_per_process, 4);
+  EXPECT_EQ(parse({"allreduce", "-t", "2", "-g", "3"}).ranks_per_process, 6);
+  EXPECT_EQ(parse({"allreduce"}).ranks_per_process, 1);
 }
 
 TEST(Options, HelpNamesTheTimeStatisticAndEveryNcclTestsFlag) {

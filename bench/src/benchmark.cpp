@@ -1,6 +1,7 @@
 // run_benchmark: see ccscope/bench/benchmark.h.
 #include "ccscope/bench/benchmark.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "ccscope/collectives/error.h"
+#include "ccscope/collectives/thread_ranks.h"
 #include "ccscope/collectives/world.h"
 #include "ccscope/job/backend_registry.h"
 #include "ccscope/job/interruption.h"
@@ -55,27 +57,38 @@ std::vector<BenchOptions> sweep_runs(const BenchOptions& options, int ranks) {
   return runs;
 }
 
-// run_benchmark as the body of its job; returns the exit code.
-int benchmark_job(job::JobContext& job, const BenchOptions& options,
-                  const ReporterSetup& setup_reporters,
-                  const std::vector<std::string>& command_line) {
-  const World& world = job.world();
-  const bool leader = job.leader();
-  const int launched = launcher_rank_count();
-  if (launched > 1 && world.size() == 1) {
-    if (launcher_says_rank_zero())
-      std::fprintf(
-          stderr,
-          "ccscope bench: error: the launcher started %d ranks but MPI sees only this one: "
-          "ccscope was built with a different MPI (%s) than the launcher; use that MPI's "
-          "mpiexec or rebuild ccscope against the launcher's MPI\n",
-          launched, MpiSession::library_version().c_str());
+// A SweepMonitor for thread ranks other than their process's first: that one
+// tells the process's watchdog (the threads move through collectives together).
+class SilentMonitor : public SweepMonitor {
+ public:
+  void begin_phase(const std::string&) override {}
+  void operation_started() override {}
+  void end_phase() override {}
+};
+
+// One rank's bench: the job's world, or (-g N) one thread's world of thread
+// ranks, where `carries_process` is the process's first thread, which alone
+// makes the process's own collective calls (the watchdog, opening outputs).
+// Returns the exit code.
+int bench_rank(job::JobContext& job, const World& world, bool carries_process,
+               const BenchOptions& options, const ReporterSetup& setup_reporters,
+               const std::vector<std::string>& command_line) {
+  const bool leader = world.rank() == 0;
+  const bool threads = options.ranks_per_process > 1;
+  // As the job's refuse and leave_together, over this rank's world.
+  const auto refuse = [&](const std::string& what) {
+    if (leader) std::fprintf(stderr, "ccscope bench: error: %s\n", what.c_str());
     return kExitUsage;
-  }
+  };
+  const auto leave_together = [&](int code) {
+    watchdog_say_goodbye();
+    world.barrier();
+    return code;
+  };
   try {
     validate_for_ranks(options, world.size());
   } catch (const UsageError& error) {
-    return job.refuse(error.what());
+    return refuse(error.what());
   }
   if (leader) {
     for (const auto& warning : options.warnings)
@@ -97,14 +110,23 @@ int benchmark_job(job::JobContext& job, const BenchOptions& options,
     }
     validate_for_backend(options, backend);  // every rank has the same backend: one answer
   } catch (const UsageError& error) {
-    return job.refuse(error.what());
+    return refuse(error.what());
   }
 
   // The watchdog starts first so that --timeout also bounds the backend's
   // start-up (ncclCommInitRank blocks until every rank joins).
-  // (-T 0: a zero timeout, which the watchdog takes as none.)
-  HangWatchdog& watchdog = job.start_watchdog(
-      std::chrono::milliseconds(static_cast<long long>(options.timeout_seconds * 1000)));
+  // (-T 0: a zero timeout, which the watchdog takes as none.) Thread ranks wait
+  // for their process's first thread to start it (the barrier's last arrival
+  // then carries the process's part: one thread at a time in the process's world).
+  HangWatchdog* process_watchdog = nullptr;
+  if (carries_process)
+    process_watchdog = &job.start_watchdog(
+        std::chrono::milliseconds(static_cast<long long>(options.timeout_seconds * 1000)));
+  if (threads) world.barrier();
+  SilentMonitor silent;
+  std::unique_ptr<WatchdogMonitor> watching;
+  if (process_watchdog) watching = std::make_unique<WatchdogMonitor>(*process_watchdog);
+  SweepMonitor& watchdog = watching ? static_cast<SweepMonitor&>(*watching) : silent;
   std::unique_ptr<Communicator> comm;
   try {
     watchdog.begin_phase("start-up of the " + backend + " backend");
@@ -112,7 +134,7 @@ int benchmark_job(job::JobContext& job, const BenchOptions& options,
     comm = job::make_backend(backend, world, {options.isolate_ranks, options.yielding_waits});
     watchdog.end_phase();
   } catch (const UsageError& error) {
-    return job.refuse(error.what());  // every rank fails the same way; one line is enough
+    return refuse(error.what());  // every rank fails the same way; one line is enough
   } catch (const std::exception& error) {
     job.end_job(kExitFailed, "cannot start the " + backend + " backend: " + error.what());
   }
@@ -128,31 +150,49 @@ int benchmark_job(job::JobContext& job, const BenchOptions& options,
     if (reason.empty()) {
       runnable.types.push_back(type);
     } else if (!options.types_are_all) {
-      return job.leave_together(job.refuse(reason));
+      return leave_together(refuse(reason));
     } else if (leader) {
       std::fprintf(stderr, "ccscope bench: note: -d all: %s left out: %s\n",
                    std::string(name(type)).c_str(), reason.c_str());
     }
   }
-  if (runnable.types.empty()) return job.leave_together(job.refuse("no -d type can run here"));
+  if (runnable.types.empty()) return leave_together(refuse("no -d type can run here"));
 
   // Every type of -d (all): element counts and sizes depend on it.
   for (DataType type : runnable.types) {
     BenchOptions typed = options;
     typed.type = type;
     if (const std::string problem = preflight(typed, world, *comm); !problem.empty())
-      return job.leave_together(job.refuse(problem));
+      return leave_together(refuse(problem));
   }
 
-  // Output files are opened before measuring so a bad path fails at once.
+  // Output files are opened before measuring so a bad path fails at once (by
+  // the process: its first thread, then told to the others).
   records::ReporterList reporters;
-  const std::string open_error = job.open_outputs([&] { setup_reporters(reporters); });
-  if (!open_error.empty()) return job.leave_together(job.refuse(open_error));
+  std::string open_error;
+  if (carries_process) open_error = job.open_outputs([&] { setup_reporters(reporters); });
+  if (threads)
+    for (const std::string& problem : world.all_gather(open_error))
+      if (!problem.empty()) {
+        open_error = problem;
+        break;
+      }
+  if (!open_error.empty()) return leave_together(refuse(open_error));
 
-  job::InterruptHandlers interrupts(leader ? "ccscope bench: stopping after the current size "
-                                             "(signal received; send it again to stop at once)\n"
-                                           : "");
+  std::unique_ptr<job::InterruptHandlers> interrupts;
+  if (carries_process)
+    interrupts = std::make_unique<job::InterruptHandlers>(
+        leader ? "ccscope bench: stopping after the current size "
+                 "(signal received; send it again to stop at once)\n"
+               : "");
   records::RunMetadata metadata = collect_run_metadata(world, *comm, command_line);
+  const job::Launch& launch = job.launch();
+  metadata.launch = job::launch_kind_name(launch.kind);
+  metadata.launcher = launch.launcher;
+  metadata.slurm_job_id = launch.slurm_job_id;
+  metadata.slurm_step_id = launch.slurm_step_id;
+  metadata.slurm_nodelist = launch.slurm_nodelist;
+  metadata.ranks_per_process = options.ranks_per_process;
   if (leader) reporters.begin(metadata);
   SweepOutcome outcome;
   const std::vector<BenchOptions> runs = sweep_runs(runnable, world.size());
@@ -162,8 +202,8 @@ int benchmark_job(job::JobContext& job, const BenchOptions& options,
        ++repeat) {
     for (const BenchOptions& one : runs) {
       const SweepOutcome part =
-          run_sweep(one, world, *comm, watchdog, leader ? &reporters : nullptr, repeat,
-                    &job::InterruptHandlers::pending_signal);
+          run_sweep(one, world, job_shape(world), *comm, watchdog, leader ? &reporters : nullptr,
+                    repeat, &job::InterruptHandlers::pending_signal);
       outcome.wrong_elements += part.wrong_elements;
       outcome.records += part.records;
       outcome.stopped_by_signal = part.stopped_by_signal;
@@ -192,7 +232,7 @@ int benchmark_job(job::JobContext& job, const BenchOptions& options,
   comm.reset();
   watchdog.end_phase();
   // Every rank gets here (or has aborted): all say goodbye before any closes.
-  job.leave_together(kExitOk);
+  leave_together(kExitOk);
   if (!outcome.refused.empty()) return kExitUsage;  // rank 0 said what fits
   if (end_failed) return kExitFailed;
   if (outcome.stopped_by_signal) {
@@ -204,7 +244,7 @@ int benchmark_job(job::JobContext& job, const BenchOptions& options,
     // Every record is written. MPICH's mpiexec (Hydra 4.0) often loses the
     // ranks' exit status after it forwarded a signal and reports 0; an abort
     // with the code reaches it (measured: see docs/bench.md, "Stopping a run").
-    if (world.size() > 1) {
+    if (world.size() > 1 && carries_process) {
       world.barrier();         // rank 0 has written and printed everything
       watchdog_say_goodbye();  // every rank: the abort below is on purpose
       // The launcher drops output still in its pipes when the abort arrives
@@ -215,6 +255,35 @@ int benchmark_job(job::JobContext& job, const BenchOptions& options,
     return code;
   }
   return outcome.wrong_elements > 0 ? kExitFailed : kExitOk;
+}
+
+// run_benchmark as the body of its job: one rank per process, or (-g N) N
+// thread ranks per process; returns the exit code.
+int benchmark_job(job::JobContext& job, const BenchOptions& options,
+                  const ReporterSetup& setup_reporters,
+                  const std::vector<std::string>& command_line) {
+  const int count = options.ranks_per_process;
+  if (count <= 1) return bench_rank(job, job.world(), true, options, setup_reporters, command_line);
+  const ThreadRanks thread_ranks(job.world(), count);
+  std::vector<int> codes(static_cast<size_t>(count), kExitOk);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < count; ++t)
+    threads.emplace_back([&, t] {
+      // A thread's failure ends the job, as an exception of the body does.
+      try {
+        const World world = thread_ranks.world_of(t);
+        codes[static_cast<size_t>(t)] =
+            bench_rank(job, world, t == 0, options, setup_reporters, command_line);
+      } catch (const TimeoutError& e) {
+        job.end_job(job::kExitHang, e.what());
+      } catch (const UsageError& e) {
+        job.end_job(job::kExitUsage, std::string("error: ") + e.what());
+      } catch (const std::exception& e) {
+        job.end_job(job::kExitCheckFailed, std::string("error: ") + e.what());
+      }
+    });
+  for (auto& thread : threads) thread.join();
+  return *std::max_element(codes.begin(), codes.end());
 }
 
 }  // namespace

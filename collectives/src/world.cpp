@@ -78,7 +78,16 @@ int MpiSession::finalize(int exit_code, std::chrono::milliseconds bound) {
   return exit_code;
 }
 
+bool MpiSession::active() {
+  int initialized = 0;
+  int finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  return initialized && !finalized;
+}
+
 bool MpiSession::serialized_threads() {
+  if (!active()) return true;  // no MPI: nothing to serialize
   int level = MPI_THREAD_SINGLE;
   return MPI_Query_thread(&level) == MPI_SUCCESS && level >= MPI_THREAD_SERIALIZED;
 }
@@ -141,144 +150,174 @@ World World::from_hostnames(int rank, std::vector<std::string> hostnames) {
   return world;
 }
 
-World World::from_mpi() {
+namespace {
+
+// MPI_COMM_WORLD as a world's channel.
+class MpiChannel final : public WorldChannel {
+ public:
+  std::string name() const override { return "mpi"; }
+
+  void barrier(bool yielding) const override {
+    call_waiting(
+        yielding, "MPI_Barrier", [] { return MPI_Barrier(MPI_COMM_WORLD); },
+        [](MPI_Request* request) { return MPI_Ibarrier(MPI_COMM_WORLD, request); });
+  }
+
+  void sleeping_barrier(std::chrono::milliseconds timeout) const override {
+    MPI_Request request = MPI_REQUEST_NULL;
+    check_mpi(MPI_Ibarrier(MPI_COMM_WORLD, &request), "MPI_Ibarrier");
+    // (capped at a year: steady_clock counts nanoseconds in 64 bits)
+    const auto deadline = std::chrono::steady_clock::now() +
+                          std::min(timeout, std::chrono::milliseconds(31536000000LL));
+    for (;;) {
+      int done = 0;
+      check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+      if (done) return;
+      if (std::chrono::steady_clock::now() > deadline)
+        throw TimeoutError("ranks did not all reach the barrier within " +
+                           std::to_string(timeout.count()) + " ms");
+      usleep(1000);
+    }
+  }
+
+  std::vector<std::string> all_gather(const std::string& text, bool yielding) const override {
+    int size = 0;
+    check_mpi(MPI_Comm_size(MPI_COMM_WORLD, &size), "MPI_Comm_size");
+    int length = checked_int(text.size(), "string length");
+    std::vector<int> lengths(static_cast<size_t>(size));
+    call_waiting(
+        yielding, "MPI_Allgather",
+        [&] {
+          return MPI_Allgather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, MPI_COMM_WORLD);
+        },
+        [&](MPI_Request* request) {
+          return MPI_Iallgather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, MPI_COMM_WORLD,
+                                request);
+        });
+    std::vector<int> offsets(static_cast<size_t>(size));
+    size_t total = 0;
+    for (size_t r = 0; r < lengths.size(); ++r) {
+      offsets[r] = checked_int(total, "gathered strings");
+      total += static_cast<size_t>(lengths[r]);
+    }
+    std::string joined(total, '\0');
+    call_waiting(
+        yielding, "MPI_Allgatherv",
+        [&] {
+          return MPI_Allgatherv(text.data(), length, MPI_CHAR, joined.data(), lengths.data(),
+                                offsets.data(), MPI_CHAR, MPI_COMM_WORLD);
+        },
+        [&](MPI_Request* request) {
+          return MPI_Iallgatherv(text.data(), length, MPI_CHAR, joined.data(), lengths.data(),
+                                 offsets.data(), MPI_CHAR, MPI_COMM_WORLD, request);
+        });
+    std::vector<std::string> result;
+    for (size_t r = 0; r < lengths.size(); ++r)
+      result.push_back(
+          joined.substr(static_cast<size_t>(offsets[r]), static_cast<size_t>(lengths[r])));
+    return result;
+  }
+
+  void all_reduce(std::span<double> values, Reduction reduction, bool yielding) const override {
+    if (values.empty()) return;
+    const MPI_Op op = reduction == Reduction::kMax   ? MPI_MAX
+                      : reduction == Reduction::kMin ? MPI_MIN
+                                                     : MPI_SUM;
+    const int count = checked_int(values.size(), "values");
+    call_waiting(
+        yielding, "MPI_Allreduce",
+        [&] {
+          return MPI_Allreduce(MPI_IN_PLACE, values.data(), count, MPI_DOUBLE, op, MPI_COMM_WORLD);
+        },
+        [&](MPI_Request* request) {
+          return MPI_Iallreduce(MPI_IN_PLACE, values.data(), count, MPI_DOUBLE, op,
+                                MPI_COMM_WORLD, request);
+        });
+  }
+
+  int64_t all_reduce_sum(int64_t value, bool yielding) const override {
+    int64_t total = 0;
+    call_waiting(
+        yielding, "MPI_Allreduce",
+        [&] { return MPI_Allreduce(&value, &total, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD); },
+        [&](MPI_Request* request) {
+          return MPI_Iallreduce(&value, &total, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD, request);
+        });
+    return total;
+  }
+
+  void broadcast(std::vector<char>& bytes, int root) const override {
+    uint64_t length = bytes.size();
+    check_mpi(MPI_Bcast(&length, 1, MPI_UINT64_T, root, MPI_COMM_WORLD), "MPI_Bcast");
+    bytes.resize(length);
+    check_mpi(MPI_Bcast(bytes.data(), checked_int(bytes.size(), "broadcast bytes"), MPI_BYTE, root,
+                        MPI_COMM_WORLD),
+              "MPI_Bcast");
+  }
+
+  void abort(int exit_code) const override {
+    std::fflush(stdout);
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, exit_code);
+    std::_Exit(exit_code);  // MPI_Abort does not return; this is for the compiler
+  }
+};
+
+}  // namespace
+
+const WorldChannel& World::channel() const {
+  static const MpiChannel mpi;
+  return channel_ ? *channel_ : mpi;
+}
+
+World World::from_mpi(const std::string& node_name) {
   int rank = 0;
   int size = 0;
   check_mpi(MPI_Comm_rank(MPI_COMM_WORLD, &rank), "MPI_Comm_rank");
   check_mpi(MPI_Comm_size(MPI_COMM_WORLD, &size), "MPI_Comm_size");
+  return from_channel(nullptr, rank, size, node_name);
+}
+
+World World::from_channel(std::shared_ptr<const WorldChannel> channel, int rank, int size,
+                          const std::string& node_name) {
   World probe;
+  probe.channel_ = channel;
   probe.rank_ = rank;
   probe.size_ = size;
-  return from_hostnames(rank, probe.all_gather(local_hostname()));
+  World world = from_hostnames(
+      rank, probe.all_gather(node_name.empty() ? local_hostname() : node_name));
+  world.channel_ = std::move(channel);
+  return world;
 }
 
-void World::barrier() const {
-  call_waiting(
-      yielding_waits_, "MPI_Barrier", [] { return MPI_Barrier(MPI_COMM_WORLD); },
-      [](MPI_Request* request) { return MPI_Ibarrier(MPI_COMM_WORLD, request); });
-}
+void World::barrier() const { channel().barrier(yielding_waits_); }
 
 void World::sleeping_barrier(std::chrono::milliseconds timeout) const {
-  MPI_Request request = MPI_REQUEST_NULL;
-  check_mpi(MPI_Ibarrier(MPI_COMM_WORLD, &request), "MPI_Ibarrier");
-  // (capped at a year: steady_clock counts nanoseconds in 64 bits)
-  const auto deadline = std::chrono::steady_clock::now() +
-                        std::min(timeout, std::chrono::milliseconds(31536000000LL));
-  for (;;) {
-    int done = 0;
-    check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
-    if (done) return;
-    if (std::chrono::steady_clock::now() > deadline)
-      throw TimeoutError("ranks did not all reach the barrier within " +
-                         std::to_string(timeout.count()) + " ms");
-    usleep(1000);
-  }
+  channel().sleeping_barrier(timeout);
 }
 
 std::vector<std::string> World::all_gather(const std::string& text) const {
-  int length = checked_int(text.size(), "string length");
-  std::vector<int> lengths(static_cast<size_t>(size_));
-  call_waiting(
-      yielding_waits_, "MPI_Allgather",
-      [&] {
-        return MPI_Allgather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, MPI_COMM_WORLD);
-      },
-      [&](MPI_Request* request) {
-        return MPI_Iallgather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, MPI_COMM_WORLD,
-                              request);
-      });
-  std::vector<int> offsets(static_cast<size_t>(size_));
-  size_t total = 0;
-  for (size_t r = 0; r < lengths.size(); ++r) {
-    offsets[r] = checked_int(total, "gathered strings");
-    total += static_cast<size_t>(lengths[r]);
-  }
-  std::string joined(total, '\0');
-  call_waiting(
-      yielding_waits_, "MPI_Allgatherv",
-      [&] {
-        return MPI_Allgatherv(text.data(), length, MPI_CHAR, joined.data(), lengths.data(),
-                              offsets.data(), MPI_CHAR, MPI_COMM_WORLD);
-      },
-      [&](MPI_Request* request) {
-        return MPI_Iallgatherv(text.data(), length, MPI_CHAR, joined.data(), lengths.data(),
-                               offsets.data(), MPI_CHAR, MPI_COMM_WORLD, request);
-      });
-  std::vector<std::string> result;
-  for (size_t r = 0; r < lengths.size(); ++r)
-    result.push_back(
-        joined.substr(static_cast<size_t>(offsets[r]), static_cast<size_t>(lengths[r])));
-  return result;
+  return channel().all_gather(text, yielding_waits_);
 }
-
-namespace {
-void all_reduce_doubles(bool yielding, std::span<double> values, MPI_Op op) {
-  if (values.empty()) return;
-  const int count = checked_int(values.size(), "values");
-  call_waiting(
-      yielding, "MPI_Allreduce",
-      [&] {
-        return MPI_Allreduce(MPI_IN_PLACE, values.data(), count, MPI_DOUBLE, op, MPI_COMM_WORLD);
-      },
-      [&](MPI_Request* request) {
-        return MPI_Iallreduce(MPI_IN_PLACE, values.data(), count, MPI_DOUBLE, op, MPI_COMM_WORLD,
-                              request);
-      });
-}
-}  // namespace
 
 void World::all_reduce_max(std::span<double> values) const {
-  all_reduce_doubles(yielding_waits_, values, MPI_MAX);
+  channel().all_reduce(values, WorldChannel::Reduction::kMax, yielding_waits_);
 }
 void World::all_reduce_min(std::span<double> values) const {
-  all_reduce_doubles(yielding_waits_, values, MPI_MIN);
+  channel().all_reduce(values, WorldChannel::Reduction::kMin, yielding_waits_);
 }
 void World::all_reduce_sum(std::span<double> values) const {
-  all_reduce_doubles(yielding_waits_, values, MPI_SUM);
+  channel().all_reduce(values, WorldChannel::Reduction::kSum, yielding_waits_);
 }
 
-void World::abort(int exit_code) const {
-  std::fflush(stdout);
-  std::fflush(stderr);
-  MPI_Abort(MPI_COMM_WORLD, exit_code);
-  std::_Exit(exit_code);  // MPI_Abort does not return; this is for the compiler
-}
+void World::abort(int exit_code) const { channel().abort(exit_code); }
 
 int64_t World::all_reduce_sum(int64_t value) const {
-  int64_t total = 0;
-  call_waiting(
-      yielding_waits_, "MPI_Allreduce",
-      [&] { return MPI_Allreduce(&value, &total, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD); },
-      [&](MPI_Request* request) {
-        return MPI_Iallreduce(&value, &total, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD, request);
-      });
-  return total;
+  return channel().all_reduce_sum(value, yielding_waits_);
 }
 
 void World::broadcast(std::vector<char>& bytes, int root) const {
-  uint64_t length = bytes.size();
-  check_mpi(MPI_Bcast(&length, 1, MPI_UINT64_T, root, MPI_COMM_WORLD), "MPI_Bcast");
-  bytes.resize(length);
-  check_mpi(MPI_Bcast(bytes.data(), checked_int(bytes.size(), "broadcast bytes"), MPI_BYTE, root,
-                      MPI_COMM_WORLD),
-            "MPI_Bcast");
-}
-
-int launcher_rank_count(const char* (*getenv_fn)(const char*)) {
-  auto get = [&](const char* name) -> const char* {
-    return getenv_fn ? getenv_fn(name) : std::getenv(name);
-  };
-  // Set by Open MPI, by PMI launchers (MPICH Hydra, Intel MPI) and by srun for
-  // a job step (not SLURM_NTASKS: a batch script may run one rank on purpose).
-  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_STEP_NUM_TASKS"}) {
-    const char* value = get(name);
-    if (value == nullptr || *value == '\0') continue;
-    char* end = nullptr;
-    const long count = std::strtol(value, &end, 10);
-    if (end != value && *end == '\0' && count > 0 && count < INT_MAX)
-      return static_cast<int>(count);
-  }
-  return 0;
+  channel().broadcast(bytes, root);
 }
 
 }  // namespace ccscope

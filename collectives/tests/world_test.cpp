@@ -26,26 +26,5 @@ TEST(World, NodesFromHostnames) {
   EXPECT_EQ(single.local_size(), 1);
 }
 
-std::map<std::string, std::string> g_env;
-const char* fake_getenv(const char* name) {
-  auto it = g_env.find(name);
-  return it == g_env.end() ? nullptr : it->second.c_str();
-}
-
-TEST(World, LauncherRankCount) {
-  g_env = {};
-  EXPECT_EQ(launcher_rank_count(fake_getenv), 0);
-  g_env = {{"PMI_SIZE", "4"}};
-  EXPECT_EQ(launcher_rank_count(fake_getenv), 4);
-  g_env = {{"OMPI_COMM_WORLD_SIZE", "8"}};
-  EXPECT_EQ(launcher_rank_count(fake_getenv), 8);
-  g_env = {{"SLURM_STEP_NUM_TASKS", "16"}};
-  EXPECT_EQ(launcher_rank_count(fake_getenv), 16);
-  g_env = {{"SLURM_NTASKS", "16"}};  // an allocation, not a launched step
-  EXPECT_EQ(launcher_rank_count(fake_getenv), 0);
-  g_env = {{"PMI_SIZE", "garbage"}};
-  EXPECT_EQ(launcher_rank_count(fake_getenv), 0);
-}
-
 }  // namespace
 }  // namespace ccscope

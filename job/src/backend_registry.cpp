@@ -14,7 +14,7 @@ std::vector<Backend> built_in_backends() {
   std::vector<Backend> list;
   list.push_back(Backend{"mpi",
                          "MPI",
-                         {DeviceKind::kHost, true, false, {}, true},
+                         {DeviceKind::kHost, true, false, {}, true, true},
                          [] { return true; },
                          [] { return true; },
                          [](const World& world, const BackendOptions& options) {
@@ -39,7 +39,7 @@ std::vector<Backend> built_in_backends() {
   // only the World (its addresses are exchanged by World::all_gather), not MPI's.
   list.push_back(Backend{"gloo",
                          "gloo",
-                         {DeviceKind::kHost, true, false, {}, true},
+                         {DeviceKind::kHost, true, false, {}, true, false},
                          [] { return gloo_backend_compiled(); },
                          [] { return gloo_backend_compiled(); },
                          [](const World& world, const BackendOptions& options) {
@@ -51,7 +51,7 @@ std::vector<Backend> built_in_backends() {
   list.push_back(Backend{
       "ring",
       "ccscope's ring over MPI",
-      {DeviceKind::kHost, true, false, {}, false},
+      {DeviceKind::kHost, true, false, {}, false, true},
       [] { return true; },
       [] { return true; },
       [](const World& world, const BackendOptions&) { return make_ring_communicator(world); }});
@@ -63,9 +63,13 @@ std::vector<Backend>& backends() {
   return list;
 }
 
-const Backend* first_of_kind(DeviceKind kind) {
+bool fits_world(const Backend& b, bool mpi_world) {
+  return mpi_world || !b.capabilities.needs_mpi_world;
+}
+
+const Backend* first_of_kind(DeviceKind kind, bool mpi_world) {
   for (const Backend& b : backends())
-    if (b.capabilities.device == kind && b.built()) return &b;
+    if (b.capabilities.device == kind && b.built() && fits_world(b, mpi_world)) return &b;
   return nullptr;
 }
 
@@ -88,23 +92,27 @@ const Backend* find_backend(const std::string& name) {
   return nullptr;
 }
 
-const Backend* first_group_backend(DeviceKind device) {
+const Backend* first_group_backend(DeviceKind device, bool mpi_world) {
   for (const Backend& b : backends())
-    if (b.capabilities.device == device && b.capabilities.groups && b.built()) return &b;
+    if (b.capabilities.device == device && b.capabilities.groups && b.built() &&
+        fits_world(b, mpi_world))
+      return &b;
   return nullptr;
 }
 
-const Backend& group_backend(const std::string& preferred) {
+const Backend& group_backend(const std::string& preferred, bool mpi_world) {
   const Backend* backend = preferred.empty() ? nullptr : find_backend(preferred);
-  if (!backend || !backend->capabilities.groups) backend = first_group_backend(DeviceKind::kHost);
+  if (!backend || !backend->capabilities.groups || !fits_world(*backend, mpi_world))
+    backend = first_group_backend(DeviceKind::kHost, mpi_world);
   if (!backend)
     throw std::runtime_error("no host backend of this ccscope makes group communicators");
   return *backend;
 }
 
 BackendChoice choose_default_backend(const std::vector<std::string>& hosts,
-                                     const std::vector<std::string>& gpu_ids, bool isolate_ranks) {
-  const Backend* host = first_of_kind(DeviceKind::kHost);
+                                     const std::vector<std::string>& gpu_ids, bool isolate_ranks,
+                                     bool mpi_world) {
+  const Backend* host = first_of_kind(DeviceKind::kHost, mpi_world);
   const std::string fallback = host ? host->name : "mpi";
   // A GPU id is only ever reported by a build with a device backend; the
   // rule's wording names the device backend a build would choose.
@@ -141,7 +149,8 @@ BackendChoice choose_default_backend(const std::vector<std::string>& hosts,
 BackendChoice default_backend(const World& world, bool isolate_ranks) {
   const std::vector<std::string> gpu_ids =
       world.all_gather(gpu_identity_for_local_rank(world.local_rank()));
-  return choose_default_backend(world.hostnames(), gpu_ids, isolate_ranks);
+  return choose_default_backend(world.hostnames(), gpu_ids, isolate_ranks,
+                                world.channel_name() == "mpi");
 }
 
 std::unique_ptr<Communicator> make_backend(const std::string& name, const World& world,
@@ -150,6 +159,15 @@ std::unique_ptr<Communicator> make_backend(const std::string& name, const World&
   if (!backend) throw UsageError("--backend " + name + ": no such backend");
   if (!backend->built())
     throw UsageError("--backend " + name + ": this ccscope was built without it");
+  if (!fits_world(*backend, world.channel_name() == "mpi")) {
+    const Backend* host = first_of_kind(DeviceKind::kHost, false);
+    const std::string instead = host ? "; use --backend " + host->name + " (or nccl on GPUs)" : "";
+    throw UsageError("--backend " + name + " runs over MPI's world of processes, and " +
+                     (world.channel_name() == "rendezvous"
+                          ? "no MPI launcher started this job"
+                          : "this job's ranks are threads (-g)") +
+                     instead);
+  }
   return backend->make(world, options);
 }
 

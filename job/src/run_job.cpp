@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "ccscope/collectives/error.h"
+#include "ccscope/collectives/rendezvous.h"
 #include "ccscope/job/interruption.h"
 #include "ccscope/job/wait_policy.h"
 
@@ -65,7 +66,8 @@ class JobContext::SignalEnder {
   std::thread thread_;  // last: starts once the rest is built
 };
 
-JobContext::JobContext(const JobSpec& spec, World world) : spec_(spec), world_(std::move(world)) {
+JobContext::JobContext(const JobSpec& spec, World world, Launch launch)
+    : spec_(spec), world_(std::move(world)), launch_(std::move(launch)) {
   if (spec_.on_signal == OnSignal::kEndJob)
     signal_ender_ = std::make_unique<SignalEnder>(spec_.verb, world_);
 }
@@ -135,8 +137,9 @@ int JobContext::agree_on_exit_code(int exit_code) const {
 
 namespace {
 
-int run_body(const JobSpec& spec, const std::function<int(JobContext&)>& body) {
-  JobContext job(spec, World::from_mpi());
+int run_body(const JobSpec& spec, World world, const Launch& launch,
+             const std::function<int(JobContext&)>& body) {
+  JobContext job(spec, std::move(world), launch);
   try {
     // A bad CCSCOPE_YIELD_WHEN_IDLE is a refusal (rank 0's one line, exit 2),
     // agreed on: a rank leaving alone would leave the others waiting.
@@ -148,6 +151,8 @@ int run_body(const JobSpec& spec, const std::function<int(JobContext&)>& body) {
     }
     if (const std::string problem = job.first_problem(refused); !problem.empty())
       return job.refuse(problem);
+    if (job.leader() && !launch.note.empty())
+      std::fprintf(stderr, "ccscope %s: note: %s\n", spec.verb.c_str(), launch.note.c_str());
     return body(job);
   } catch (const TimeoutError& e) {
     job.end_job(kExitHang, e.what());
@@ -158,15 +163,73 @@ int run_body(const JobSpec& spec, const std::function<int(JobContext&)>& body) {
   }
 }
 
+// Before the world exists a rank can only speak for itself: one line, its exit code.
+int fail_before_world(const JobSpec& spec, const Launch& launch, int exit_code,
+                      const std::string& what) {
+  std::fprintf(stderr, "ccscope %s: rank %d: %s\n", spec.verb.c_str(), launch.rank, what.c_str());
+  return exit_code;
+}
+
+// A launch without MPI: the world meets at the TCP rendezvous of the launcher's
+// environment (torchrun, Kubernetes, srun without an MPI plugin).
+int run_over_rendezvous(const JobSpec& spec, const Launch& launch,
+                        const std::function<int(JobContext&)>& body) {
+  RendezvousOptions options;
+  options.rank = launch.rank;
+  options.size = launch.size;
+  options.host = launch.rendezvous_host;
+  options.port = launch.rendezvous_port;
+  options.timeout = launch.rendezvous_timeout;
+  options.source = launch.launcher;
+  options.before_abort_exit = [] { watchdog_say_goodbye(); };
+  std::shared_ptr<const WorldChannel> channel;
+  World world;
+  try {
+    channel = join_rendezvous(options);
+    world = World::from_channel(channel, launch.rank, launch.size, launch.slurm_node_name);
+  } catch (const TimeoutError& e) {
+    return fail_before_world(spec, launch, kExitHang, e.what());
+  } catch (const UsageError& e) {
+    return fail_before_world(spec, launch, kExitUsage, std::string("error: ") + e.what());
+  } catch (const std::exception& e) {
+    return fail_before_world(spec, launch, kExitCheckFailed, std::string("error: ") + e.what());
+  }
+  return run_body(spec, std::move(world), launch, body);
+}
+
 }  // namespace
 
 int run_job(const JobSpec& spec, const std::function<int(JobContext&)>& body) {
+  Launch launch;
+  try {
+    launch = decide_launch([](const char* name) { return std::getenv(name); },
+                           mpi_flavor_from_version(MpiSession::library_version()));
+  } catch (const UsageError& e) {
+    if (launcher_says_rank_zero())
+      std::fprintf(stderr, "ccscope %s: error: %s\n", spec.verb.c_str(), e.what());
+    return kExitUsage;
+  }
+  if (launch.kind == LaunchKind::kSlurm || launch.kind == LaunchKind::kTorchrun)
+    return run_over_rendezvous(spec, launch, body);
   MpiSession session(nullptr, nullptr);
-  return session.finalize(run_body(spec, body));
+  World world = World::from_mpi(launch.slurm_node_name);
+  // A launcher that started N processes which each see a world of one (the
+  // mpiexec of another MPI than ccscope's) would run N separate jobs.
+  if (launch.kind == LaunchKind::kMpi && world.size() != launch.size) {
+    if (world.rank() == 0 && launch.rank == 0)
+      std::fprintf(stderr,
+                   "ccscope %s: error: the launcher started %d ranks (%s) but MPI sees a world of "
+                   "%d: ccscope was built with a different MPI (%s) than the launcher; use that "
+                   "MPI's mpiexec or rebuild ccscope against the launcher's MPI\n",
+                   spec.verb.c_str(), launch.size, launch.launcher.c_str(), world.size(),
+                   MpiSession::library_version().c_str());
+    return session.finalize(kExitUsage);
+  }
+  return session.finalize(run_body(spec, std::move(world), launch, body));
 }
 
 bool launcher_says_rank_zero() {
-  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"}) {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "RANK", "SLURM_PROCID"}) {
     if (const char* value = std::getenv(name)) return std::string(value) == "0";
   }
   return true;

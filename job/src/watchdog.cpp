@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "ccscope/collectives/error.h"
+#include "ccscope/common/socket.h"
 
 extern char** environ;
 
@@ -35,64 +36,6 @@ namespace ccscope {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// Owns a file descriptor.
-class Fd {
- public:
-  explicit Fd(int fd = -1) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(Fd&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
-  Fd& operator=(Fd&& other) noexcept {
-    std::swap(fd_, other.fd_);
-    return *this;
-  }
-  int get() const { return fd_; }
-  int release() {
-    const int fd = fd_;
-    fd_ = -1;
-    return fd;
-  }
-
- private:
-  int fd_;
-};
-
-std::string errno_text(const char* call) { return std::string(call) + ": " + std::strerror(errno); }
-
-// IPv4 addresses of the interfaces that are up, loopback last (a peer on
-// another node can only reach the others).
-std::vector<std::string> local_addresses() {
-  std::vector<std::string> external, loopback;
-  ifaddrs* list = nullptr;
-  if (getifaddrs(&list) == 0) {
-    for (ifaddrs* it = list; it != nullptr; it = it->ifa_next) {
-      if (it->ifa_addr == nullptr || it->ifa_addr->sa_family != AF_INET) continue;
-      if (!(it->ifa_flags & IFF_UP)) continue;
-      char text[INET_ADDRSTRLEN] = {};
-      inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(it->ifa_addr)->sin_addr, text,
-                sizeof text);
-      ((it->ifa_flags & IFF_LOOPBACK) ? loopback : external).push_back(text);
-    }
-    freeifaddrs(list);
-  }
-  external.insert(external.end(), loopback.begin(), loopback.end());
-  return external;
-}
-
-// Waits for `events` on fd until the deadline; false on timeout.
-bool wait_for(int fd, short events, Clock::time_point deadline) {
-  for (;;) {
-    const auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    if (left.count() <= 0) return false;
-    pollfd entry{fd, events, 0};
-    const int ready = ::poll(&entry, 1, static_cast<int>(left.count()));
-    if (ready > 0) return true;
-    if (ready < 0 && errno != EINTR) return false;
-  }
-}
 
 // Asks one peer for its progress line. Tries each address in turn.
 RankProgress ask_peer(int rank, const std::vector<std::string>& addresses, int port,

@@ -97,7 +97,17 @@ TEST(BackendRegistry, BuiltInBackendsSayWhatTheyAre) {
   EXPECT_EQ(ring->capabilities.device, DeviceKind::kHost);
   EXPECT_EQ(nccl->capabilities.device, DeviceKind::kDevice);
   EXPECT_TRUE(mpi->built());
-  EXPECT_EQ(find_backend("gloo"), nullptr);
+  // mpi and ring run over MPI_COMM_WORLD; the default rule passes them over in a world
+  // without MPI (a torchrun or Slurm environment launch, or thread ranks).
+  EXPECT_TRUE(mpi->capabilities.needs_mpi_world);
+  EXPECT_TRUE(ring->capabilities.needs_mpi_world);
+  EXPECT_FALSE(nccl->capabilities.needs_mpi_world);
+  EXPECT_EQ(choose_default_backend({"a", "a"}, {"", ""}, false, true).backend, "mpi");
+  if (const Backend* gloo = find_backend("gloo"); gloo && gloo->built()) {
+    EXPECT_FALSE(gloo->capabilities.needs_mpi_world);
+    EXPECT_EQ(choose_default_backend({"a", "a"}, {"", ""}, false, false).backend, "gloo");
+    EXPECT_EQ(first_group_backend(DeviceKind::kHost, false), gloo);
+  }
   // MPI splits the world into groups; ccscope's NCCL and ring communicators span it whole.
   EXPECT_TRUE(mpi->capabilities.groups);
   EXPECT_FALSE(nccl->capabilities.groups);

@@ -65,7 +65,7 @@ BenchKind make_bench_kind() {
   using R = BenchRecord;
   using L = LoadedRecord;
   using M = RunMetadata;
-  BenchKind kind{"ccscope.bench", 3, {}};
+  BenchKind kind{"ccscope.bench", 4, {}};
   auto& f = kind.fields;
   // The schema id of the row; readers check it before any other field.
   f.push_back(BenchField{
@@ -183,6 +183,17 @@ BenchKind make_bench_kind() {
       [](LoadedBenchRow& row, const Cell& c) {
         set_from<std::optional<double>, 0>(row.record.busbw_percent_of_expected, c);
       }});
+  f.push_back(run_field<&M::launch>(
+      {"launch", "", "how the job was launched: mpi, slurm, torchrun or single", 4, "not recorded"}));
+  f.push_back(run_field<&M::launcher>(
+      {"launcher", "", "the launcher in words (srun --mpi=pmi2, torchrun environment)", 4}));
+  f.push_back(run_field<&M::slurm_job_id>({"slurm_job_id", "", "SLURM_JOB_ID; empty outside Slurm", 4}));
+  f.push_back(run_field<&M::slurm_step_id>({"slurm_step_id", "", "SLURM_STEP_ID; empty outside Slurm", 4}));
+  f.push_back(run_field<&M::slurm_nodelist>(
+      {"slurm_nodelist", "", "the step's node list as Slurm writes it; empty outside Slurm", 4}));
+  f.push_back(run_field<&M::ranks_per_process>(
+      {"ranks_per_process", "", "ranks per process, each a thread (-t x -g); 1: a process per rank",
+       4, "1"}));
   f.push_back(run_field<&M::end_time_utc>({"end_time_utc", "", "ISO 8601 UTC end of the run"}, false));
   return kind;
 }

@@ -64,6 +64,12 @@ inline RunMetadata hostile_run() {
   m.backend_resources = "alloc=ncclMemAlloc, blocking=0";
   m.expected_busbw_GBps = 0.125;
   m.expected_path = "socket over eth0: 1 Gbit/s (tc shaper; line rate 10 Gbit/s), node-a,1 \"b\"";
+  m.launch = "slurm";
+  m.launcher = "srun (Slurm environment)";
+  m.slurm_job_id = "4242";
+  m.slurm_step_id = "0";
+  m.slurm_nodelist = "node[0-1],gpu-a7";
+  m.ranks_per_process = 4;
   return m;
 }
 

@@ -64,6 +64,16 @@ class ConsoleReporter : public Reporter {
     if (!m.start_time_utc.empty()) line(fmt::format("# Start: {}", m.start_time_utc));
     line(fmt::format("# Backend: {}  ranks: {}  nodes: {}  ranks per node: {}",
                      m.backend.empty() ? "?" : m.backend, m.ranks, m.nodes, m.ranks_per_node));
+    if (!m.launch.empty())
+      line(fmt::format("# Launch: {} ({}){}", m.launch, m.launcher,
+                       m.slurm_job_id.empty()
+                           ? std::string()
+                           : fmt::format(", Slurm job {} step {} on {}", m.slurm_job_id,
+                                         m.slurm_step_id.empty() ? "-" : m.slurm_step_id,
+                                         m.slurm_nodelist)));
+    if (m.ranks_per_process > 1)
+      line(fmt::format("# Ranks per process: {} (threads of one process: -t x -g)",
+                       m.ranks_per_process));
     if (!m.hosts.empty()) line(fmt::format("# Hosts: {}", compact_by_rank(m.hosts)));
     if (!m.gpu_names.empty()) line(fmt::format("# Devices: {}", compact_by_rank(m.gpu_names)));
     if (!m.mpi_library.empty()) line(fmt::format("# MPI library: {}", m.mpi_library));

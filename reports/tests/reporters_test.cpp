@@ -178,7 +178,7 @@ TEST(CsvReporter, RowRoundTripsAndIsOnDiskRightAfterAdd) {
     ADD_FAILURE() << "no column " << name;
     return std::string();
   };
-  EXPECT_EQ(col("schema"), "ccscope.bench/3");
+  EXPECT_EQ(col("schema"), "ccscope.bench/4");
   EXPECT_EQ(col("collective"), "allreduce");
   EXPECT_EQ(col("backend"), "mpi");
   EXPECT_EQ(col("dtype"), "float");
@@ -277,7 +277,7 @@ TEST(JsonReporter, ValidAfterEveryStepAndCompleteAtEnd) {
   reporter->begin(m);
 
   json doc = json::parse(slurp(path));
-  EXPECT_EQ(doc.at("schema"), "ccscope.bench/3");
+  EXPECT_EQ(doc.at("schema"), "ccscope.bench/4");
   EXPECT_EQ(doc.at("complete"), false);
   EXPECT_TRUE(doc.at("records").is_array());
   EXPECT_TRUE(doc.at("records").empty());

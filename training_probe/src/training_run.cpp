@@ -183,7 +183,7 @@ RunMeasurement measure_run(const World& world, const RunRequest& q, const RunHoo
   RunMeasurement m;
   // The probe trains in host memory over groups of the world: the first host backend that
   // makes group communicators (the registry's; MPI).
-  const job::Backend* backend = &job::group_backend();
+  const job::Backend* backend = &job::group_backend("", world.channel_name() == "mpi");
   job::BackendOptions first;
   first.first_ranks = static_cast<int>(ranks);
   first.yielding_waits = q.yielding_waits;

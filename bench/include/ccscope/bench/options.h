@@ -55,6 +55,9 @@ struct BenchOptions {
   TimeAcrossRanks time_across_ranks = TimeAcrossRanks::kMaximum;
   std::string backend;  // "", "mpi" or "nccl"; "" = nccl when usable, else mpi
   bool isolate_ranks = false;
+  // -t x -g: ranks per process, each a thread of it (nccl-tests' threads and
+  // GPUs per thread); the world is processes x this many ranks.
+  int ranks_per_process = 1;
   // MPI: wait in the nonblocking call, testing and yielding the core (as ccscope
   // train's communication does), instead of the blocking call's spin; with more
   // ranks than cores a spinning wait measures the scheduler, not the transport.

@@ -28,6 +28,9 @@ struct BackendCapabilities {
   // Makes communicators over a group of the world's ranks (BackendOptions::color); false:
   // over the whole world only (ccscope's NCCL communicator).
   bool groups = true;
+  // Runs over MPI_COMM_WORLD: only in a world an MPI launcher started (World::channel_name()
+  // "mpi"), not in one that met at the rendezvous of a launch without MPI.
+  bool needs_mpi_world = false;
 };
 
 // What a factory may be asked for (one struct for every backend; each reads
@@ -65,11 +68,12 @@ const std::vector<Backend>& registered_backends();
 const Backend* find_backend(const std::string& name);
 // The first built backend of `device` kind that makes group communicators, or nullptr: what a
 // job whose backend spans the world only uses for the groups it needs.
-const Backend* first_group_backend(DeviceKind device);
+// `mpi_world`: the world is MPI's (else backends that need it are passed over).
+const Backend* first_group_backend(DeviceKind device, bool mpi_world = true);
 // The backend for communicators over groups of ranks: `preferred` (a name; "" for none) when it
 // makes groups, else the first built host backend that does (MPI). Throws std::runtime_error
 // when this ccscope has none.
-const Backend& group_backend(const std::string& preferred = "");
+const Backend& group_backend(const std::string& preferred = "", bool mpi_world = true);
 
 struct BackendChoice {
   std::string backend;  // the default's name
@@ -81,15 +85,18 @@ struct BackendChoice {
 // first built device backend when every rank has a GPU and no two ranks of one
 // host would share one (NCCL refuses that), or when --isolate-ranks makes
 // sharing legal; else the first host backend.
+// `mpi_world`: as for first_group_backend.
 BackendChoice choose_default_backend(const std::vector<std::string>& hosts,
-                                     const std::vector<std::string>& gpu_ids, bool isolate_ranks);
+                                     const std::vector<std::string>& gpu_ids, bool isolate_ranks,
+                                     bool mpi_world = true);
 
 // The default for this job: collective (gathers every rank's GPU), the same
 // answer on every rank.
 BackendChoice default_backend(const World& world, bool isolate_ranks);
 
 // Starts backend `name` (collective). Throws UsageError for a name not
-// registered or not built into this ccscope.
+// registered or not built into this ccscope, or one that needs MPI's world in a
+// world without MPI.
 std::unique_ptr<Communicator> make_backend(const std::string& name, const World& world,
                                            const BackendOptions& options);
 

@@ -22,6 +22,7 @@
 
 #include "ccscope/collectives/world.h"
 #include "ccscope/job/exit_codes.h"
+#include "ccscope/job/launch.h"
 #include "ccscope/job/watchdog.h"
 
 namespace ccscope::job {
@@ -43,7 +44,7 @@ struct JobSpec {
 
 class JobContext {
  public:
-  JobContext(const JobSpec& spec, World world);
+  JobContext(const JobSpec& spec, World world, Launch launch = {});
   ~JobContext();
   JobContext(const JobContext&) = delete;
   JobContext& operator=(const JobContext&) = delete;
@@ -51,6 +52,8 @@ class JobContext {
   const World& world() const { return world_; }
   bool leader() const { return world_.rank() == 0; }
   const std::string& verb() const { return spec_.verb; }
+  // How this job was launched (MPI, Slurm's or torchrun's environment, one process).
+  const Launch& launch() const { return launch_; }
 
   // A problem every rank has found alike (the same flags, the same world):
   // rank 0 prints "ccscope VERB: error: WHAT", every rank returns kExitUsage.
@@ -91,13 +94,16 @@ class JobContext {
   class SignalEnder;
   JobSpec spec_;
   World world_;
+  Launch launch_;
   std::unique_ptr<HangWatchdog> watchdog_;
   std::unique_ptr<SignalEnder> signal_ender_;
 };
 
-// Runs `body` as one job of the ranks the launcher started (MPI_Init, the world,
-// the signal policy), then finalizes MPI within MpiSession's bound. Returns the
-// process's exit code.
+// Runs `body` as one job of the ranks the launcher started (decide_launch: under
+// an MPI launcher or alone, MPI_Init and MPI_COMM_WORLD; from Slurm's or
+// torchrun's environment, the TCP rendezvous (rendezvous.h) without MPI), with the
+// world and the signal policy, then finalizes MPI within MpiSession's bound.
+// Returns the process's exit code.
 int run_job(const JobSpec& spec, const std::function<int(JobContext&)>& body);
 
 // True when the launcher's rank variable (Open MPI, PMI: MPICH and Intel MPI,

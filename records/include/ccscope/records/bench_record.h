@@ -43,6 +43,18 @@ struct RunMetadata {
   // source rates that path (host memory, an unknown link). And what it is.
   std::optional<double> expected_busbw_GBps;
   std::string expected_path;
+  // How the job was launched: "mpi", "slurm" (srun without MPI), "torchrun"
+  // (torchrun's or Kubernetes' variables) or "single", and the launcher in
+  // words ("srun --mpi=pmi2"); Slurm's job id, step id and node list when
+  // Slurm started it. "" in files written before the fields existed.
+  std::string launch;
+  std::string launcher;
+  std::string slurm_job_id;
+  std::string slurm_step_id;
+  std::string slurm_nodelist;
+  // Ranks per process, each a thread of it (-t x -g, as nccl-tests' threads
+  // and GPUs per thread); 1: one rank per process (also in older files).
+  int ranks_per_process = 1;
 };
 
 struct BenchRecord {
