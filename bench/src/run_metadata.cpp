@@ -1,5 +1,8 @@
 #include "run_metadata.h"
 
+#include <fmt/format.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <ctime>
 #include <set>
@@ -83,6 +86,14 @@ records::RunMetadata collect_run_metadata(const World& world, const Communicator
     metadata.driver_version += (metadata.driver_version.empty() ? "" : ";") + version;
   metadata.hosts = world.hostnames();
   metadata.gpu_names = world.all_gather(comm.device_name());
+  const std::string bus_id = comm.backend_name() == "nccl"
+                                 ? gpu_identity_for_local_rank(world.local_rank())
+                                 : std::string("-");
+  const int gpus = comm.backend_name() == "nccl" ? visible_gpu_count() : 0;
+  metadata.rank_devices = world.all_gather(fmt::format(
+      "Pid {:6} on {:>10} device {:>2} [{}] {}", static_cast<long>(::getpid()), world.hostname(),
+      gpus > 0 ? std::to_string(world.local_rank() % gpus) : std::string("-"), bus_id,
+      comm.device_name()));
   metadata.ranks = world.size();
   metadata.nodes = world.node_count();
   metadata.ranks_per_node = world.max_ranks_per_node();

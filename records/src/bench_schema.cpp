@@ -194,6 +194,9 @@ BenchKind make_bench_kind() {
   f.push_back(run_field<&M::ranks_per_process>(
       {"ranks_per_process", "", "ranks per process, each a thread (-t x -g); 1: a process per rank",
        4, "1"}));
+  f.push_back(run_field<&M::rank_devices>(
+      {"rank_devices", "", "each rank's pid, host, device and bus id (nccl-tests' '# Using devices')",
+       4}));
   f.push_back(run_field<&M::end_time_utc>({"end_time_utc", "", "ISO 8601 UTC end of the run"}, false));
   return kind;
 }

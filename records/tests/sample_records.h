@@ -70,6 +70,8 @@ inline RunMetadata hostile_run() {
   m.slurm_step_id = "0";
   m.slurm_nodelist = "node[0-1],gpu-a7";
   m.ranks_per_process = 4;
+  m.rank_devices = {"Pid 4242 on node0 device 0 [0000:1b:00.0] NVIDIA H100 80GB HBM3",
+                    "Pid 4242 on node0 device 1 [0000:2a:00.0] NVIDIA H100 80GB HBM3"};
   return m;
 }
 

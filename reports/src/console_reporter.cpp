@@ -77,6 +77,12 @@ class ConsoleReporter : public Reporter {
     if (!m.hosts.empty()) line(fmt::format("# Hosts: {}", compact_by_rank(m.hosts)));
     if (!m.gpu_names.empty()) line(fmt::format("# Devices: {}", compact_by_rank(m.gpu_names)));
     if (!m.mpi_library.empty()) line(fmt::format("# MPI library: {}", m.mpi_library));
+    // nccl-tests' device lines, so that scripts reading its header read ours.
+    if (!m.rank_devices.empty()) {
+      line("# Using devices");
+      for (size_t r = 0; r < m.rank_devices.size(); ++r)
+        line(fmt::format("#  Rank {:2} Group  0 {}", r, m.rank_devices[r]));
+    }
     if (!m.nccl_version.empty()) line(fmt::format("# NCCL version: {}", m.nccl_version));
     if (!m.cuda_version.empty()) line(fmt::format("# CUDA version: {}", m.cuda_version));
     if (!m.driver_version.empty()) line(fmt::format("# GPU driver: {}", m.driver_version));

@@ -5,7 +5,8 @@
 # Scenarios (one CTest test each, label standin):
 #   sweep      2 ranks: every collective x every type x every op, in and out of
 #              place, every element checked (#wrong 0 in every record)
-#   ranks      1, 3 (--isolate-ranks: three ranks on one stand-in GPU) and 4 ranks
+#   ranks      1, 3 (--isolate-ranks: three ranks on one stand-in GPU) and 4 ranks;
+#              -g 2 (two thread ranks per process) in one process and in two
 #   graphs     -G 2 (CUDA graphs captured and replayed), -m 2 (aggregated groups),
 #              a non-blocking communicator, an older NCCL's fallbacks (2.18)
 #   corrupt    one element corrupted by the stand-in: #wrong > 0, exit 1, the
@@ -78,6 +79,18 @@ ranks)
       fail "$ranks ranks exited $?"; tail -5 "$work/ranks$ranks.out"
     fi
     export CCSCOPE_STANDIN_GPUS=4
+  done
+  # nccl-tests' -g: ranks as threads of one process, one GPU each (one process x 2,
+  # and 2 processes x 2 = 4 ranks), the rows as 2 and 4 processes give them.
+  for processes in 1 2; do
+    name=threads$processes
+    if bench "$processes" "$name" allreduce,allgather,sendrecv -b 8 -e 256K -f 64 -n 2 -w 1 -g 2; then
+      checked_clean "$name" 12
+      ranks=$(python3 "$read_records" "$work/$name.csv" --fields ranks,ranks_per_process | sort -u)
+      [ "$ranks" = "$((processes * 2))"$'\t'2 ] || fail "$name: ranks and ranks per process '$ranks'"
+    else
+      fail "-g 2 over $processes process(es) exited $?"; tail -5 "$work/$name.out"
+    fi
   done
   ;;
 graphs)

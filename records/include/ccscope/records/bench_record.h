@@ -55,6 +55,10 @@ struct RunMetadata {
   // Ranks per process, each a thread of it (-t x -g, as nccl-tests' threads
   // and GPUs per thread); 1: one rank per process (also in older files).
   int ranks_per_process = 1;
+  // Each rank's process, device and bus id as nccl-tests' "# Using devices"
+  // lines write them after "Rank R Group 0": "Pid 4242 on node0 device 0
+  // [0000:1b:00.0] NVIDIA H100 80GB HBM3"; empty in older files.
+  std::vector<std::string> rank_devices;
 };
 
 struct BenchRecord {
