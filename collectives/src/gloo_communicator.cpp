@@ -48,7 +48,6 @@
 namespace ccscope {
 namespace {
 
-using detail::HostBuffer;
 using detail::HostStampClock;
 
 // gloo's own exceptions (IoException on a timeout or a broken connection,
@@ -385,7 +384,7 @@ void with_gloo_type(DataType type, F f) {
                    " (gloo's types: float, double, half and the 8- to 64-bit integers)");
 }
 
-class GlooCommunicator : public Communicator {
+class GlooCommunicator : public detail::HostMemoryCommunicator {
  public:
   GlooCommunicator(std::shared_ptr<gloo::Context> context, std::chrono::milliseconds timeout,
                    std::string listen)
@@ -397,8 +396,6 @@ class GlooCommunicator : public Communicator {
   std::string backend_name() const override { return "gloo"; }
   int rank() const override { return context_->rank; }
   int size() const override { return context_->size; }
-  MemoryKind memory_kind() const override { return MemoryKind::kHost; }
-  std::string device_name() const override { return "cpu"; }
   std::string unsupported_reason(DataType type) const override {
     if (type == DataType::kBFloat16 || type == DataType::kFloat8E4M3 ||
         type == DataType::kFloat8E5M2)
@@ -413,15 +410,6 @@ class GlooCommunicator : public Communicator {
            "all_to_all_v=gloo alltoallv when packed, else gloo send/recv";
   }
 
-  std::unique_ptr<Buffer> allocate(size_t bytes) override {
-    return std::make_unique<HostBuffer>(bytes);
-  }
-  void copy_from_host(Buffer& dst, size_t dst_offset, const void* src, size_t bytes) override {
-    std::memcpy(static_cast<char*>(dst.data()) + dst_offset, src, bytes);
-  }
-  void copy_to_host(void* dst, const Buffer& src, size_t src_offset, size_t bytes) override {
-    std::memcpy(dst, static_cast<const char*>(const_cast<Buffer&>(src).data()) + src_offset, bytes);
-  }
 
   void all_reduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op) override {
     if (count == 0) return;

@@ -1,9 +1,11 @@
 #pragma once
-// Host-memory pieces shared by the blocking host backends (mpi, ring): a
-// page-aligned, zeroed buffer and a steady-clock StampClock.
+// Host-memory pieces shared by the blocking host backends (mpi, gloo, ring): a
+// page-aligned, zeroed buffer, a steady-clock StampClock, and the base class
+// with their memory calls.
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -45,6 +47,22 @@ class HostStampClock : public StampClock {
 
  private:
   std::vector<std::chrono::steady_clock::time_point> stamps_;
+};
+
+// A communicator on host memory: buffers are HostBuffers, copies are memcpy.
+class HostMemoryCommunicator : public Communicator {
+ public:
+  MemoryKind memory_kind() const override { return MemoryKind::kHost; }
+  std::string device_name() const override { return "cpu"; }
+  std::unique_ptr<Buffer> allocate(size_t bytes) override {
+    return std::make_unique<HostBuffer>(bytes);
+  }
+  void copy_from_host(Buffer& dst, size_t dst_offset, const void* src, size_t bytes) override {
+    std::memcpy(static_cast<char*>(dst.data()) + dst_offset, src, bytes);
+  }
+  void copy_to_host(void* dst, const Buffer& src, size_t src_offset, size_t bytes) override {
+    std::memcpy(dst, static_cast<const char*>(const_cast<Buffer&>(src).data()) + src_offset, bytes);
+  }
 };
 
 }  // namespace ccscope::detail

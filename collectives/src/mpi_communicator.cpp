@@ -94,10 +94,9 @@ int to_int_count(size_t count) {
   return static_cast<int>(count);
 }
 
-using detail::HostBuffer;
 using detail::HostStampClock;
 
-class MpiCommunicator : public Communicator {
+class MpiCommunicator : public detail::HostMemoryCommunicator {
  public:
   // `comm`: MPI_COMM_WORLD, or a communicator of the first ranks that this
   // object owns (and frees).
@@ -134,21 +133,10 @@ class MpiCommunicator : public Communicator {
   std::string backend_name() const override { return "mpi"; }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
-  MemoryKind memory_kind() const override { return MemoryKind::kHost; }
-  std::string device_name() const override { return "cpu"; }
   // The record says how a rank waited: it changes what a small size measures.
   std::string resources() const override { return yielding_waits_ ? "waits=yielding" : ""; }
 
   size_t max_count() const override { return static_cast<size_t>(INT_MAX); }
-  std::unique_ptr<Buffer> allocate(size_t bytes) override {
-    return std::make_unique<HostBuffer>(bytes);
-  }
-  void copy_from_host(Buffer& dst, size_t dst_offset, const void* src, size_t bytes) override {
-    std::memcpy(static_cast<char*>(dst.data()) + dst_offset, src, bytes);
-  }
-  void copy_to_host(void* dst, const Buffer& src, size_t src_offset, size_t bytes) override {
-    std::memcpy(dst, static_cast<const char*>(const_cast<Buffer&>(src).data()) + src_offset, bytes);
-  }
 
   void all_reduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op) override {
     const int mpi_count = to_int_count(count);

@@ -19,7 +19,7 @@
 namespace ccscope {
 namespace {
 
-class RingCommunicator : public Communicator {
+class RingCommunicator : public detail::HostMemoryCommunicator {
  public:
   // `owned` may be null when `p2p` outlives the communicator.
   RingCommunicator(std::unique_ptr<PointToPoint> owned, PointToPoint& p2p)
@@ -28,18 +28,7 @@ class RingCommunicator : public Communicator {
   std::string backend_name() const override { return "ring"; }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
-  MemoryKind memory_kind() const override { return MemoryKind::kHost; }
-  std::string device_name() const override { return "cpu"; }
 
-  std::unique_ptr<Buffer> allocate(size_t bytes) override {
-    return std::make_unique<detail::HostBuffer>(bytes);
-  }
-  void copy_from_host(Buffer& dst, size_t dst_offset, const void* src, size_t bytes) override {
-    std::memcpy(static_cast<char*>(dst.data()) + dst_offset, src, bytes);
-  }
-  void copy_to_host(void* dst, const Buffer& src, size_t src_offset, size_t bytes) override {
-    std::memcpy(dst, static_cast<const char*>(const_cast<Buffer&>(src).data()) + src_offset, bytes);
-  }
 
   void all_reduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op) override {
     ring_all_reduce(*p2p_, send, recv, count, type, op);

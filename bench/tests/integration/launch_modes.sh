@@ -49,6 +49,21 @@ grep -q '^# Launch: torchrun (torchrun environment)' "$WORK/torchrun0.stdout" ||
   fail "the header does not say the launch: $(grep '^#' "$WORK/torchrun0.stdout" | head -8)"
 assert_eq "" "$(cat "$WORK/torchrun1.csv" 2>/dev/null)" "rank 1 writes no CSV"
 
+# 1b. torchrun itself, where torch is installed (CCSCOPE_TORCHRUN names one; the test does
+# not install torch: its wheels are gigabytes).
+torchrun=${CCSCOPE_TORCHRUN:-$(command -v torchrun || true)}
+if [ -n "$torchrun" ]; then
+  status=0
+  timeout -k 5 120 "$torchrun" --nproc_per_node 2 --master_port "$(free_port)" --no-python \
+    "$CCSCOPE" bench allreduce -b 8 -e 64K -f 8 -n 3 -w 1 --no-progress \
+    --csv "$WORK/real_torchrun.csv" >"$WORK/real_torchrun.out" 2>&1 </dev/null || status=$?
+  assert_eq 0 "$status" "torchrun --nproc_per_node 2: exit status"
+  assert_eq "$(printf 'torchrun\t0')" "$(csv_select "$WORK/real_torchrun.csv" launch wrong | sort -u)" \
+    "torchrun --nproc_per_node 2: launch and #wrong"
+else
+  log "torchrun not found (pip install torch; or CCSCOPE_TORCHRUN=PATH): its case is skipped"
+fi
+
 # 2. A rank that never comes: named after the rendezvous timeout, exit 3, one line.
 port=$(free_port)
 start=$(date +%s)

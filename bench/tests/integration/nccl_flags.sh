@@ -77,7 +77,7 @@ grep -q 'stopped by SIGTERM' "$WORK/forever.err" || { fail "-N 0: no 'stopped by
 # Refusals: one line, exit 2, once under mpiexec -n 2.
 for launcher in none mpiexec; do
   for case in "G|-G/--cudagraph|allreduce -G 1 --backend mpi" "Gdefault|-G/--cudagraph|allreduce -G 2" \
-    "t|-t/--nthreads|allreduce -t 4" "g|-g/--ngpus|allreduce -g 2" "R|-R/--local_register|allreduce -R 1" \
+    "t|-t/--nthreads|allreduce -t 0" "g|-g/--ngpus|allreduce -g 2000" "R|-R/--local_register|allreduce -R 1" \
     "z|-z/--blocking|allreduce -z 3" "y|-y/--stream_null|allreduce -y 1"; do
     name=${case%%|*}; rest=${case#*|}; mention=${rest%%|*}; args=${rest#*|}
     if [ "$launcher" = none ]; then
