@@ -24,7 +24,7 @@ done
 SLURM=${VCLUSTER_SLURM:-$HERE/../../vcluster-slurm}
 slurm() { "$SLURM" --name "$VC_NAME" "$@"; }
 # Slurm down first (its state folder), then lib.sh's cleanup (the cluster, $WORK), keeping the status
-trap 'rc=$?; slurm down >/dev/null 2>&1 || true; (exit $rc); cleanup' EXIT
+trap 'rc=$?; set +e; slurm down >/dev/null 2>&1; (exit $rc); cleanup' EXIT
 
 # The Open MPI build of ccscope: the tree openmpi.build_and_run builds beside the main one
 OMPI_CCSCOPE=${CCSCOPE_OPENMPI_BINARY:-$(dirname "$(dirname "$CCSCOPE")")/ci/tests/openmpi/tree/app/ccscope}
