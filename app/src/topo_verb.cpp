@@ -15,7 +15,6 @@
 #include "ccscope/bench/pair_bandwidth.h"
 #include "ccscope/collectives/backends.h"
 #include "ccscope/collectives/error.h"
-#include "ccscope/collectives/mpi_point_to_point.h"
 #include "ccscope/collectives/world.h"
 #include "ccscope/common/sizes.h"
 #include "ccscope/job/backend_registry.h"
@@ -244,7 +243,7 @@ int run_live(job::JobContext& job, const TopoFlags& flags,
         std::unique_ptr<Communicator> comm = job::make_backend(backend, world, {});
         figures = bench::measure_pair_rounds(*comm, world, plan.rounds, options);
       } else {
-        std::unique_ptr<PointToPoint> p2p = make_mpi_point_to_point();
+        std::unique_ptr<PointToPoint> p2p = job::make_point_to_point(world);
         figures = bench::measure_pair_rounds_one_way(*p2p, world, plan.rounds, options);
       }
       watchdog.end_phase();

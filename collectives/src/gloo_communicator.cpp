@@ -700,6 +700,11 @@ class GlooCommunicator : public detail::HostMemoryCommunicator {
   std::shared_ptr<gloo::Context> context_;
   std::chrono::milliseconds timeout_;
   std::string listen_;
+
+ public:
+  PointToPoint& point_to_point() { return p2p_; }
+
+ private:
   GlooPointToPoint p2p_;
   uint32_t tag_ = 0;
   std::vector<uint8_t> scratch_;  // in-place copies, reduce's output off the root
@@ -763,6 +768,31 @@ std::unique_ptr<Communicator> make_gloo_communicator(const World& world,
   }
   if (group_rank < 0) return nullptr;
   return std::make_unique<GlooCommunicator>(context, options.timeout, listen);
+}
+
+namespace {
+// The world's point-to-point over a gloo communicator it owns.
+class GlooWorldPointToPoint : public PointToPoint {
+ public:
+  explicit GlooWorldPointToPoint(std::unique_ptr<Communicator> owner)
+      : owner_(std::move(owner)), p2p_(static_cast<GlooCommunicator&>(*owner_).point_to_point()) {}
+  int rank() const override { return p2p_.rank(); }
+  int size() const override { return p2p_.size(); }
+  void send(int peer, const void* data, size_t bytes) override { p2p_.send(peer, data, bytes); }
+  void recv(int peer, void* data, size_t bytes) override { p2p_.recv(peer, data, bytes); }
+  void send_recv(int send_peer, const void* send_data, size_t send_bytes, int recv_peer,
+                 void* recv_data, size_t recv_bytes) override {
+    p2p_.send_recv(send_peer, send_data, send_bytes, recv_peer, recv_data, recv_bytes);
+  }
+
+ private:
+  std::unique_ptr<Communicator> owner_;
+  PointToPoint& p2p_;
+};
+}  // namespace
+
+std::unique_ptr<PointToPoint> make_gloo_point_to_point(const World& world) {
+  return std::make_unique<GlooWorldPointToPoint>(make_gloo_communicator(world, GlooOptions{}));
 }
 
 }  // namespace ccscope

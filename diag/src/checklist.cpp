@@ -20,7 +20,6 @@
 #include "ccscope/bench/sweep.h"
 #include "ccscope/collectives/backends.h"
 #include "ccscope/collectives/group_point_to_point.h"
-#include "ccscope/collectives/mpi_point_to_point.h"
 #include "ccscope/common/environment.h"
 #include "ccscope/common/json_text.h"
 #include "ccscope/common/sizes.h"
@@ -1006,7 +1005,7 @@ ChecklistResult run_checklist(const World& world, HangWatchdog& watchdog,
   // One compute thread per rank, as one device per rank: ranks that share a
   // node would otherwise oversubscribe its cores with OpenBLAS threads.
   training_probe::set_compute_threads(1);
-  auto p2p = make_mpi_point_to_point();
+  auto p2p = job::make_point_to_point(world);
   bench::ClusterTopology cluster;
   topo::ProbeOptions probe;
   probe.use_hwloc = false;

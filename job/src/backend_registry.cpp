@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "ccscope/collectives/backends.h"
+#include "ccscope/collectives/mpi_point_to_point.h"
 #include "ccscope/collectives/error.h"
 
 namespace ccscope::job {
@@ -26,7 +27,8 @@ std::vector<Backend> built_in_backends() {
                            mpi.yielding_waits =
                                options.yielding_waits.value_or(world.yielding_waits());
                            return make_mpi_communicator(world, mpi);
-                         }});
+                         },
+                         [](const World&) { return make_mpi_point_to_point(); }});
   list.push_back(Backend{"nccl",
                          "NCCL",
                          {DeviceKind::kDevice, true, false, {}, false},
@@ -47,7 +49,8 @@ std::vector<Backend> built_in_backends() {
                            gloo.color = options.color;
                            gloo.first_ranks = options.first_ranks;
                            return make_gloo_communicator(world, gloo);
-                         }});
+                         },
+                         [](const World& world) { return make_gloo_point_to_point(world); }});
   list.push_back(Backend{
       "ring",
       "ccscope's ring over MPI",
@@ -151,6 +154,15 @@ BackendChoice default_backend(const World& world, bool isolate_ranks) {
       world.all_gather(gpu_identity_for_local_rank(world.local_rank()));
   return choose_default_backend(world.hostnames(), gpu_ids, isolate_ranks,
                                 world.channel_name() == "mpi");
+}
+
+std::unique_ptr<PointToPoint> make_point_to_point(const World& world) {
+  const bool mpi_world = world.channel_name() == "mpi";
+  for (const Backend& b : backends())
+    if (b.make_point_to_point && b.built() && fits_world(b, mpi_world))
+      return b.make_point_to_point(world);
+  throw UsageError("no backend of this ccscope gives point-to-point in a world over " +
+                   world.channel_name() + " (build with gloo: Debian's libgloo-dev)");
 }
 
 std::unique_ptr<Communicator> make_backend(const std::string& name, const World& world,

@@ -57,6 +57,9 @@ struct GlooOptions {
 std::unique_ptr<Communicator> make_gloo_communicator(const World& world,
                                                      const GlooOptions& options);
 bool gloo_backend_compiled();
+// The world's point-to-point over gloo (collective; diag's and topo's pair
+// measurements in a world without MPI).
+std::unique_ptr<PointToPoint> make_gloo_point_to_point(const World& world);
 
 struct NcclOptions {
   // Give every rank its own NCCL_HOSTID so that NCCL connects even ranks of one

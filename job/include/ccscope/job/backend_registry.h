@@ -58,6 +58,9 @@ struct Backend {
   std::function<bool()> usable;
   // Collective over the world.
   std::function<std::unique_ptr<Communicator>(const World&, const BackendOptions&)> make;
+  // The world's host point-to-point (PointToPoint) over this backend's library, for
+  // pair and clock measurements (diag, topo --measure); null: it has none.
+  std::function<std::unique_ptr<PointToPoint>(const World&)> make_point_to_point;
 };
 
 // Adds (or replaces, by name) a backend; the built-in ones are there already.
@@ -93,6 +96,11 @@ BackendChoice choose_default_backend(const std::vector<std::string>& hosts,
 // The default for this job: collective (gathers every rank's GPU), the same
 // answer on every rank.
 BackendChoice default_backend(const World& world, bool isolate_ranks);
+
+// The world's host point-to-point (collective): from the first built backend that
+// fits the world and makes one (MPI's in an MPI world, else gloo's). Throws
+// UsageError when this ccscope has none for it.
+std::unique_ptr<PointToPoint> make_point_to_point(const World& world);
 
 // Starts backend `name` (collective). Throws UsageError for a name not
 // registered or not built into this ccscope, or one that needs MPI's world in a
