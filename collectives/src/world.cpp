@@ -1,5 +1,6 @@
 #include "ccscope/collectives/world.h"
 
+#include <dlfcn.h>
 #include <mpi.h>
 #include <unistd.h>
 
@@ -65,6 +66,18 @@ int MpiSession::finalize(int exit_code, std::chrono::milliseconds bound) {
       const std::string line = "cmd=abort exitcode=" + std::to_string(exit_code) + "\n";
       if (::write(std::atoi(pmi_fd), line.data(), line.size()) == static_cast<ssize_t>(line.size()))
         std::this_thread::sleep_for(std::chrono::seconds(5));
+    } else if (void* pmix = ::dlopen("libpmix.so.2", RTLD_NOW | RTLD_NOLOAD)) {
+      // Open MPI over PMIx (mpirun, srun --mpi=pmix): after a plain exit here
+      // mpirun 4.1 prints "exiting improperly" and never returns (measured:
+      // finalize_bound.sh against Open MPI hung to its 60 s limit). PMIx_Abort
+      // on the client MPI_Init connected (NULL procs: the whole namespace)
+      // carries the code to the launcher.
+      using Abort = int (*)(int, const char[], void*, size_t);
+      if (auto abort = reinterpret_cast<Abort>(::dlsym(pmix, "PMIx_Abort"))) {
+        std::this_thread::sleep_for(std::chrono::seconds(1));
+        abort(exit_code, "ccscope: MPI_Finalize did not return", nullptr, 0);
+        std::this_thread::sleep_for(std::chrono::seconds(5));
+      }
     }
     _exit(exit_code);
   });

@@ -972,8 +972,14 @@ class HangWatchdog::Impl {
     const ssize_t got = ::recv(slot.fd.load(), chunk, sizeof chunk, MSG_DONTWAIT);
     if (got < 0 && (errno == EAGAIN || errno == EINTR)) return;
     if (got > 0) {
-      if (std::memchr(chunk, kGoodbye, static_cast<size_t>(got)) != nullptr)
+      if (std::memchr(chunk, kGoodbye, static_cast<size_t>(got)) != nullptr) {
         slot.state.store(WatchSlot::kSaidGoodbye);
+        // Rank 0 or the deputy leaving on purpose ends the job (a death it
+        // reported, a stop, the end): the launcher then kills the other ranks,
+        // which are no deaths to report (srun and mpirun did, after rank 0's line).
+        if (slot.rank == 0 || slot.rank == watch_deputy(world_.hostnames()))
+          reporter_left_.store(true);
+      }
       return;
     }
     PeerLoss loss;
@@ -999,7 +1005,7 @@ class HangWatchdog::Impl {
     // A rank that is leaving on purpose reports no death: the peers leave with
     // it, and their goodbyes can be lost (a peer's close may reset the
     // connection before its goodbye is read).
-    if (stop_.load() || watch_->leaving.load()) return;
+    if (stop_.load() || watch_->leaving.load() || reporter_left_.load()) return;
     const DeathVerdict verdict =
         judge_peer_loss(loss, world_.rank(), world_.hostnames(), activity());
     if (!verdict.report) return;
@@ -1121,6 +1127,8 @@ class HangWatchdog::Impl {
   unsigned long long last_operation_ = 0;
   Clock::time_point last_change_;
   std::atomic<bool> stop_{false};
+  // Rank 0 or the deputy said goodbye: the job is ending, later losses are its consequence.
+  std::atomic<bool> reporter_left_{false};
   std::thread thread_;
 };
 
