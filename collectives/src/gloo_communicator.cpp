@@ -410,7 +410,6 @@ class GlooCommunicator : public detail::HostMemoryCommunicator {
            "all_to_all_v=gloo alltoallv when packed, else gloo send/recv";
   }
 
-
   void all_reduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op) override {
     if (count == 0) return;
     const void* source = send;

@@ -163,7 +163,8 @@ class Server {
     }
     std::lock_guard lock(mutex_);
     if (listening)
-      std::erase_if(listeners_, [&](const auto& l) { return l.first == listener_rank && l.second == fd; });
+      std::erase_if(listeners_,
+                    [&](const auto& l) { return l.first == listener_rank && l.second == fd; });
     std::erase(connection_fds_, fd);
     ::close(fd);
     --open_connections_;
@@ -176,7 +177,8 @@ class Server {
     if (header.value != options_.size)
       return "rank " + std::to_string(header.rank) + " was told the world has " +
              std::to_string(header.value) + " ranks, rank 0 that it has " +
-             std::to_string(options_.size) + " (" + options_.source + "): the launch is inconsistent";
+             std::to_string(options_.size) + " (" + options_.source +
+             "): the launch is inconsistent";
     if (header.rank < 0 || header.rank >= options_.size)
       return "rank " + std::to_string(header.rank) + " is outside the world of " +
              std::to_string(options_.size) + " ranks (" + options_.source + ")";
@@ -314,7 +316,8 @@ class RendezvousChannel final : public detail::GatherChannel {
       header.rank = options_.rank;
       header.value = exit_code;
       std::string reply;
-      if (send_frame(fd.get(), header, "", deadline)) (void)receive_frame(fd.get(), header, reply, deadline);
+      if (send_frame(fd.get(), header, "", deadline))
+        (void)receive_frame(fd.get(), header, reply, deadline);
     }
     ::_exit(exit_code);
   }
@@ -345,8 +348,8 @@ class RendezvousChannel final : public detail::GatherChannel {
   [[noreturn]] void lost(const char* what) const {
     const std::string why = errno == 0 ? "connection closed" : std::strerror(errno);
     throw BackendError("rank " + std::to_string(options_.rank) + " lost the rendezvous at " +
-                       options_.host + ":" + std::to_string(options_.port) + " (rank 0's process) in " +
-                       what + ": " + why);
+                       options_.host + ":" + std::to_string(options_.port) +
+                       " (rank 0's process) in " + what + ": " + why);
   }
 
   // Sends one request on the main connection and returns the reply's payload;
@@ -385,7 +388,8 @@ class RendezvousChannel final : public detail::GatherChannel {
     // The server answers by the timeout; a little beyond it, the connection is dead.
     const auto deadline =
         timeout.count() == 0 ? kNever : Clock::now() + timeout + std::chrono::seconds(5);
-    return detail::unpack_parts(request(header, part, deadline), static_cast<size_t>(options_.size));
+    return detail::unpack_parts(request(header, part, deadline),
+                                static_cast<size_t>(options_.size));
   }
 
   void listen_for_abort() {

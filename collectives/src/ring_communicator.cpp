@@ -29,7 +29,6 @@ class RingCommunicator : public detail::HostMemoryCommunicator {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
 
-
   void all_reduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op) override {
     ring_all_reduce(*p2p_, send, recv, count, type, op);
   }

@@ -88,9 +88,7 @@ class ThreadGroupChannel final : public GatherChannel {
     return s.result;
   }
 
-  [[noreturn]] void abort(int exit_code) const override {
-    state_->process_world.abort(exit_code);
-  }
+  [[noreturn]] void abort(int exit_code) const override { state_->process_world.abort(exit_code); }
 
  private:
   std::shared_ptr<ThreadGroupState> state_;

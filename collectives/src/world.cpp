@@ -243,8 +243,8 @@ class MpiChannel final : public WorldChannel {
           return MPI_Allreduce(MPI_IN_PLACE, values.data(), count, MPI_DOUBLE, op, MPI_COMM_WORLD);
         },
         [&](MPI_Request* request) {
-          return MPI_Iallreduce(MPI_IN_PLACE, values.data(), count, MPI_DOUBLE, op,
-                                MPI_COMM_WORLD, request);
+          return MPI_Iallreduce(MPI_IN_PLACE, values.data(), count, MPI_DOUBLE, op, MPI_COMM_WORLD,
+                                request);
         });
   }
 
@@ -297,8 +297,8 @@ World World::from_channel(std::shared_ptr<const WorldChannel> channel, int rank,
   probe.channel_ = channel;
   probe.rank_ = rank;
   probe.size_ = size;
-  World world = from_hostnames(
-      rank, probe.all_gather(node_name.empty() ? local_hostname() : node_name));
+  World world =
+      from_hostnames(rank, probe.all_gather(node_name.empty() ? local_hostname() : node_name));
   world.channel_ = std::move(channel);
   return world;
 }

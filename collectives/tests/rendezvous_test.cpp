@@ -2,7 +2,6 @@
 // process on the loopback interface: the control collectives, the timeout that
 // names the rank that did not arrive, and the refusals of inconsistent launches.
 #include "ccscope/collectives/rendezvous.h"
-#include "ccscope/collectives/thread_ranks.h"
 
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -16,6 +15,7 @@
 #include <vector>
 
 #include "ccscope/collectives/error.h"
+#include "ccscope/collectives/thread_ranks.h"
 #include "ccscope/common/socket.h"
 
 namespace ccscope {
@@ -105,9 +105,8 @@ TEST(Rendezvous, ControlCollectivesAcrossRanks) {
 TEST(Rendezvous, NamesTheRankThatDidNotArrive) {
   const int port = free_port();
   // Ranks 0 and 2 of 4 come; 1 and 3 never do.
-  const auto errors = run_ranks(2, [&](int thread) {
-    (void)join_rendezvous(options_for(thread * 2, 4, port, 600));
-  });
+  const auto errors = run_ranks(
+      2, [&](int thread) { (void)join_rendezvous(options_for(thread * 2, 4, port, 600)); });
   for (const std::string& error : errors) {
     EXPECT_NE(error.find("timeout: ranks 1, 3 of 4 did not arrive within 0.6 s"), std::string::npos)
         << error;
@@ -127,9 +126,8 @@ TEST(Rendezvous, NamesAnUnreachableRankZero) {
 TEST(Rendezvous, RefusesInconsistentLaunches) {
   const int port = free_port();
   // Rank 1 was told the world has 3 ranks; rank 0 that it has 2.
-  auto errors = run_ranks(2, [&](int rank) {
-    (void)join_rendezvous(options_for(rank, rank == 0 ? 2 : 3, port, 800));
-  });
+  auto errors = run_ranks(
+      2, [&](int rank) { (void)join_rendezvous(options_for(rank, rank == 0 ? 2 : 3, port, 800)); });
   EXPECT_NE(errors[1].find("usage: rank 1 was told the world has 3 ranks, rank 0 that it has 2"),
             std::string::npos)
       << errors[1];
@@ -155,8 +153,8 @@ TEST(Rendezvous, RefusesAPortInUse) {
   ASSERT_EQ(::bind(holder.get(), reinterpret_cast<sockaddr*>(&any), sizeof any), 0);
   ASSERT_EQ(::listen(holder.get(), 1), 0);
   ::getsockname(holder.get(), reinterpret_cast<sockaddr*>(&any), &length);
-  const auto errors =
-      run_ranks(1, [&](int) { (void)join_rendezvous(options_for(0, 2, ntohs(any.sin_port), 500)); });
+  const auto errors = run_ranks(
+      1, [&](int) { (void)join_rendezvous(options_for(0, 2, ntohs(any.sin_port), 500)); });
   EXPECT_NE(errors[0].find("usage: rank 0 cannot listen on port"), std::string::npos) << errors[0];
 }
 
@@ -176,8 +174,8 @@ TEST(ThreadRanks, SpanProcessesAndThreads) {
   std::array<std::vector<char>, 6> broadcasts;
   std::array<int, 6> ranks{}, sizes{}, local_ranks{};
   const auto errors = run_ranks(2, [&](int process) {
-    const World process_world = World::from_channel(
-        join_rendezvous(options_for(process, 2, port)), process, 2, "host" + std::to_string(process));
+    const World process_world = World::from_channel(join_rendezvous(options_for(process, 2, port)),
+                                                    process, 2, "host" + std::to_string(process));
     const ThreadRanks threads(process_world, kThreads);
     std::vector<std::thread> workers;
     for (int t = 0; t < kThreads; ++t)

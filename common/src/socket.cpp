@@ -51,7 +51,8 @@ bool wait_for(int fd, short events, SocketClock::time_point deadline) {
     }
     pollfd entry{fd, events, 0};
     // (in steps of at most an hour: poll takes an int of milliseconds)
-    const int ready = ::poll(&entry, 1, static_cast<int>(std::min<long long>(left.count(), 3600000)));
+    const int ready =
+        ::poll(&entry, 1, static_cast<int>(std::min<long long>(left.count(), 3600000)));
     if (ready > 0) return true;
     if (ready < 0 && errno != EINTR) return false;
   }

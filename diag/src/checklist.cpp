@@ -196,8 +196,7 @@ std::unique_ptr<Communicator> world_communicator(const World& world,
 std::unique_ptr<Communicator> host_group_communicator(const World& world,
                                                       const ChecklistOptions& options, int color,
                                                       bool yielding_waits) {
-  const job::Backend* backend =
-      &job::group_backend(options.backend, world.channel_name() == "mpi");
+  const job::Backend* backend = &job::group_backend(options.backend, world.channel_name() == "mpi");
   job::BackendOptions backend_options;
   backend_options.color = color;
   backend_options.yielding_waits = yielding_waits;

@@ -5,8 +5,8 @@
 #include <utility>
 
 #include "ccscope/collectives/backends.h"
-#include "ccscope/collectives/mpi_point_to_point.h"
 #include "ccscope/collectives/error.h"
+#include "ccscope/collectives/mpi_point_to_point.h"
 
 namespace ccscope::job {
 namespace {
@@ -175,9 +175,8 @@ std::unique_ptr<Communicator> make_backend(const std::string& name, const World&
     const Backend* host = first_of_kind(DeviceKind::kHost, false);
     const std::string instead = host ? "; use --backend " + host->name + " (or nccl on GPUs)" : "";
     throw UsageError("--backend " + name + " runs over MPI's world of processes, and " +
-                     (world.channel_name() == "rendezvous"
-                          ? "no MPI launcher started this job"
-                          : "this job's ranks are threads (-g)") +
+                     (world.channel_name() == "rendezvous" ? "no MPI launcher started this job"
+                                                           : "this job's ranks are threads (-g)") +
                      instead);
   }
   return backend->make(world, options);

@@ -229,7 +229,8 @@ int run_job(const JobSpec& spec, const std::function<int(JobContext&)>& body) {
 }
 
 bool launcher_says_rank_zero() {
-  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "RANK", "SLURM_PROCID"}) {
+  for (const char* name :
+       {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "RANK", "SLURM_PROCID"}) {
     if (const char* value = std::getenv(name)) return std::string(value) == "0";
   }
   return true;

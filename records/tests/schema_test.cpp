@@ -2,10 +2,10 @@
 
 #include <gtest/gtest.h>
 
-#include "sample_records.h"
-
 #include <set>
 #include <string>
+
+#include "sample_records.h"
 
 namespace ccscope::records {
 namespace {
@@ -84,8 +84,9 @@ TEST(Schema, UncheckedRecordHasNoWrongCount) {
   BenchRecord record = hostile_record();
   record.checked = false;
   record.wrong = 0;
-  const LoadedBenchRow row = read_back_csv(csv_line(csv_columns(bench_kind())),
-                                           csv_row(bench_kind(), bench_cells(record, hostile_run())));
+  const LoadedBenchRow row =
+      read_back_csv(csv_line(csv_columns(bench_kind())),
+                    csv_row(bench_kind(), bench_cells(record, hostile_run())));
   EXPECT_EQ(row.record.checked, false);
   EXPECT_FALSE(row.record.wrong.has_value());
 }

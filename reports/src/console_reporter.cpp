@@ -65,12 +65,12 @@ class ConsoleReporter : public Reporter {
     line(fmt::format("# Backend: {}  ranks: {}  nodes: {}  ranks per node: {}",
                      m.backend.empty() ? "?" : m.backend, m.ranks, m.nodes, m.ranks_per_node));
     if (!m.launch.empty())
-      line(fmt::format("# Launch: {} ({}){}", m.launch, m.launcher,
-                       m.slurm_job_id.empty()
-                           ? std::string()
-                           : fmt::format(", Slurm job {} step {} on {}", m.slurm_job_id,
-                                         m.slurm_step_id.empty() ? "-" : m.slurm_step_id,
-                                         m.slurm_nodelist)));
+      line(fmt::format(
+          "# Launch: {} ({}){}", m.launch, m.launcher,
+          m.slurm_job_id.empty()
+              ? std::string()
+              : fmt::format(", Slurm job {} step {} on {}", m.slurm_job_id,
+                            m.slurm_step_id.empty() ? "-" : m.slurm_step_id, m.slurm_nodelist)));
     if (m.ranks_per_process > 1)
       line(fmt::format("# Ranks per process: {} (threads of one process: -t x -g)",
                        m.ranks_per_process));

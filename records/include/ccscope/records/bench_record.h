@@ -75,7 +75,7 @@ struct BenchRecord {
   int ranks_per_node = 0;
   int iterations = 0;
   int warmup_iterations = 0;
-  double time_s = 0;           // the reported time, per time_statistic
+  double time_s = 0;  // the reported time, per time_statistic
   // Which statistic over ranks time_s is: "max", "avg", "min" or "rank0"
   // (time_statistic_name); ccscope.bench/1 files held a sentence instead.
   std::string time_statistic;
