@@ -72,9 +72,11 @@ int MpiSession::finalize(int exit_code, std::chrono::milliseconds bound) {
       // finalize_bound.sh against Open MPI hung to its 60 s limit). PMIx_Abort
       // on the client MPI_Init connected (NULL procs: the whole namespace)
       // carries the code to the launcher.
+      // Rank 0 first, the others 3 s later if it has not ended them: mpirun 4.1.4
+      // crashed (SIGSEGV) when two ranks' aborts arrived together (1 CI run).
       using Abort = int (*)(int, const char[], void*, size_t);
       if (auto abort = reinterpret_cast<Abort>(::dlsym(pmix, "PMIx_Abort"))) {
-        std::this_thread::sleep_for(std::chrono::seconds(1));
+        std::this_thread::sleep_for(std::chrono::seconds(rank == 0 ? 1 : 4));
         abort(exit_code, "ccscope: MPI_Finalize did not return", nullptr, 0);
         std::this_thread::sleep_for(std::chrono::seconds(5));
       }

@@ -231,6 +231,9 @@ int run_job(const JobSpec& spec, const std::function<int(JobContext&)>& body) {
 bool launcher_says_rank_zero() {
   for (const char* name :
        {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "RANK", "SLURM_PROCID"}) {
+    // RANK alone is no launcher's (torchrun and Kubernetes set WORLD_SIZE beside it): a
+    // stray RANK must not silence the line that refuses it.
+    if (std::string(name) == "RANK" && std::getenv("WORLD_SIZE") == nullptr) continue;
     if (const char* value = std::getenv(name)) return std::string(value) == "0";
   }
   return true;

@@ -92,6 +92,7 @@ refuse() {  # what ENV... : expects exit 2 and WHAT in the one line
   assert_eq 1 "$(grep -c '' "$WORK/refused.stderr")" "refusal ($*): lines on stderr"
 }
 refuse "MASTER_ADDR" RANK=0 WORLD_SIZE=2 MASTER_PORT=29500
+refuse "WORLD_SIZE" RANK=3  # a stray RANK: still said (by every process alike)
 refuse "WORLD_SIZE" RANK=0 WORLD_SIZE=two MASTER_ADDR=127.0.0.1 MASTER_PORT=29500
 port=$(free_port)
 extra=(--backend mpi)
