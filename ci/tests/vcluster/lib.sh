@@ -29,6 +29,18 @@ require_ccscope() {
 
 vc() { "$VCLUSTER" --name "$VC_NAME" "$@"; }
 
+# node_ccscopes [NODES]: ccscope processes in the first NODES (default 2) nodes' namespaces
+# ("pid nodeI" per line)
+node_ccscopes() {
+  local i pid
+  for ((i = 0; i < ${1:-2}; i++)); do
+    for pid in $(ip netns pids "ccvc-$VC_NAME-n$i" 2>/dev/null); do
+      [[ $(cat "/proc/$pid/comm" 2>/dev/null) == ccscope ]] && echo "$pid node$i"
+    done
+  done
+  return 0
+}
+
 job_procs() { # processes of any job of this cluster still alive, anywhere
   grep -lsaz "^VCLUSTER_JOB=$VC_NAME\." /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3 || true
 }

@@ -56,16 +56,6 @@ trap 'rc=$?; set +e; kill_started; (exit $rc); cleanup' EXIT
 now_us() { echo "${EPOCHREALTIME/./}"; }
 secs() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.1f", (b - a) / 1e6}'; }
 
-# node_ccscopes: ccscope processes in any node's namespaces ("pid nodeI" per line)
-node_ccscopes() {
-  local i pid
-  for i in 0 1; do
-    for pid in $(ip netns pids "ccvc-$VC_NAME-n$i" 2>/dev/null); do
-      [[ $(cat "/proc/$pid/comm" 2>/dev/null) == ccscope ]] && echo "$pid node$i"
-    done
-  done
-  return 0
-}
 # none_left CASE: no ccscope process in the nodes (waiting up to 2 s for stragglers)
 none_left() {
   local left

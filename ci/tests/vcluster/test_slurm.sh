@@ -122,16 +122,6 @@ else
 fi
 
 # ---- c. a task killed with SIGKILL
-# node_ccscopes: ccscope processes in any node's namespaces ("pid node" per line)
-node_ccscopes() {
-  local i pid
-  for i in 0 1; do
-    for pid in $(ip netns pids "ccvc-$VC_NAME-n$i" 2>/dev/null); do
-      [[ $(cat "/proc/$pid/comm" 2>/dev/null) == ccscope ]] && echo "$pid node$i"
-    done
-  done
-  return 0
-}
 # kill_case NAME SRUN_OPTIONS... CCSCOPE: an endless 64 KiB all-reduce with -T $KILL_T; rank 3
 # (node1) killed 3 s after it started
 kill_case() {
