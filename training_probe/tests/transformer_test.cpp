@@ -1,0 +1,364 @@
+// The transformer (transformer.h): its gradients against central finite
+// differences, the float model against its float64 reference, the teacher's
+// data, and Megatron's tensor and sequence parallelism at 2 and 4 in-process
+// ranks (ccscope's ring algorithms on the hostile in-process transport)
+// against one rank, recomputation against none, and the tensor group's
+// traffic per block against the formula.
+#include "ccscope/training_probe/transformer.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <string>
+
+#include "ccscope/collectives/backends.h"
+#include "ccscope/collectives/in_process_transport.h"
+#include "ccscope/training_probe/data.h"
+
+namespace ccscope::training_probe {
+namespace {
+
+// Names of the parameter groups, for messages: each element's group.
+std::vector<std::string> group_names(const TransformerShape& s) {
+  const TransformerLayout l = transformer_layout(s);
+  std::vector<std::string> names(l.total);
+  auto name_range = [&](size_t begin, size_t n, const std::string& what) {
+    for (size_t i = begin; i < begin + n; ++i) names[i] = what;
+  };
+  const BlockLayout& b = l.block;
+  const size_t h = s.hidden, f = s.ffn_size();
+  name_range(l.tok_emb, s.vocab * h, "tok_emb");
+  name_range(l.pos_emb, s.seq_len * h, "pos_emb");
+  for (size_t i = 0; i < s.layers; ++i) {
+    const size_t o = l.blocks[i];
+    const std::string p = "block" + std::to_string(i) + ".";
+    name_range(o + b.ln1_w, h, p + "ln1.w");
+    name_range(o + b.ln1_b, h, p + "ln1.b");
+    name_range(o + b.qkv_w, 3 * h * h, p + "qkv.w");
+    name_range(o + b.qkv_b, 3 * h, p + "qkv.b");
+    name_range(o + b.proj_w, h * h, p + "proj.w");
+    name_range(o + b.proj_b, h, p + "proj.b");
+    name_range(o + b.ln2_w, h, p + "ln2.w");
+    name_range(o + b.ln2_b, h, p + "ln2.b");
+    name_range(o + b.fc1_w, f * h, p + "fc1.w");
+    name_range(o + b.fc1_b, f, p + "fc1.b");
+    name_range(o + b.fc2_w, h * f, p + "fc2.w");
+    name_range(o + b.fc2_b, h, p + "fc2.b");
+  }
+  name_range(l.lnf_w, h, "lnf.w");
+  name_range(l.lnf_b, h, "lnf.b");
+  name_range(l.head, s.vocab * h, "head.w");
+  return names;
+}
+
+// Initial parameters with the layer norms' 1s and 0s (and every other value)
+// moved by a random amount, so that no group sits at a special point.
+std::vector<float> jittered_parameters(const TransformerShape& s, uint64_t seed) {
+  std::vector<float> p = transformer_initial_parameters(s, seed);
+  for (size_t i = 0; i < p.size(); ++i) p[i] += 0.2f * uniform_pm1(seed + 99, i);
+  return p;
+}
+
+TEST(Transformer, LayoutIsTheDocumentedOrder) {
+  const TransformerShape s{11, 6, 8, 2, 3, 12};
+  const TransformerLayout l = transformer_layout(s);
+  const size_t h = 8, f = 12;
+  const size_t block = 2 * h + 3 * h * h + 3 * h + h * h + h + 2 * h + f * h + f + h * f + h;
+  EXPECT_EQ(l.block.size, block);
+  EXPECT_EQ(l.total, 11 * h + 6 * h + 3 * block + 2 * h + 11 * h);
+  EXPECT_EQ(transformer_parameter_count(s), l.total);
+  ASSERT_EQ(l.units.size(), 5u);
+  for (size_t u = 1; u < l.units.size(); ++u) EXPECT_EQ(l.units[u].begin, l.units[u - 1].end);
+  EXPECT_EQ(l.units.back().end, l.total);
+  // A tensor-parallel rank's shard is its layout's size, and the shards of a
+  // split matrix add up to it.
+  for (size_t tp : {2u, 4u}) {
+    if (s.heads % tp) continue;
+    const TransformerLayout mine = transformer_layout(s, tp, 0);
+    EXPECT_EQ(transformer_shard(s, std::vector<float>(l.total), tp, tp - 1).size(), mine.total);
+    EXPECT_EQ(mine.block.size * tp - block, (tp - 1) * (2 * h + h + 2 * h + h));
+  }
+  EXPECT_NE(transformer_problem(s, 4, false), "");  // 2 heads over 4 ranks
+  EXPECT_EQ(transformer_problem(s, 2, false), "");
+  EXPECT_EQ(transformer_problem({11, 6, 8, 2, 3, 12}, 2, true), "");
+  EXPECT_NE(transformer_problem({11, 5, 8, 2, 3, 12}, 2, true), "");  // seq 5 over 2
+}
+
+TEST(Transformer, TeacherDataIsDeterministicAndLearnable) {
+  const TransformerShape s{13, 9, 8, 2, 1};
+  const TokenDataset a = make_token_dataset(50, s, 4);
+  const TokenDataset b = make_token_dataset(50, s, 4);
+  const TokenDataset c = make_token_dataset(50, s, 5);
+  EXPECT_EQ(a.tokens, b.tokens);
+  EXPECT_NE(a.tokens, c.tokens);
+  // The next token is a function of the two before it, the same in every sequence.
+  std::map<std::pair<uint32_t, uint32_t>, uint32_t> rule;
+  for (size_t n = 0; n < a.samples; ++n) {
+    const auto t = a.sequence(n);
+    for (size_t i = 2; i < t.size(); ++i) {
+      ASSERT_LT(t[i], s.vocab);
+      const auto [it, fresh] = rule.emplace(std::make_pair(t[i - 2], t[i - 1]), t[i]);
+      EXPECT_EQ(it->second, t[i]);
+    }
+  }
+  EXPECT_GT(rule.size(), 20u);
+}
+
+// Every parameter's float64 gradient against a central difference of the
+// float64 loss. eps 1e-6: the truncation error (eps^2 f''' ~ 1e-12) and the
+// rounding error (1e-16 / eps ~ 1e-10) are far below the 1e-7 + 1e-6 |g|
+// allowed, while a wrong term in any backward (a softmax's missing
+// rowsum, a transposed GEMM) is off by the gradient's own size.
+TEST(Transformer, GradientsMatchFiniteDifferencesForEveryGroup) {
+  const TransformerShape s{7, 5, 8, 2, 2, 12};
+  const std::vector<float> start = jittered_parameters(s, 3);
+  std::vector<double> p(start.begin(), start.end());
+  const size_t batch = 3;
+  const TokenDataset data = make_token_dataset(batch, s, 8);
+  const std::vector<uint32_t> seqs = gather_sequences(data, std::vector<size_t>{0, 1, 2});
+  std::vector<double> grads, scratch;
+  const double loss = transformer_loss_and_gradients_f64(s, p, seqs, batch, grads);
+  EXPECT_GT(loss, 0.5);
+  const std::vector<std::string> names = group_names(s);
+  std::map<std::string, double> largest;  // per group, the largest |gradient|
+  size_t failures = 0;
+  const double eps = 1e-6;
+  for (size_t i = 0; i < p.size(); ++i) {
+    const double keep = p[i];
+    p[i] = keep + eps;
+    const double up = transformer_loss_and_gradients_f64(s, p, seqs, batch, scratch);
+    p[i] = keep - eps;
+    const double down = transformer_loss_and_gradients_f64(s, p, seqs, batch, scratch);
+    p[i] = keep;
+    const double numeric = (up - down) / (2 * eps);
+    if (std::abs(grads[i] - numeric) > 1e-7 + 1e-6 * std::abs(numeric) && failures++ < 10)
+      ADD_FAILURE() << names[i] << " element " << i << ": backward " << grads[i]
+                    << ", finite difference " << numeric;
+    largest[names[i]] = std::max(largest[names[i]], std::abs(grads[i]));
+  }
+  EXPECT_EQ(failures, 0u);
+  // Every group has a gradient to check (none is zero by construction).
+  EXPECT_EQ(largest.size(), 5 + 12 * s.layers);
+  for (const auto& [group, g] : largest) EXPECT_GT(g, 1e-4) << group;
+}
+
+// The float model is the same arithmetic as the float64 reference.
+TEST(Transformer, FloatModelMatchesItsFloat64Reference) {
+  set_compute_threads(1);
+  const TransformerShape s{9, 6, 16, 4, 2};
+  const std::vector<float> p = jittered_parameters(s, 5);
+  const size_t batch = 4;
+  const TokenDataset data = make_token_dataset(batch, s, 2);
+  const std::vector<uint32_t> seqs = gather_sequences(data, std::vector<size_t>{0, 1, 2, 3});
+  std::vector<double> ref;
+  const double ref_loss = transformer_loss_and_gradients_f64(
+      s, std::vector<double>(p.begin(), p.end()), seqs, batch, ref);
+  const Transformer model(s, Precision::kFloat32);
+  std::vector<float> g(p.size(), 0.0f);
+  FlatUnits units(model.layout(), p.data(), g.data());
+  const double loss = model.train_micro_batch(seqs, batch, batch, 1.0f, units, nullptr);
+  EXPECT_NEAR(loss, ref_loss, 1e-5 * ref_loss);
+  double largest = 0;
+  for (double v : ref) largest = std::max(largest, std::abs(v));
+  for (size_t i = 0; i < g.size(); ++i) ASSERT_NEAR(g[i], ref[i], 1e-4 * largest) << i;
+}
+
+// Plain SGD on the teacher's data: the loss falls from about ln V (the mean
+// of the last 10 steps' against the first's; the teacher's rule needs two
+// tokens combined, so it falls slowly and not monotonically).
+TEST(Transformer, LossFallsUnderSgd) {
+  set_compute_threads(1);
+  const TransformerShape s{16, 8, 32, 4, 2};
+  const Transformer model(s, Precision::kFloat32);
+  std::vector<float> p = transformer_initial_parameters(s, 1);
+  const size_t batch = 16, steps = 150;
+  const TokenDataset data = make_token_dataset(8 * batch, s, 1);
+  double first = 0, last = 0;
+  for (size_t step = 0; step < steps; ++step) {
+    const std::vector<size_t> samples = batch_samples(data.samples, 1, 0, batch, 1, step);
+    std::vector<float> g(p.size(), 0.0f);
+    FlatUnits units(model.layout(), p.data(), g.data());
+    const double loss = model.train_micro_batch(gather_sequences(data, samples), batch, batch, 1.0f,
+                                                units, nullptr);
+    if (step == 0) first = loss;
+    if (step + 10 >= steps) last += loss / 10;
+    for (size_t i = 0; i < p.size(); ++i) p[i] -= 0.3f * g[i];
+  }
+  EXPECT_NEAR(first, std::log(16.0), 0.7);
+  EXPECT_LT(last, 0.85 * first);
+}
+
+// ------------------------------------------------------------ tensor parallel
+
+// The tensor group over a Communicator, counting each operation's elements
+// (of the whole tensor: an all-gather's output, a reduce-scatter's input).
+class CountingGroup final : public TensorGroup {
+ public:
+  explicit CountingGroup(Communicator& c) : c_(c) {}
+  void all_reduce(std::vector<float>& v) override {
+    c_.all_reduce(v.data(), v.data(), v.size(), DataType::kFloat32, ReduceOp::kSum);
+    ++all_reduces;
+    all_reduce_elements += v.size();
+  }
+  void all_gather(std::span<const float> mine, std::vector<float>& full) override {
+    full.resize(mine.size() * static_cast<size_t>(c_.size()));
+    c_.all_gather(mine.data(), full.data(), mine.size(), DataType::kFloat32);
+    ++all_gathers;
+    all_gather_elements += full.size();
+  }
+  void reduce_scatter(std::span<const float> full, std::vector<float>& mine) override {
+    mine.resize(full.size() / static_cast<size_t>(c_.size()));
+    c_.reduce_scatter(full.data(), mine.data(), mine.size(), DataType::kFloat32, ReduceOp::kSum);
+    ++reduce_scatters;
+    reduce_scatter_elements += full.size();
+  }
+  size_t all_reduces = 0, all_gathers = 0, reduce_scatters = 0;
+  size_t all_reduce_elements = 0, all_gather_elements = 0, reduce_scatter_elements = 0;
+
+ private:
+  Communicator& c_;
+};
+
+struct RankRun {
+  double loss = 0;
+  std::vector<float> gradients;  // the rank's vector
+  size_t all_reduces = 0, all_gathers = 0, reduce_scatters = 0;
+  size_t all_reduce_elements = 0, all_gather_elements = 0, reduce_scatter_elements = 0;
+};
+
+const TransformerShape kTpShape{11, 8, 16, 4, 2, 32};
+constexpr size_t kTpBatch = 3;
+
+std::vector<uint32_t> tp_sequences() {
+  const TokenDataset data = make_token_dataset(kTpBatch, kTpShape, 6);
+  return gather_sequences(data, std::vector<size_t>{0, 1, 2});
+}
+
+// One micro-batch on `tp` in-process ranks; under sequence parallelism the
+// partial gradients summed over the group afterwards (counted apart).
+std::vector<RankRun> run_tensor_parallel(size_t tp, bool sp, Recompute recompute,
+                                         const std::vector<float>& full) {
+  const std::vector<uint32_t> seqs = tp_sequences();
+  std::vector<RankRun> runs(tp);
+  InProcessTransport::run(static_cast<int>(tp), [&](PointToPoint& p2p) {
+    set_compute_threads(1);
+    const size_t me = static_cast<size_t>(p2p.rank());
+    auto comm = make_ring_communicator(p2p);
+    CountingGroup group(*comm);
+    const Transformer model(kTpShape, Precision::kFloat32, {tp, me, sp, recompute});
+    const std::vector<float> p = transformer_shard(kTpShape, full, tp, me);
+    std::vector<float> g(p.size(), 0.0f);
+    FlatUnits units(model.layout(), p.data(), g.data());
+    RankRun& run = runs[me];
+    run.loss = model.train_micro_batch(seqs, kTpBatch, kTpBatch, 1.0f, units, &group);
+    run.all_reduces = group.all_reduces;
+    run.all_gathers = group.all_gathers;
+    run.reduce_scatters = group.reduce_scatters;
+    run.all_reduce_elements = group.all_reduce_elements;
+    run.all_gather_elements = group.all_gather_elements;
+    run.reduce_scatter_elements = group.reduce_scatter_elements;
+    if (sp && tp > 1)
+      for (const Range& r : sequence_parallel_partial(kTpShape, tp))
+        comm->all_reduce(g.data() + r.begin, g.data() + r.begin, r.size(), DataType::kFloat32,
+                         ReduceOp::kSum);
+    run.gradients = std::move(g);
+  });
+  return runs;
+}
+
+// One rank's loss and gradients of kTpShape.
+RankRun run_single(const std::vector<float>& full) {
+  const Transformer model(kTpShape, Precision::kFloat32);
+  std::vector<float> g(full.size(), 0.0f);
+  FlatUnits units(model.layout(), full.data(), g.data());
+  const std::vector<uint32_t> seqs = tp_sequences();
+  RankRun run;
+  run.loss = model.train_micro_batch(seqs, kTpBatch, kTpBatch, 1.0f, units, nullptr);
+  run.gradients = std::move(g);
+  return run;
+}
+
+void expect_equivalent(size_t tp, bool sp) {
+  set_compute_threads(1);
+  const std::vector<float> full = jittered_parameters(kTpShape, 4);
+  const RankRun single = run_single(full);
+  double largest = 0;
+  for (float v : single.gradients) largest = std::max(largest, std::abs(double{v}));
+  const std::vector<RankRun> runs = run_tensor_parallel(tp, sp, Recompute::kNone, full);
+  for (size_t r = 0; r < tp; ++r) {
+    EXPECT_NEAR(runs[r].loss, single.loss, 1e-6 * single.loss) << "rank " << r;
+    const std::vector<float> expected = transformer_shard(kTpShape, single.gradients, tp, r);
+    ASSERT_EQ(runs[r].gradients.size(), expected.size());
+    // Float sums in another order: a few units of float rounding of the largest gradient.
+    for (size_t i = 0; i < expected.size(); ++i)
+      ASSERT_NEAR(runs[r].gradients[i], expected[i], 1e-5 * largest)
+          << "rank " << r << " element " << i;
+  }
+}
+
+TEST(TransformerTensorParallel, TwoRanksGiveOneRanksLossAndGradients) {
+  expect_equivalent(2, false);
+}
+TEST(TransformerTensorParallel, FourRanksGiveOneRanksLossAndGradients) {
+  expect_equivalent(4, false);
+}
+TEST(TransformerSequenceParallel, TwoRanksGiveOneRanksLossAndGradients) {
+  expect_equivalent(2, true);
+}
+TEST(TransformerSequenceParallel, FourRanksGiveOneRanksLossAndGradients) {
+  expect_equivalent(4, true);
+}
+
+// Recomputation reruns the same operations on the same values: bit-identical.
+TEST(TransformerRecompute, SelectiveAndFullGiveBitIdenticalGradients) {
+  set_compute_threads(1);
+  const std::vector<float> full = jittered_parameters(kTpShape, 9);
+  for (const auto& [tp, sp] : {std::pair<size_t, bool>{1, false}, {2, false}, {2, true}}) {
+    const std::vector<RankRun> none = run_tensor_parallel(tp, sp, Recompute::kNone, full);
+    for (Recompute r : {Recompute::kSelective, Recompute::kFull}) {
+      const std::vector<RankRun> again = run_tensor_parallel(tp, sp, r, full);
+      for (size_t k = 0; k < tp; ++k) {
+        EXPECT_EQ(again[k].loss, none[k].loss) << name(r) << " tp " << tp << " sp " << sp;
+        EXPECT_EQ(again[k].gradients, none[k].gradients) << name(r) << " tp " << tp << " sp " << sp;
+      }
+    }
+  }
+}
+
+// Megatron's count: 4 all-reduces of s x b x h per block per micro-batch (2
+// forward, 2 backward); sequence parallel moves the same bytes as 4
+// all-gathers and 4 reduce-scatters of s x b x h (a ring all-reduce is a
+// reduce-scatter then an all-gather), plus one all-gather before the final
+// norm. Full recomputation reruns the forward's 2 per block.
+TEST(TransformerTensorParallel, TrafficPerBlockMatchesTheFormula) {
+  set_compute_threads(1);
+  const std::vector<float> full = jittered_parameters(kTpShape, 1);
+  const size_t L = kTpShape.layers;
+  const size_t sbh = kTpShape.seq_len * kTpBatch * kTpShape.hidden;
+  for (size_t tp : {2u, 4u}) {
+    for (const RankRun& r : run_tensor_parallel(tp, false, Recompute::kNone, full)) {
+      EXPECT_EQ(r.all_reduces, 4 * L);
+      EXPECT_EQ(r.all_reduce_elements, 4 * L * sbh);
+      EXPECT_EQ(r.all_gathers + r.reduce_scatters, 0u);
+    }
+    for (const RankRun& r : run_tensor_parallel(tp, false, Recompute::kSelective, full))
+      EXPECT_EQ(r.all_reduces, 4 * L);
+    for (const RankRun& r : run_tensor_parallel(tp, false, Recompute::kFull, full))
+      EXPECT_EQ(r.all_reduces, 6 * L);
+    for (const RankRun& r : run_tensor_parallel(tp, true, Recompute::kNone, full)) {
+      EXPECT_EQ(r.all_reduces, 0u);
+      EXPECT_EQ(r.reduce_scatters, 4 * L);
+      EXPECT_EQ(r.all_gathers, 4 * L + 1);
+      // Ring bytes: all-reduce 2 N (n-1)/n, all-gather and reduce-scatter N (n-1)/n each.
+      EXPECT_EQ(r.reduce_scatter_elements + r.all_gather_elements - sbh, 2 * 4 * L * sbh);
+    }
+    for (const RankRun& r : run_tensor_parallel(tp, true, Recompute::kFull, full)) {
+      EXPECT_EQ(r.reduce_scatters, 6 * L);
+      EXPECT_EQ(r.all_gathers, 6 * L + 1);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ccscope::training_probe
