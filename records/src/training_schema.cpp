@@ -133,7 +133,15 @@ const TrainRunKind& train_run_kind() {
           member_field<R, &R::loss_tolerance>("loss_tolerance", "",
                                               "the relative difference allowed for equivalence"),
           member_field<R, &R::loss_equivalent>("loss_equivalent", "",
-                                               "1 when loss_max_rel_diff is within loss_tolerance"),
+                                               "1 when loss_max_rel_diff and loss_f64_max_rel_diff are within loss_tolerance"),
+          member_field<R, &R::loss_f64_max_rel_diff>(
+              "loss_f64_max_rel_diff", "",
+              "largest relative difference of a step's loss from the independent float64 "
+              "reference (reference64.h); empty without --check-loss or where it does not apply"),
+          member_field<R, &R::loss_f64_steps>(
+              "loss_f64_steps", "",
+              "steps compared with the float64 reference: all, or up to the first step whose "
+              "ReLU input lay within the format's rounding of 0"),
           member_field<R, &R::speedup>("speedup", "",
                                        "against one rank: T(1) / T(N) (strong) or N T(1) / T(N) in "
                                        "samples/s (weak); ideal N"),

@@ -36,10 +36,10 @@ double loss_tolerance(Precision precision) {
 
 std::string EquivalenceResult::summary() const {
   return fmt::format(
-      "loss vs single over {} steps: max relative difference {:.3g} at step {}, tolerance {:.3g}: "
-      "{}",
-      steps_compared, max_relative_difference, worst_step, tolerance,
-      equivalent ? "equivalent" : "NOT equivalent");
+      "loss vs {} over {} steps: max relative difference {:.3g} at step {}, tolerance {:.3g}: "
+      "{}{}",
+      reference, steps_compared, max_relative_difference, worst_step, tolerance,
+      equivalent ? "equivalent" : "NOT equivalent", note.empty() ? "" : " (" + note + ")");
 }
 
 EquivalenceResult compare_losses(std::span<const double> curve, std::span<const double> reference,

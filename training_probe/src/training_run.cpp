@@ -13,6 +13,7 @@
 #include "ccscope/training_probe/model.h"
 #include "ccscope/training_probe/optimizer.h"
 #include "ccscope/training_probe/pipeline.h"
+#include "ccscope/training_probe/reference64.h"
 
 namespace ccscope::training_probe {
 namespace {
@@ -324,6 +325,18 @@ RunMeasurement measure_run(const World& world, const RunRequest& q, const RunHoo
     r.loss_equivalent = m.equivalence->equivalent;
     m.checks_pass = m.checks_pass && m.equivalence->equivalent;
   }
+  if (q.check_reference64 && reference64_unsupported(options).empty()) {
+    std::vector<bool> skipped;
+    for (const StepFigures& f : result.steps) skipped.push_back(f.skipped);
+    const Reference64 reference = reference64_losses(options, skipped);
+    EquivalenceResult e =
+        compare_with_reference64(losses(result), reference, loss_tolerance(options.precision));
+    r.loss_f64_max_rel_diff = e.max_relative_difference;
+    r.loss_f64_steps = static_cast<int64_t>(e.steps_compared);
+    r.loss_equivalent = r.loss_equivalent.value_or(true) && e.equivalent;
+    m.checks_pass = m.checks_pass && e.equivalent;
+    m.equivalence64 = std::move(e);
+  }
   const double t1 = ranks == 1 ? s.step_median_s : q.one_rank_step_s;
   if (t1 > 0) {
     m.scaling = scaling(t1, s.step_median_s, ranks, q.weak);
@@ -361,6 +374,7 @@ bool run_plan(const World& world, const TrainPlan& plan, const PlanHooks& hooks)
     q.run_id = run_id(q.options, k, plan.weak);
     if (auto it = references.find(q.options.global_batch); it != references.end())
       q.reference = it->second;
+    q.check_reference64 = plan.check_loss && leader;
     q.one_rank_step_s = one_rank_step_s;
     RunHooks run_hooks;
     if (hooks.started) run_hooks.started = [&](const Communicator& c) { hooks.started(q, c); };

@@ -77,6 +77,8 @@ struct TrainRunRecord {
   std::optional<double> loss_max_rel_diff;  // against single; empty without a reference
   std::optional<double> loss_tolerance;
   std::optional<bool> loss_equivalent;
+  std::optional<double> loss_f64_max_rel_diff;  // against the float64 reference
+  std::optional<int64_t> loss_f64_steps;        // steps compared with it (up to a ReLU kink)
   std::optional<double> speedup;     // T(1) / T(N) (strong) or N T(1) / T(N) in samples/s (weak)
   std::optional<double> efficiency;  // T(1) / (N T(N)) strong, T(1) / T(N) weak
 };

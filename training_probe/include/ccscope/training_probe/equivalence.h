@@ -21,6 +21,8 @@ struct EquivalenceResult {
   size_t worst_step = 0;
   double tolerance = 0;
   bool equivalent = false;
+  std::string reference = "single";  // what the curve was held against
+  std::string note;                  // why fewer steps were compared, if so
   std::string summary() const;  // one line
 };
 // Compares the first min(len, limit) steps of both curves.

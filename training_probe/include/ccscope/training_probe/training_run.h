@@ -30,6 +30,7 @@ struct RunRequest {
   bool yielding_waits = true;
   std::string run_id;
   std::optional<std::vector<double>> reference;  // rank 0: one rank's loss curve
+  bool check_reference64 = false;  // rank 0: also against the float64 reference (reference64.h)
   double one_rank_step_s = 0;  // rank 0: the 1-rank run's median step; 0 when none ran
 };
 
@@ -60,6 +61,7 @@ struct RunMeasurement {
   bool bytes_ok = true, memory_ok = true;
   std::optional<size_t> inconsistent_after_step;  // --check-consistency: parameters differed
   std::optional<EquivalenceResult> equivalence;   // rank 0, with a reference
+  std::optional<EquivalenceResult> equivalence64;  // rank 0, against the float64 reference
   std::optional<Scaling> scaling;                 // rank 0, against the 1-rank run
   // Model-parallel runs: token assignments over the run (warm-up included),
   // all ranks' (ep; every rank holds the sums).
