@@ -312,6 +312,8 @@ cudaError_t enqueue_node(cudaStream_t handle, std::function<Work()> make) {
   return cudaSuccess;
 }
 
+cudaError_t record_error(cudaError_t error) { return fail(error); }
+
 std::string log_prefix(int device) {
   char host[256] = "localhost";
   gethostname(host, sizeof(host) - 1);
@@ -469,6 +471,10 @@ const char* cudaGetErrorName(cudaError_t error) {
     case cudaErrorStreamCaptureUnsupported: return "cudaErrorStreamCaptureUnsupported";
     case cudaErrorStreamCaptureInvalidated: return "cudaErrorStreamCaptureInvalidated";
     case cudaErrorIllegalState: return "cudaErrorIllegalState";
+    case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
+    case cudaErrorMissingConfiguration: return "cudaErrorMissingConfiguration";
+    case cudaErrorInvalidDeviceFunction: return "cudaErrorInvalidDeviceFunction";
+    case cudaErrorIllegalAddress: return "cudaErrorIllegalAddress";
     default: return "cudaErrorUnknown";
   }
 }
@@ -486,6 +492,10 @@ const char* cudaGetErrorString(cudaError_t error) {
     case cudaErrorStreamCaptureUnsupported: return "operation not permitted when stream is capturing";
     case cudaErrorStreamCaptureInvalidated: return "operation failed due to a previous error during capture";
     case cudaErrorIllegalState: return "the operation is not permitted in the current state";
+    case cudaErrorInvalidConfiguration: return "invalid configuration argument";
+    case cudaErrorMissingConfiguration: return "__global__ function call is not configured";
+    case cudaErrorInvalidDeviceFunction: return "invalid device function";
+    case cudaErrorIllegalAddress: return "an illegal memory access was encountered";
     default: return "unknown error";
   }
 }

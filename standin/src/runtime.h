@@ -43,6 +43,10 @@ cudaError_t enqueue(cudaStream_t stream, Work work);
 // queued: once now, or at every launch of the graph it was captured into.
 cudaError_t enqueue_node(cudaStream_t stream, std::function<Work()> make);
 
+// Remembers `error` as the calling thread's last error (cudaGetLastError)
+// unless it is cudaSuccess; returns it.
+cudaError_t record_error(cudaError_t error);
+
 // The host name, process id and thread id prefix of NCCL-style log lines.
 std::string log_prefix(int device);
 

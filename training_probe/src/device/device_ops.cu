@@ -1,0 +1,106 @@
+// The training probe's kernels (kernels.cuh) and their launchers
+// (kernel_launch.h). Compiled by nvcc with --fmad=false, so that the GPU's
+// elementwise arithmetic rounds as the host's (no fused multiply-adds).
+#include "kernel_launch.h"
+#include "kernels.cuh"
+
+namespace ccscope::training_probe::device::launch {
+namespace {
+
+constexpr unsigned kThreads = 256;
+// Enough blocks to fill an H200 (132 SMs) several times over; the grid-stride
+// loops cover the rest.
+constexpr size_t kMaxBlocks = 4096;
+
+unsigned blocks_for(size_t n) {
+  const size_t blocks = (n + kThreads - 1) / kThreads;
+  return static_cast<unsigned>(blocks < kMaxBlocks ? blocks : kMaxBlocks);
+}
+
+}  // namespace
+
+cudaError_t round(cudaStream_t stream, float* values, size_t n, int precision) {
+  if (n == 0) return cudaSuccess;
+  ccscope_round_kernel<<<blocks_for(n), kThreads, 0, stream>>>(values, n, precision);
+  return cudaGetLastError();
+}
+
+cudaError_t to_16(cudaStream_t stream, const float* values, uint16_t* out16, size_t n,
+                  int precision) {
+  if (n == 0) return cudaSuccess;
+  ccscope_to_16_kernel<<<blocks_for(n), kThreads, 0, stream>>>(values, out16, n, precision);
+  return cudaGetLastError();
+}
+
+cudaError_t from_16(cudaStream_t stream, const uint16_t* in16, float* values, size_t n,
+                    int precision) {
+  if (n == 0) return cudaSuccess;
+  ccscope_from_16_kernel<<<blocks_for(n), kThreads, 0, stream>>>(in16, values, n, precision);
+  return cudaGetLastError();
+}
+
+cudaError_t bias_activation(cudaStream_t stream, float* pre, const float* bias, float* out,
+                            uint16_t* out16, size_t rows, size_t cols, int activation,
+                            int precision) {
+  if (rows * cols == 0) return cudaSuccess;
+  ccscope_bias_activation_kernel<<<blocks_for(rows * cols), kThreads, 0, stream>>>(
+      pre, bias, out, out16, rows, cols, activation, precision);
+  return cudaGetLastError();
+}
+
+cudaError_t activation_backward(cudaStream_t stream, float* grad, const float* pre,
+                                const float* out, size_t n, int activation, int precision) {
+  if (n == 0) return cudaSuccess;
+  ccscope_activation_backward_kernel<<<blocks_for(n), kThreads, 0, stream>>>(grad, pre, out, n,
+                                                                             activation, precision);
+  return cudaGetLastError();
+}
+
+cudaError_t bias_grad(cudaStream_t stream, const float* dy, float* bias_grad, size_t rows,
+                      size_t cols) {
+  if (cols == 0) return cudaSuccess;
+  ccscope_bias_grad_kernel<<<blocks_for(cols), kThreads, 0, stream>>>(dy, bias_grad, rows, cols);
+  return cudaGetLastError();
+}
+
+cudaError_t mse(cudaStream_t stream, const float* output, const float* target, float* diff,
+                float* grad, size_t n, float factor) {
+  if (n == 0) return cudaSuccess;
+  ccscope_mse_kernel<<<blocks_for(n), kThreads, 0, stream>>>(output, target, diff, grad, n, factor);
+  return cudaGetLastError();
+}
+
+cudaError_t nonfinite(cudaStream_t stream, const float* values, size_t n, int* flag) {
+  if (n == 0) return cudaSuccess;
+  ccscope_nonfinite_kernel<<<blocks_for(n), kThreads, 0, stream>>>(values, n, flag);
+  return cudaGetLastError();
+}
+
+cudaError_t sgd(cudaStream_t stream, float* params, const float* grads, float* momentum_buffer,
+                size_t n, float lr, float weight_decay, float momentum, int started) {
+  if (n == 0) return cudaSuccess;
+  ccscope_sgd_kernel<<<blocks_for(n), kThreads, 0, stream>>>(params, grads, momentum_buffer, n, lr,
+                                                             weight_decay, momentum, started);
+  return cudaGetLastError();
+}
+
+cudaError_t adam(cudaStream_t stream, float* params, const float* grads, float* first,
+                 float* second, size_t n, float lr, float weight_decay, float beta1, float beta2,
+                 float one_minus_beta1, float one_minus_beta2, float bias2_sqrt, float step_size,
+                 float eps, int decoupled) {
+  if (n == 0) return cudaSuccess;
+  ccscope_adam_kernel<<<blocks_for(n), kThreads, 0, stream>>>(
+      params, grads, first, second, n, lr, weight_decay, beta1, beta2, one_minus_beta1,
+      one_minus_beta2, bias2_sqrt, step_size, eps, decoupled);
+  return cudaGetLastError();
+}
+
+cudaError_t round_copy(cudaStream_t stream, const float* master, float* params, uint16_t* params16,
+                       size_t n, int precision) {
+  if (n == 0) return cudaSuccess;
+  ccscope_round_copy_kernel<<<blocks_for(n), kThreads, 0, stream>>>(master, params, params16, n,
+                                                                    precision);
+  return cudaGetLastError();
+}
+
+}  // namespace ccscope::training_probe::device::launch

@@ -1,0 +1,36 @@
+#pragma once
+// Launchers of kernels.cuh's kernels (defined in device_ops.cu, the one file
+// nvcc compiles): each queues its kernel on `stream` and returns the launch's
+// error (cudaGetLastError), never waiting. n == 0 launches nothing.
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace ccscope::training_probe::device::launch {
+
+cudaError_t round(cudaStream_t stream, float* values, size_t n, int precision);
+cudaError_t to_16(cudaStream_t stream, const float* values, uint16_t* out16, size_t n,
+                  int precision);
+cudaError_t from_16(cudaStream_t stream, const uint16_t* in16, float* values, size_t n,
+                    int precision);
+cudaError_t bias_activation(cudaStream_t stream, float* pre, const float* bias, float* out,
+                            uint16_t* out16, size_t rows, size_t cols, int activation,
+                            int precision);
+cudaError_t activation_backward(cudaStream_t stream, float* grad, const float* pre,
+                                const float* out, size_t n, int activation, int precision);
+cudaError_t bias_grad(cudaStream_t stream, const float* dy, float* bias_grad, size_t rows,
+                      size_t cols);
+cudaError_t mse(cudaStream_t stream, const float* output, const float* target, float* diff,
+                float* grad, size_t n, float factor);
+cudaError_t nonfinite(cudaStream_t stream, const float* values, size_t n, int* flag);
+cudaError_t sgd(cudaStream_t stream, float* params, const float* grads, float* momentum_buffer,
+                size_t n, float lr, float weight_decay, float momentum, int started);
+cudaError_t adam(cudaStream_t stream, float* params, const float* grads, float* first,
+                 float* second, size_t n, float lr, float weight_decay, float beta1, float beta2,
+                 float one_minus_beta1, float one_minus_beta2, float bias2_sqrt, float step_size,
+                 float eps, int decoupled);
+cudaError_t round_copy(cudaStream_t stream, const float* master, float* params, uint16_t* params16,
+                       size_t n, int precision);
+
+}  // namespace ccscope::training_probe::device::launch

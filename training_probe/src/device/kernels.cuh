@@ -1,0 +1,209 @@
+#pragma once
+// The training probe's elementwise device kernels: the arithmetic of model.cpp
+// and optimizer.cpp, element by element, in the same operation order, so that
+// (compiled with --fmad=false, IEEE division and square root) a GPU reproduces
+// the host's fp32 results bit for bit; only tanhf may differ (CUDA's is within
+// 2 ulp, glibc's within 1).
+//
+// This one file is compiled twice: by nvcc for the GPU (device_ops.cu), and,
+// for tests only, by the host compiler into the CUDA stand-in's emulation
+// library (training_probe/tests/device/kernels_emulation.cpp with
+// standin/emulation/ccscope_kernel_emulation.h). So every kernel is extern "C",
+// a grid-stride loop over independent elements (or one thread per column), and
+// uses no shared memory, no __syncthreads and no warp intrinsics.
+//
+// precision: 0 fp32, 1 bf16, 2 fp16 (the order of training_probe::Precision).
+// activation: 0 relu, 1 tanh, 2 none.
+#include <stddef.h>
+#include <stdint.h>
+
+#define CCSCOPE_GRID_STRIDE(i, n)                                         \
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < (n); \
+       i += (size_t)blockDim.x * gridDim.x)
+
+// collectives/src/types.cpp's conversions (round to nearest even), for both sides.
+__device__ inline uint16_t ccscope_float_to_bf16(float value) {
+  unsigned int bits = __float_as_uint(value);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((bits >> 16) | 0x40u);
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  return (uint16_t)(bits >> 16);
+}
+
+__device__ inline float ccscope_bf16_to_float(uint16_t bits) {
+  return __uint_as_float((unsigned int)bits << 16);
+}
+
+__device__ inline uint16_t ccscope_float_to_half(float value) {
+  const unsigned int bits = __float_as_uint(value);
+  const unsigned int sign = (bits >> 16) & 0x8000u;
+  const unsigned int exponent = (bits >> 23) & 0xffu;
+  unsigned int mantissa = bits & 0x7fffffu;
+  if (exponent == 0xff) return (uint16_t)(sign | 0x7c00u | (mantissa ? 0x200u : 0u));
+  const int unbiased = (int)exponent - 127;
+  if (unbiased > 15) return (uint16_t)(sign | 0x7c00u);
+  if (unbiased >= -14) {
+    unsigned int half = sign | ((unsigned int)(unbiased + 15) << 10) | (mantissa >> 13);
+    const unsigned int rest = mantissa & 0x1fffu;
+    if (rest > 0x1000u || (rest == 0x1000u && (half & 1u))) ++half;
+    return (uint16_t)half;
+  }
+  if (unbiased < -25) return (uint16_t)sign;
+  mantissa |= 0x800000u;
+  const int shift = -unbiased - 1;
+  unsigned int half = sign | (mantissa >> shift);
+  const unsigned int rest = mantissa & ((1u << shift) - 1u);
+  const unsigned int halfway = 1u << (shift - 1);
+  if (rest > halfway || (rest == halfway && (half & 1u))) ++half;
+  return (uint16_t)half;
+}
+
+__device__ inline float ccscope_half_to_float(uint16_t half) {
+  const unsigned int sign = (unsigned int)(half & 0x8000u) << 16;
+  const unsigned int exponent = (half >> 10) & 0x1fu;
+  const unsigned int mantissa = half & 0x3ffu;
+  if (exponent == 0) {
+    // mantissa * 2^-24, exact in float.
+    const float magnitude = (float)mantissa * 5.9604644775390625e-08f;
+    return sign ? -magnitude : magnitude;
+  }
+  if (exponent == 0x1f) return __uint_as_float(sign | 0x7f800000u | (mantissa << 13));
+  return __uint_as_float(sign | ((exponent + 112) << 23) | (mantissa << 13));
+}
+
+__device__ inline uint16_t ccscope_to_16(int precision, float value) {
+  return precision == 1 ? ccscope_float_to_bf16(value) : ccscope_float_to_half(value);
+}
+
+__device__ inline float ccscope_from_16(int precision, uint16_t bits) {
+  return precision == 1 ? ccscope_bf16_to_float(bits) : ccscope_half_to_float(bits);
+}
+
+__device__ inline float ccscope_round(int precision, float value) {
+  return precision == 0 ? value : ccscope_from_16(precision, ccscope_to_16(precision, value));
+}
+
+// values = round(values) in place.
+extern "C" __global__ void ccscope_round_kernel(float* values, size_t n, int precision) {
+  CCSCOPE_GRID_STRIDE(i, n) { values[i] = ccscope_round(precision, values[i]); }
+}
+
+// out16 = values in the 16-bit format (the GEMM's input copy).
+extern "C" __global__ void ccscope_to_16_kernel(const float* values, uint16_t* out16, size_t n,
+                                                int precision) {
+  CCSCOPE_GRID_STRIDE(i, n) { out16[i] = ccscope_to_16(precision, values[i]); }
+}
+
+extern "C" __global__ void ccscope_from_16_kernel(const uint16_t* in16, float* values, size_t n,
+                                                  int precision) {
+  CCSCOPE_GRID_STRIDE(i, n) { values[i] = ccscope_from_16(precision, in16[i]); }
+}
+
+// pre [rows x cols] (the GEMM's x W^T) += bias, rounded to the format; out =
+// the activation of it (model.cpp's forward_layer and activate); out16, if
+// not null, the same in the 16-bit format for the next GEMM.
+extern "C" __global__ void ccscope_bias_activation_kernel(float* pre, const float* bias, float* out,
+                                                          uint16_t* out16, size_t rows, size_t cols,
+                                                          int activation, int precision) {
+  CCSCOPE_GRID_STRIDE(i, rows * cols) {
+    const float p = ccscope_round(precision, pre[i] + bias[i % cols]);
+    pre[i] = p;
+    float o = p;
+    if (activation == 0)
+      o = p > 0 ? p : 0.0f;
+    else if (activation == 1)
+      o = ccscope_round(precision, tanhf(p));
+    out[i] = o;
+    if (out16 != nullptr) out16[i] = ccscope_to_16(precision, o);
+  }
+}
+
+// grad (d out) becomes d pre: model.cpp's activation_backward.
+extern "C" __global__ void ccscope_activation_backward_kernel(float* grad, const float* pre,
+                                                              const float* out, size_t n,
+                                                              int activation, int precision) {
+  CCSCOPE_GRID_STRIDE(i, n) {
+    if (activation == 0) {
+      if (pre[i] <= 0) grad[i] = 0.0f;
+    } else if (activation == 1) {
+      grad[i] = ccscope_round(precision, grad[i] * (1.0f - out[i] * out[i]));
+    }
+  }
+}
+
+// bias_grad[c] += sum over rows of dy[r][c], rows in order (model.cpp's loop):
+// one thread per column, so the sum's order is the host's.
+extern "C" __global__ void ccscope_bias_grad_kernel(const float* dy, float* bias_grad, size_t rows,
+                                                    size_t cols) {
+  CCSCOPE_GRID_STRIDE(c, cols) {
+    float sum = bias_grad[c];
+    for (size_t r = 0; r < rows; ++r) sum += dy[r * cols + c];
+    bias_grad[c] = sum;
+  }
+}
+
+// diff = output - target, grad = factor * diff (mse_loss); the loss is the
+// dot product of diff with itself (cuBLAS), over the denominator.
+extern "C" __global__ void ccscope_mse_kernel(const float* output, const float* target, float* diff,
+                                              float* grad, size_t n, float factor) {
+  CCSCOPE_GRID_STRIDE(i, n) {
+    const float d = output[i] - target[i];
+    diff[i] = d;
+    grad[i] = factor * d;
+  }
+}
+
+// *flag = 1 if any value is inf or nan (fp16's overflow check); flag is never
+// cleared here, so several calls accumulate.
+extern "C" __global__ void ccscope_nonfinite_kernel(const float* values, size_t n, int* flag) {
+  CCSCOPE_GRID_STRIDE(i, n) {
+    if (!isfinite(values[i])) *flag = 1;
+  }
+}
+
+// torch.optim.SGD as optimizer.cpp: d = g + wd p; buf = d (first step) or
+// momentum buf + d; p -= lr buf. momentum_buffer null: no momentum.
+extern "C" __global__ void ccscope_sgd_kernel(float* params, const float* grads,
+                                              float* momentum_buffer, size_t n, float lr,
+                                              float weight_decay, float momentum, int started) {
+  CCSCOPE_GRID_STRIDE(i, n) {
+    float d = grads[i];
+    if (weight_decay != 0.0f) d += weight_decay * params[i];
+    if (momentum_buffer != nullptr) {
+      momentum_buffer[i] = started ? momentum * momentum_buffer[i] + d : d;
+      d = momentum_buffer[i];
+    }
+    params[i] -= lr * d;
+  }
+}
+
+// torch.optim.Adam / AdamW as optimizer.cpp (the step's scalars come from the
+// host, computed there as optimizer.cpp computes them).
+extern "C" __global__ void ccscope_adam_kernel(float* params, const float* grads, float* first,
+                                               float* second, size_t n, float lr,
+                                               float weight_decay, float beta1, float beta2,
+                                               float one_minus_beta1, float one_minus_beta2,
+                                               float bias2_sqrt, float step_size, float eps,
+                                               int decoupled) {
+  CCSCOPE_GRID_STRIDE(i, n) {
+    float g = grads[i];
+    if (decoupled)
+      params[i] *= 1.0f - lr * weight_decay;
+    else if (weight_decay != 0.0f)
+      g += weight_decay * params[i];
+    first[i] = beta1 * first[i] + one_minus_beta1 * g;
+    second[i] = beta2 * second[i] + one_minus_beta2 * g * g;
+    const float denominator = sqrtf(second[i]) / bias2_sqrt + eps;
+    params[i] -= step_size * first[i] / denominator;
+  }
+}
+
+// params = round(master) (mixed precision: the fp32 master copy stepped, the
+// compute copy rounded back), and its 16-bit copy if not null.
+extern "C" __global__ void ccscope_round_copy_kernel(const float* master, float* params,
+                                                     uint16_t* params16, size_t n, int precision) {
+  CCSCOPE_GRID_STRIDE(i, n) {
+    const float p = ccscope_round(precision, master[i]);
+    params[i] = p;
+    if (params16 != nullptr) params16[i] = ccscope_to_16(precision, p);
+  }
+}

@@ -1,0 +1,614 @@
+// The training probe's device operations (src/device/device_ops.h) against the
+// host arithmetic they stand for (model.cpp, optimizer.cpp), on the same
+// inputs. Run twice (tests/device/CMakeLists.txt): under the CUDA/cuBLAS
+// stand-in (--standin: kernels through the emulation library, cuBLAS on the
+// host) and on a real GPU (--gpu). How results are compared:
+//  - elementwise kernels, the bias gradient, the optimizers, the 16-bit
+//    conversions: bit for bit (the kernels are built with --fmad=false and
+//    compute in the host's order); tanh within 2 fp32 ulp on a GPU (CUDA's
+//    tanhf), exact under the stand-in (the host's tanhf);
+//  - GEMMs: cuBLAS sums in another order than OpenBLAS, so each element within
+//    4 k 2^-24 sum_l |a_l b_l| (twice the classic bound for both sides), plus one
+//    16-bit ulp of the result where it is rounded to bf16/fp16 afterwards;
+//  - the loss (fp32 dot product against the host's double sum) and the norm:
+//    relative 2 n 2^-24.
+#include "device_ops.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ccscope/collectives/types.h"
+#include "ccscope/training_probe/model.h"
+#include "ccscope/training_probe/optimizer.h"
+#include "kernel_launch.h"
+
+namespace tp = ccscope::training_probe;
+namespace dev = ccscope::training_probe::device;
+using tp::Activation;
+using tp::Precision;
+
+namespace {
+
+bool g_standin = false;  // the stand-in, not a GPU, runs the tests
+
+constexpr Precision kPrecisions[] = {Precision::kFloat32, Precision::kBFloat16,
+                                     Precision::kFloat16};
+
+std::vector<float> random_values(size_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 generator(seed);
+  std::uniform_real_distribution<float> uniform(-scale, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = uniform(generator);
+  return v;
+}
+
+std::vector<float> rounded(Precision p, std::vector<float> v) {
+  tp::round_to(p, v);
+  return v;
+}
+
+// One 16-bit ulp at `value` (0 for fp32).
+double ulp16(Precision p, double value) {
+  if (p == Precision::kFloat32) return 0;
+  const int mantissa_bits = p == Precision::kBFloat16 ? 8 : 11;
+  const double magnitude = std::max(std::fabs(value), p == Precision::kBFloat16 ? 1e-38 : 6.1e-5);
+  return std::ldexp(1.0, std::ilogb(magnitude) - (mantissa_bits - 1));
+}
+
+bool same_bits(float a, float b) {
+  if (std::isnan(a) && std::isnan(b)) return true;
+  uint32_t x, y;
+  std::memcpy(&x, &a, 4);
+  std::memcpy(&y, &b, 4);
+  return x == y;
+}
+
+void expect_same_bits(const std::vector<float>& device, const std::vector<float>& host,
+                      const std::string& what) {
+  ASSERT_EQ(device.size(), host.size()) << what;
+  size_t differing = 0;
+  for (size_t i = 0; i < host.size(); ++i) {
+    if (!same_bits(device[i], host[i]) && differing++ < 5)
+      ADD_FAILURE() << what << "[" << i << "]: device " << device[i] << " host " << host[i];
+  }
+  EXPECT_EQ(differing, 0u) << what;
+}
+
+struct Device {
+  dev::DeviceAllocator allocator;
+  dev::Stream stream;
+  dev::BlasHandle blas{stream.get()};
+  dev::Context context() const { return {stream.get(), blas.get(), false}; }
+
+  template <class T>
+  dev::DeviceBuffer<T> upload(const std::vector<T>& host) {
+    dev::DeviceBuffer<T> buffer(allocator, host.size());
+    buffer.upload(host, stream.get());
+    stream.synchronize();  // the stand-in reads pageable host memory on the worker
+    return buffer;
+  }
+  template <class T>
+  std::vector<T> download(const dev::DeviceBuffer<T>& buffer) {
+    std::vector<T> host(buffer.size());
+    buffer.download(host, stream.get());
+    stream.synchronize();
+    return host;
+  }
+};
+
+// A GEMM operand: its fp32 values and, for bf16/fp16, the 16-bit copy.
+struct Operand {
+  dev::DeviceBuffer<float> values;
+  dev::DeviceBuffer<uint16_t> words;
+  const void* gemm() const {
+    return words.size() ? static_cast<const void*>(words.data()) : values.data();
+  }
+};
+
+Operand operand(Device& d, Precision p, const std::vector<float>& host) {
+  Operand o{d.upload(host), {}};
+  if (p != Precision::kFloat32) {
+    o.words = dev::DeviceBuffer<uint16_t>(d.allocator, host.size());
+    dev::to_16(d.context(), p, o.values.data(), o.words.data(), host.size());
+  }
+  return o;
+}
+
+// |device - host| within the GEMM bound (see the top of the file); `magnitude`
+// is sum_l |a_l b_l| (+ |initial value|) of each element.
+void expect_gemm_close(const std::vector<float>& device, const std::vector<float>& host,
+                       const std::vector<double>& magnitude, size_t k, Precision rounded_to,
+                       double extra, const std::string& what) {
+  ASSERT_EQ(device.size(), host.size());
+  size_t bad = 0;
+  for (size_t i = 0; i < host.size(); ++i) {
+    const double bound = 4.0 * static_cast<double>(k) * std::ldexp(magnitude[i], -24) +
+                         ulp16(rounded_to, host[i]) + extra * std::fabs(host[i]) + 1e-30;
+    if (!(std::fabs(static_cast<double>(device[i]) - host[i]) <= bound) && bad++ < 5)
+      ADD_FAILURE() << what << "[" << i << "]: device " << device[i] << " host " << host[i]
+                    << " bound " << bound;
+  }
+  EXPECT_EQ(bad, 0u) << what;
+}
+
+// sum_l |x[r][l] w[c][l]| for the forward's element (r, c).
+std::vector<double> forward_magnitude(const std::vector<float>& x, const std::vector<float>& w,
+                                      const std::vector<float>& bias, size_t batch, size_t in,
+                                      size_t out) {
+  std::vector<double> m(batch * out);
+  for (size_t r = 0; r < batch; ++r)
+    for (size_t c = 0; c < out; ++c) {
+      double s = std::fabs(bias[c]);
+      for (size_t l = 0; l < in; ++l)
+        s += std::fabs(static_cast<double>(x[r * in + l]) * w[c * in + l]);
+      m[r * out + c] = s;
+    }
+  return m;
+}
+
+class DeviceOps : public ::testing::Test {
+ protected:
+  Device d;
+};
+
+TEST_F(DeviceOps, SixteenBitConversionsMatchTheHost) {
+  std::vector<float> values = random_values(4096, 1, 70000.0f);
+  const float specials[] = {0.0f,
+                            -0.0f,
+                            1.0f,
+                            1.00390625f,
+                            1.005859375f,
+                            65504.0f,
+                            65520.0f,
+                            65536.0f,
+                            6.0e-8f,
+                            3.0e-8f,
+                            2.9e-8f,
+                            1e-40f,
+                            -1e-40f,
+                            3.4e38f,
+                            std::numeric_limits<float>::infinity(),
+                            -std::numeric_limits<float>::infinity(),
+                            std::numeric_limits<float>::quiet_NaN()};
+  values.insert(values.end(), std::begin(specials), std::end(specials));
+  for (size_t i = 0; i < 1024; ++i)
+    values.push_back(
+        std::ldexp(1.0f + static_cast<float>(i) / 1024, -30 + static_cast<int>(i % 60)));
+  for (Precision p : {Precision::kBFloat16, Precision::kFloat16}) {
+    auto buffer = d.upload(values);
+    dev::DeviceBuffer<uint16_t> words(d.allocator, values.size());
+    dev::to_16(d.context(), p, buffer.data(), words.data(), values.size());
+    const std::vector<uint16_t> device_words = d.download(words);
+    for (size_t i = 0; i < values.size(); ++i) {
+      const uint16_t host = p == Precision::kBFloat16 ? ccscope::float_to_bfloat16(values[i])
+                                                      : ccscope::float_to_half(values[i]);
+      ASSERT_EQ(device_words[i], host) << tp::name(p) << " of " << values[i];
+    }
+    dev::round_to(d.context(), p, buffer.data(), values.size());
+    expect_same_bits(d.download(buffer), rounded(p, values),
+                     std::string("round_to ") + std::string(tp::name(p)));
+    dev::DeviceBuffer<float> back(d.allocator, values.size());
+    dev::from_16(d.context(), p, words.data(), back.data(), values.size());
+    expect_same_bits(d.download(back), rounded(p, values),
+                     std::string("from_16 ") + std::string(tp::name(p)));
+  }
+}
+
+TEST_F(DeviceOps, LinearForwardMatchesTheHost) {
+  const size_t batch = 24, in = 40, out = 56;
+  for (Precision p : kPrecisions) {
+    for (std::optional<Activation> activation :
+         {std::optional<Activation>(Activation::kRelu),
+          std::optional<Activation>(Activation::kTanh), std::optional<Activation>()}) {
+      const std::string what =
+          std::string(tp::name(p)) + " " +
+          (activation ? std::string(tp::name(*activation)) : std::string("none"));
+      const auto x = rounded(p, random_values(batch * in, 2));
+      const auto w = rounded(p, random_values(out * in, 3, 0.3f));
+      const auto bias = rounded(p, random_values(out, 4, 0.3f));
+      // The host: model.cpp's forward_layer.
+      std::vector<float> pre(batch * out), host_out;
+      tp::linear_forward(x, batch, in, out, w.data(), bias.data(), pre.data());
+      tp::round_to(p, pre);
+      if (activation)
+        tp::activate(*activation, p, pre, host_out);
+      else
+        host_out = pre;
+
+      Operand xd = operand(d, p, x), wd = operand(d, p, w);
+      auto bd = d.upload(bias);
+      dev::DeviceBuffer<float> pre_d(d.allocator, batch * out), out_d(d.allocator, batch * out);
+      dev::DeviceBuffer<uint16_t> out16(d.allocator, p == Precision::kFloat32 ? 0 : batch * out);
+      dev::linear_forward(d.context(), p, xd.gemm(), wd.gemm(), pre_d.data(), batch, in, out);
+      dev::bias_activation(d.context(), p, activation, pre_d.data(), bd.data(), out_d.data(),
+                           out16.data(), batch, out);
+      const auto magnitude = forward_magnitude(x, w, bias, batch, in, out);
+      const auto device_pre = d.download(pre_d);
+      expect_gemm_close(device_pre, pre, magnitude, in, p, 0, what + " pre");
+      // The activation of the device's own pre-activation is exact (tanh: CUDA's tanhf within 2
+      // ulp).
+      std::vector<float> expected_out;
+      if (activation)
+        tp::activate(*activation, p, device_pre, expected_out);
+      else
+        expected_out = device_pre;
+      const auto device_out = d.download(out_d);
+      if (activation == Activation::kTanh && !g_standin) {
+        for (size_t i = 0; i < expected_out.size(); ++i)
+          ASSERT_NEAR(device_out[i], expected_out[i],
+                      2 * std::ldexp(std::fabs(expected_out[i]), -23) + ulp16(p, expected_out[i]))
+              << what << " out[" << i << "]";
+      } else {
+        expect_same_bits(device_out, expected_out, what + " out");
+      }
+      if (p != Precision::kFloat32) {
+        const auto words = d.download(out16);
+        for (size_t i = 0; i < words.size(); ++i)
+          ASSERT_EQ(words[i], p == Precision::kBFloat16 ? ccscope::float_to_bfloat16(device_out[i])
+                                                        : ccscope::float_to_half(device_out[i]))
+              << what << " out16[" << i << "]";
+      }
+      // And the whole layer against the host's within the GEMM bound (tanh' <= 1).
+      expect_gemm_close(device_out, host_out, magnitude, in, p,
+                        activation == Activation::kTanh ? 4e-7 : 0, what + " out vs host");
+    }
+  }
+}
+
+TEST_F(DeviceOps, LinearBackwardMatchesTheHost) {
+  const size_t batch = 20, in = 36, out = 28;
+  for (Precision p : kPrecisions) {
+    const std::string what(tp::name(p));
+    const auto x = rounded(p, random_values(batch * in, 5));
+    const auto w = rounded(p, random_values(out * in, 6, 0.3f));
+    const auto dy = rounded(p, random_values(batch * out, 7, 0.01f));
+    // Gradients accumulate (micro-batches): start from nonzero ones.
+    const auto w_grad0 = rounded(p, random_values(out * in, 8, 0.05f));
+    const auto b_grad0 = rounded(p, random_values(out, 9, 0.05f));
+    std::vector<float> w_grad = w_grad0, b_grad = b_grad0, dx(batch * in);
+    tp::linear_backward(x, dy, batch, in, out, w.data(), w_grad.data(), b_grad.data(), dx.data());
+    tp::round_to(p, w_grad);
+    tp::round_to(p, b_grad);
+    tp::round_to(p, dx);
+
+    Operand xd = operand(d, p, x), wd = operand(d, p, w);
+    auto dyd = d.upload(dy);
+    dev::DeviceBuffer<uint16_t> dy16(d.allocator, p == Precision::kFloat32 ? 0 : batch * out);
+    auto w_grad_d = d.upload(w_grad0), b_grad_d = d.upload(b_grad0);
+    dev::DeviceBuffer<float> dx_d(d.allocator, batch * in);
+    dev::linear_backward(d.context(), p, xd.gemm(), dyd.data(), dy16.data(), wd.gemm(),
+                         w_grad_d.data(), b_grad_d.data(), dx_d.data(), batch, in, out);
+    std::vector<double> w_mag(out * in), dx_mag(batch * in);
+    for (size_t c = 0; c < out; ++c)
+      for (size_t l = 0; l < in; ++l) {
+        double s = std::fabs(w_grad0[c * in + l]);
+        for (size_t r = 0; r < batch; ++r)
+          s += std::fabs(static_cast<double>(dy[r * out + c]) * x[r * in + l]);
+        w_mag[c * in + l] = s;
+      }
+    for (size_t r = 0; r < batch; ++r)
+      for (size_t l = 0; l < in; ++l) {
+        double s = 0;
+        for (size_t c = 0; c < out; ++c)
+          s += std::fabs(static_cast<double>(dy[r * out + c]) * w[c * in + l]);
+        dx_mag[r * in + l] = s;
+      }
+    expect_gemm_close(d.download(w_grad_d), w_grad, w_mag, batch, p, 0, what + " weight gradient");
+    expect_gemm_close(d.download(dx_d), dx, dx_mag, out, p, 0, what + " input gradient");
+    // The bias gradient sums rows in the host's order: exact.
+    expect_same_bits(d.download(b_grad_d), b_grad, what + " bias gradient");
+  }
+}
+
+TEST_F(DeviceOps, ActivationBackwardMatchesTheHostExactly) {
+  const size_t n = 3000;
+  for (Precision p : kPrecisions)
+    for (Activation a : {Activation::kRelu, Activation::kTanh}) {
+      const auto pre = rounded(p, random_values(n, 10, 2.0f));
+      std::vector<float> out;
+      tp::activate(a, p, pre, out);
+      const auto grad0 = rounded(p, random_values(n, 11));
+      std::vector<float> grad = grad0;
+      tp::activation_backward(a, p, pre, out, grad);
+      auto pre_d = d.upload(pre), out_d = d.upload(out), grad_d = d.upload(grad0);
+      dev::activation_backward(d.context(), p, a, grad_d.data(), pre_d.data(), out_d.data(), n);
+      expect_same_bits(d.download(grad_d), grad,
+                       std::string(tp::name(p)) + " " + std::string(tp::name(a)) + " backward");
+    }
+}
+
+TEST_F(DeviceOps, MseLossAndGradientMatchTheHost) {
+  const size_t batch = 32, width = 48, batch_total = 64;
+  const auto output = random_values(batch * width, 12);
+  const auto target = random_values(batch * width, 13);
+  for (float grad_scale : {1.0f, 1024.0f}) {
+    std::vector<float> grad;
+    const double loss = tp::mse_loss(output, target, batch, width, batch_total, grad_scale, grad);
+    auto out_d = d.upload(output), target_d = d.upload(target);
+    dev::DeviceBuffer<float> diff(d.allocator, batch * width), grad_d(d.allocator, batch * width);
+    const double device_loss =
+        dev::mse_loss(d.context(), out_d.data(), target_d.data(), diff.data(), grad_d.data(), batch,
+                      width, batch_total, grad_scale);
+    EXPECT_NEAR(device_loss, loss, 2.0 * batch * width * std::ldexp(loss, -24))
+        << "scale " << grad_scale;
+    EXPECT_GT(device_loss, 0.0);
+    expect_same_bits(d.download(grad_d), grad, "MSE gradient");
+  }
+}
+
+void expect_optimizer_matches(Device& d, const tp::OptimizerOptions& options,
+                              const std::string& what) {
+  const size_t n = 5000;
+  std::vector<float> params = random_values(n, 14);
+  tp::Optimizer host(options, n);
+  auto params_d = d.upload(params);
+  dev::DeviceOptimizer device(d.allocator, options, n, d.stream.get());
+  EXPECT_EQ(device.state_bytes(), host.state_bytes()) << what;
+  for (size_t step = 1; step <= 3; ++step) {
+    const auto grads = random_values(n, 100 + static_cast<uint32_t>(step), 0.1f);
+    host.step(params, grads, step);
+    auto grads_d = d.upload(grads);
+    device.step(d.context(), params_d.data(), grads_d.data(), step);
+    expect_same_bits(d.download(params_d), params,
+                     what + " parameters after step " + std::to_string(step));
+  }
+  if (options.kind != tp::OptimizerKind::kSgd) {
+    const auto v = host.second_moment();
+    expect_same_bits(d.download(device.second_moment()), std::vector<float>(v.begin(), v.end()),
+                     what + " v");
+  }
+}
+
+TEST_F(DeviceOps, OptimizerStepsMatchTheHostExactly) {
+  tp::OptimizerOptions sgd;
+  sgd.kind = tp::OptimizerKind::kSgd;
+  sgd.lr = 0.05;
+  sgd.momentum = 0.9;
+  sgd.weight_decay = 0.01;
+  expect_optimizer_matches(d, sgd, "sgd momentum wd");
+  sgd.momentum = 0.0;
+  sgd.weight_decay = 0.0;
+  expect_optimizer_matches(d, sgd, "sgd plain");
+  tp::OptimizerOptions adam;
+  adam.kind = tp::OptimizerKind::kAdam;
+  adam.lr = 1e-3;
+  adam.weight_decay = 0.01;
+  expect_optimizer_matches(d, adam, "adam wd");
+  adam.kind = tp::OptimizerKind::kAdamW;
+  adam.weight_decay = 0.1;
+  expect_optimizer_matches(d, adam, "adamw wd 0.1");
+}
+
+TEST_F(DeviceOps, MixedPrecisionStepEndAndScaling) {
+  const size_t n = 4000;
+  auto master = random_values(n, 15, 3.0f);
+  auto master_d = d.upload(master);
+  for (Precision p : {Precision::kBFloat16, Precision::kFloat16}) {
+    dev::DeviceBuffer<float> params_d(d.allocator, n);
+    dev::DeviceBuffer<uint16_t> words(d.allocator, n);
+    dev::round_copy(d.context(), p, master_d.data(), params_d.data(), words.data(), n);
+    expect_same_bits(d.download(params_d), rounded(p, master),
+                     std::string("round_copy ") + std::string(tp::name(p)));
+  }
+  // Unscaling and clipping: values *= factor, as the host's loop.
+  const float factor = 1.0f / 1024.0f * 0.37f;
+  std::vector<float> scaled = master;
+  for (float& v : scaled) v *= factor;
+  dev::scale(d.context(), master_d.data(), n, factor);
+  expect_same_bits(d.download(master_d), scaled, "scale");
+  double squares = 0;
+  for (float v : scaled) squares += static_cast<double>(v) * v;
+  const double host_norm = std::sqrt(squares);
+  EXPECT_NEAR(dev::norm(d.context(), master_d.data(), n), host_norm,
+              2.0 * n * std::ldexp(host_norm, -24));
+}
+
+TEST_F(DeviceOps, OverflowCheckFindsInfAndNan) {
+  auto values = random_values(10000, 16);
+  dev::DeviceBuffer<int> flag(d.allocator, 1);
+  auto clean = d.upload(values);
+  EXPECT_FALSE(dev::any_nonfinite(d.context(), clean.data(), values.size(), flag.data()));
+  values[7777] = std::numeric_limits<float>::infinity();
+  auto with_inf = d.upload(values);
+  EXPECT_TRUE(dev::any_nonfinite(d.context(), with_inf.data(), values.size(), flag.data()));
+  values[7777] = 1.0f;
+  values[0] = std::numeric_limits<float>::quiet_NaN();
+  auto with_nan = d.upload(values);
+  EXPECT_TRUE(dev::any_nonfinite(d.context(), with_nan.data(), values.size(), flag.data()));
+  // The flag is cleared by each check.
+  EXPECT_FALSE(dev::any_nonfinite(d.context(), clean.data(), values.size(), flag.data()));
+}
+
+TEST_F(DeviceOps, AllocatorTracksThePeakAndMemGetInfoSeesIt) {
+  const auto before = dev::device_memory_info();
+  EXPECT_GT(before.total_bytes, 0u);
+  dev::DeviceAllocator allocator;
+  {
+    dev::DeviceBuffer<float> a(allocator, 1 << 18);  // 1 MiB
+    {
+      dev::DeviceBuffer<float> b(allocator, 1 << 19);  // 2 MiB
+      EXPECT_EQ(allocator.bytes_in_use(), size_t{3} << 20);
+      const auto during = dev::device_memory_info();
+      EXPECT_GE(before.free_bytes - during.free_bytes, size_t{3} << 20);
+    }
+    dev::DeviceBuffer<float> c(allocator, 1 << 17);  // 0.5 MiB
+    EXPECT_EQ(allocator.bytes_in_use(), (size_t{3} << 19));
+    dev::DeviceBuffer<float> moved = std::move(c);
+    EXPECT_EQ(allocator.bytes_in_use(), (size_t{3} << 19));
+  }
+  EXPECT_EQ(allocator.bytes_in_use(), 0u);
+  EXPECT_EQ(allocator.peak_bytes(), size_t{3} << 20);
+  allocator.reset_peak();
+  EXPECT_EQ(allocator.peak_bytes(), 0u);
+}
+
+TEST_F(DeviceOps, ErrorsCarryTheLibrarysOwnMessage) {
+  auto a = d.upload(std::vector<float>(64, 1.0f));
+  const float one = 1.0f, zero = 0.0f;
+  // lda < m: cuBLAS refuses it (the real library and the stand-in alike).
+  const cublasStatus_t status = cublasGemmEx(
+      d.blas.get(), CUBLAS_OP_N, CUBLAS_OP_N, 8, 8, 8, &one, a.data(), CUDA_R_32F, 4, a.data(),
+      CUDA_R_32F, 8, &zero, a.data(), CUDA_R_32F, 8, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+  EXPECT_EQ(status, CUBLAS_STATUS_INVALID_VALUE);
+  try {
+    dev::check(status, "gemm");
+    FAIL() << "no exception";
+  } catch (const dev::DeviceError& e) {
+    EXPECT_NE(std::string(e.what()).find("CUBLAS_STATUS_INVALID_VALUE"), std::string::npos)
+        << e.what();
+  }
+  try {
+    dev::DeviceBuffer<float> huge(d.allocator, size_t{1} << 50);
+    FAIL() << "allocated 4 PiB";
+  } catch (const dev::DeviceError& e) {
+    EXPECT_NE(std::string(e.what()).find("cudaErrorMemoryAllocation"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST_F(DeviceOps, Tf32IsOffByDefault) {
+  // A = 1 + 2^-12 (not a TF32 value), B = 1, k = 64: the exact fp32 result is
+  // 64 + 2^-6 (every partial sum exact); with TF32 inputs it is 64.
+  const size_t m = 64, n = 64, k = 64;
+  auto a = d.upload(std::vector<float>(m * k, 1.0f + std::ldexp(1.0f, -12)));
+  auto b = d.upload(std::vector<float>(k * n, 1.0f));
+  dev::DeviceBuffer<float> c(d.allocator, m * n);
+  dev::linear_forward(d.context(), Precision::kFloat32, a.data(), b.data(), c.data(), n, k, m);
+  for (float v : d.download(c)) ASSERT_EQ(v, 64.0f + std::ldexp(1.0f, -6));
+  dev::Context tf32 = d.context();
+  tf32.tf32 = true;
+  dev::linear_forward(tf32, Precision::kFloat32, a.data(), b.data(), c.data(), n, k, m);
+  const float with_tf32 = d.download(c)[0];
+  if (g_standin)
+    EXPECT_EQ(with_tf32, 64.0f);  // the stand-in rounds inputs to TF32 (cvt.rna)
+  else
+    std::printf(
+        "note: with CUBLAS_COMPUTE_32F_FAST_TF32 the GPU computed %.9g (TF32 inputs give 64)\n",
+        with_tf32);
+}
+
+TEST_F(DeviceOps, DotAndNrm2InDevicePointerMode) {
+  const auto x = random_values(1000, 17);
+  auto xd = d.upload(x);
+  dev::DeviceBuffer<float> result(d.allocator, 2);
+  ASSERT_EQ(cublasSetPointerMode(d.blas.get(), CUBLAS_POINTER_MODE_DEVICE), CUBLAS_STATUS_SUCCESS);
+  ASSERT_EQ(cublasSdot(d.blas.get(), 1000, xd.data(), 1, xd.data(), 1, result.data()),
+            CUBLAS_STATUS_SUCCESS);
+  ASSERT_EQ(cublasSnrm2(d.blas.get(), 1000, xd.data(), 1, result.data() + 1),
+            CUBLAS_STATUS_SUCCESS);
+  ASSERT_EQ(cublasSetPointerMode(d.blas.get(), CUBLAS_POINTER_MODE_HOST), CUBLAS_STATUS_SUCCESS);
+  const auto r = d.download(result);
+  double squares = 0;
+  for (float v : x) squares += static_cast<double>(v) * v;
+  EXPECT_NEAR(r[0], squares, 2e-4 * squares);
+  EXPECT_NEAR(r[1], std::sqrt(squares), 2e-4 * std::sqrt(squares));
+  // Saxpy and Sgemm, the other two entry points of the stand-in.
+  auto y = d.upload(std::vector<float>(1000, 0.5f));
+  const float two = 2.0f;
+  ASSERT_EQ(cublasSaxpy(d.blas.get(), 1000, &two, xd.data(), 1, y.data(), 1),
+            CUBLAS_STATUS_SUCCESS);
+  const auto yh = d.download(y);
+  for (size_t i = 0; i < x.size(); ++i) ASSERT_NEAR(yh[i], 2.0f * x[i] + 0.5f, 1e-6) << i;
+}
+
+// The strictness the stand-in keeps (a GPU would give the same or worse).
+
+TEST_F(DeviceOps, ReadingWithoutSynchronizingSeesStaleDataUnderTheStandIn) {
+  if (!g_standin) GTEST_SKIP() << "timing-dependent: proven under the stand-in";
+  ASSERT_EQ(setenv("CCSCOPE_STANDIN_STREAM_DELAY_US", "20000", 1), 0);
+  dev::Stream slow;  // the stand-in reads the delay when a stream is made
+  dev::BlasHandle blas(slow.get());
+  unsetenv("CCSCOPE_STANDIN_STREAM_DELAY_US");
+  dev::Context c{slow.get(), blas.get(), false};
+  const size_t n = 256;
+  auto buffer = d.upload(std::vector<float>(n, 3.0f));
+  auto bias = d.upload(std::vector<float>(16, 1.0f));
+  auto out = d.upload(std::vector<float>(n, 0.0f));
+  dev::scale(c, buffer.data(), n, 2.0f);  // cuBLAS on the slow stream
+  dev::bias_activation(c, Precision::kFloat32, Activation::kRelu, buffer.data(), bias.data(),
+                       out.data(), nullptr, 16, 16);  // a kernel on the slow stream
+  // Read through another stream (cudaMemcpy: the default stream, which a
+  // non-blocking stream does not wait for) before synchronizing the slow one.
+  float scaled = -1, activated = -1;
+  ASSERT_EQ(cudaMemcpy(&scaled, buffer.data(), 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(&activated, out.data(), 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(scaled, 3.0f) << "cuBLAS ran before its stream got there";
+  EXPECT_EQ(activated, 0.0f) << "the kernel ran before its stream got there";
+  std::vector<float> result(n, -1.0f);
+  out.download(result, slow.get());
+  EXPECT_EQ(result[0], -1.0f) << "the copy was done before the stream was synchronized";
+  slow.synchronize();
+  EXPECT_EQ(result[0], 7.0f);  // 3 * 2 + 1
+  EXPECT_EQ(result[n - 1], 7.0f);
+}
+
+TEST_F(DeviceOps, KernelArgumentsMustBeDeviceMemory) {
+  if (!g_standin)
+    GTEST_SKIP() << "on a GPU a host pointer faults the context (cudaErrorIllegalAddress)";
+  std::vector<float> host(100, 1.0f);
+  EXPECT_EQ(dev::launch::round(d.stream.get(), host.data(), host.size(), 1),
+            cudaErrorIllegalAddress);
+  // And cuBLAS's operands.
+  auto a = d.upload(std::vector<float>(64, 1.0f));
+  const float one = 1.0f, zero = 0.0f;
+  EXPECT_EQ(cublasGemmEx(d.blas.get(), CUBLAS_OP_N, CUBLAS_OP_N, 8, 8, 8, &one, host.data(),
+                         CUDA_R_32F, 8, a.data(), CUDA_R_32F, 8, &zero, a.data(), CUDA_R_32F, 8,
+                         CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+            CUBLAS_STATUS_INVALID_VALUE);
+  // A matrix larger than its allocation.
+  EXPECT_EQ(cublasGemmEx(d.blas.get(), CUBLAS_OP_N, CUBLAS_OP_N, 8, 8, 9, &one, a.data(),
+                         CUDA_R_32F, 8, a.data(), CUDA_R_32F, 9, &zero, a.data(), CUDA_R_32F, 8,
+                         CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+            CUBLAS_STATUS_INVALID_VALUE);
+}
+
+}  // namespace
+
+extern "C" cudaError_t ccscope_test_launch_unemulated(float* values, size_t n, cudaStream_t stream);
+
+namespace {
+
+TEST_F(DeviceOps, AKernelWithoutEmulationFailsLoudly) {
+  auto values = d.upload(std::vector<float>(64, 1.0f));
+  const cudaError_t e = ccscope_test_launch_unemulated(values.data(), 64, d.stream.get());
+  if (g_standin) {
+    EXPECT_EQ(e, cudaErrorInvalidDeviceFunction);
+    (void)cudaGetLastError();
+  } else {
+    ASSERT_EQ(e, cudaSuccess);  // a GPU runs it: values += 1
+    EXPECT_EQ(d.download(values)[5], 2.0f);
+  }
+}
+
+}  // namespace
+
+// --standin: must run on the stand-in; --gpu: on a real GPU. Either skips
+// (exit 77) where there is no device at all.
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  const bool want_standin = argc > 1 && std::string(argv[1]) == "--standin";
+  int devices = 0;
+  const cudaError_t e = cudaGetDeviceCount(&devices);
+  if (e != cudaSuccess || devices == 0) {
+    std::printf("skipped: no CUDA device (%s)\n",
+                e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
+    return 77;
+  }
+  cudaDeviceProp prop{};
+  if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) return 1;
+  g_standin = std::string(prop.name).rfind("ccscope stand-in", 0) == 0;
+  if (want_standin != g_standin) {
+    std::printf("skipped: %s wants %s, found '%s'\n", argv[1] ? argv[1] : "",
+                want_standin ? "the stand-in" : "a GPU", prop.name);
+    return want_standin ? 1 : 77;  // the stand-in must be there when asked for
+  }
+  std::printf("device: %s\n", prop.name);
+  return RUN_ALL_TESTS();
+}
