@@ -6,7 +6,9 @@
 // Reads a DeepSpeed config (https://www.deepspeed.ai/docs/config-json/) into
 // TrainOptions. Rules followed throughout:
 //   - a key that is absent, "auto" (HF Trainer's placeholder) or null keeps
-//     `base`'s value; "auto" and null are listed in `ignored`.
+//     `base`'s value; "auto" and null are listed in `ignored`. Exceptions:
+//     zero_optimization.overlap_comm and reduce_bucket_size, when absent, take
+//     DeepSpeed's defaults (apply_zero_defaults; listed in `defaulted`).
 //   - the one exception is the optimizer section: when it is present,
 //     DeepSpeed builds a fresh optimizer from `params`, so a parameter that is
 //     absent takes the optimizer's own default (torch's / FusedAdam's: lr
@@ -609,6 +611,7 @@ void read_zero(Reader& r, const Json& root, DeepSpeedConfig& out) {
           checked_product({elements, gradient_element_bytes(options.precision)});
       if (!bytes) fail(dotted + " " + shown(value) + " is too large: give fewer elements");
       options.bucket_bytes = *bytes;
+      options.first_bucket_bytes = *bytes;  // DeepSpeed has no small first bucket
       r.honour(dotted);
     } else if (key == "stage3_prefetch_bucket_size") {
       options.prefetch = Reader::count(value, dotted, 0) > 0;
@@ -616,6 +619,31 @@ void read_zero(Reader& r, const Json& root, DeepSpeedConfig& out) {
     } else {
       r.ignore(dotted, zero_why(key));
     }
+  }
+}
+
+// DeepSpeed's defaults for what the config leaves out (not "auto", which keeps
+// the probe's own), from deepspeed/runtime/zero/config.py and the engine:
+// overlap_comm is true only for stage 3 (its validator sets it so); the
+// reduce bucket is 5e8 elements (reduce_bucket_size; without ZeRO the
+// engine's allreduce bucket is the same 5e8), with no small first bucket as
+// DDP has. overlap_comm false means stage 1 reduces after backward, stage 2
+// reduces each bucket on the training thread as backward fills it.
+void apply_zero_defaults(const Json& root, DeepSpeedConfig& out) {
+  TrainOptions& options = out.options;
+  const Json* zero = member(root, "zero_optimization");
+  const bool object = zero != nullptr && zero->is_object();
+  const int stage = stage_of(options.strategy);
+  if (!object || !zero->contains("overlap_comm")) {
+    options.overlap = stage == 3;
+    out.defaulted.push_back(std::string("zero_optimization.overlap_comm ") +
+                            (options.overlap ? "true (stage 3)" : "false (below stage 3)"));
+  }
+  if (!object || !zero->contains("reduce_bucket_size")) {
+    constexpr uint64_t kElements = 500'000'000;
+    options.bucket_bytes = kElements * gradient_element_bytes(options.precision);
+    options.first_bucket_bytes = options.bucket_bytes;
+    out.defaulted.push_back("zero_optimization.reduce_bucket_size 5e8 elements");
   }
 }
 
@@ -797,6 +825,7 @@ DeepSpeedConfig parse_deepspeed_config(std::string_view text, const TrainOptions
   read_precision(r, root, out.options);
   read_batch(r, root, ranks, out.options);
   read_zero(r, root, out);
+  apply_zero_defaults(root, out);
   read_clipping(r, root, out.options);
   read_optimizer(r, root, out.options);
   return out;

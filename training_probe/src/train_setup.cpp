@@ -174,7 +174,9 @@ std::string options_from_settings(const TrainSettings& f, TrainOptions& o, doubl
   o.bucket_bytes = static_cast<size_t>(f.bucket_mb * 1024 * 1024);
   // DDP's first bucket is 1 MiB, or the bucket cap when that is smaller.
   o.first_bucket_bytes = std::min(o.first_bucket_bytes, o.bucket_bytes);
-  o.overlap = !f.no_overlap;
+  // ZeRO-1 reduces after backward, as DeepSpeed's stage 1 does by default
+  // (overlap_comm false; a DeepSpeed config may turn it on).
+  o.overlap = !f.no_overlap && o.strategy != Strategy::kZero1;
   o.prefetch = !f.no_prefetch;
   if (f.grad_clip > 0) o.grad_clip = f.grad_clip;
   o.timeout = std::chrono::milliseconds(static_cast<long long>(f.timeout_seconds * 1000));
@@ -376,13 +378,16 @@ std::vector<ExportFile> export_files(const TrainOptions& o) {
   const std::string model = fmt::format(
       "{{\"width\": {}, \"depth\": {}, \"activation\": \"{}\", \"optimizer\": {{\"kind\": \"{}\", "
       "\"lr\": {}, \"momentum\": {}, \"beta1\": {}, \"beta2\": {}, \"eps\": {}, "
-      "\"weight_decay\": {}}}, \"global_batch\": {}, \"steps\": {}, \"samples\": {}, \"seed\": {}, "
-      "\"precision\": \"{}\", \"loss\": \"mse mean over batch and features\"}}\n",
+      "\"weight_decay\": {}}}, \"global_batch\": {}, \"micro_batches\": {}, \"grad_clip\": {}, "
+      "\"steps\": {}, \"samples\": {}, \"seed\": {}, \"precision\": \"{}\", "
+      "\"loss\": \"mse mean over batch and features\"}}\n",
       o.shape.width, o.shape.depth, name(o.shape.activation), name(o.optimizer.kind),
       records::number_text(o.optimizer.lr), records::number_text(o.optimizer.momentum),
       records::number_text(o.optimizer.beta1), records::number_text(o.optimizer.beta2),
       records::number_text(o.optimizer.eps), records::number_text(o.optimizer.weight_decay),
-      o.global_batch, o.steps, samples, o.seed, name(o.precision));
+      o.global_batch, o.micro_batches,
+      o.grad_clip ? records::number_text(*o.grad_clip) : std::string("null"), o.steps, samples,
+      o.seed, name(o.precision));
   add("model.json", model.data(), model.size());
   return files;
 }
@@ -396,6 +401,9 @@ std::vector<std::string> plan_notes(const TrainPlan& plan, const std::string& co
         ds.honoured.empty() ? "nothing" : fmt::format("{}", fmt::join(ds.honoured, ", "))));
     if (!ds.ignored.empty())
       notes.push_back(fmt::format("deepspeed config: ignored {}", fmt::join(ds.ignored, ", ")));
+    if (!ds.defaulted.empty())
+      notes.push_back(fmt::format("deepspeed config: DeepSpeed's defaults for what it leaves out: {}",
+                                  fmt::join(ds.defaulted, ", ")));
   }
   if (!plan.offload.empty())
     notes.push_back(fmt::format(

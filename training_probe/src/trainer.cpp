@@ -262,7 +262,9 @@ class BucketShards : public Sharded {
   BucketQueue queue_;
 };
 
-// ZeRO-1: full gradients, each bucket reduce-scattered after the last micro-batch.
+// ZeRO-1: full gradients, reduce-scattered in buckets after the last
+// micro-batch's backward (DeepSpeed's stage 1 without overlap_comm: its
+// default), or with overlap as backward fills each bucket.
 class Zero1 final : public BucketShards {
  public:
   Zero1(EngineState& state, const std::vector<float>& initial)
@@ -273,8 +275,9 @@ class Zero1 final : public BucketShards {
  private:
   void after_backward(const LocalLayer& layer) override {
     // The full gradients stay put until the step ends: no copy.
-    if (last_micro_batch_)
-      queue_.submit_ready(layer.layer, [this](size_t k) {
+    if (!last_micro_batch_ || (!o_.overlap && layer.layer != 0)) return;
+    // Layer 0's backward is the last: without overlap every bucket goes then.
+    queue_.submit_ready(o_.overlap ? layer.layer : 0, [this](size_t k) {
         reduce_scatter_unit(k, grads_.data() + queue_.buckets()[k].range.begin, nullptr);
       });
   }

@@ -593,3 +593,45 @@ TEST(DeepSpeedConfig, NeverCrashes) {
 
 }  // namespace
 }  // namespace ccscope::training_probe
+
+namespace ccscope::training_probe {
+namespace {
+
+// What DeepSpeed does where the config is silent (deepspeed/runtime/zero/config.py):
+// overlap_comm true only for stage 3, a 5e8-element reduce bucket, no small first bucket.
+TEST(DeepSpeedConfig, LeftOutKeysTakeDeepSpeedsDefaults) {
+  TrainOptions base;  // the probe's: overlap on, 25 MiB buckets, 1 MiB first bucket
+  for (int stage = 0; stage <= 3; ++stage) {
+    const std::string text =
+        R"({"bf16": {"enabled": true}, "zero_optimization": {"stage": )" + std::to_string(stage) +
+        "}}";
+    const DeepSpeedConfig c = parse_deepspeed_config(text, base, 1);
+    EXPECT_EQ(c.options.overlap, stage == 3) << "stage " << stage;
+    EXPECT_EQ(c.options.bucket_bytes, 1'000'000'000u) << "stage " << stage;  // 5e8 bf16
+    EXPECT_EQ(c.options.first_bucket_bytes, c.options.bucket_bytes) << "stage " << stage;
+    EXPECT_TRUE(has(c.defaulted, stage == 3 ? "zero_optimization.overlap_comm true (stage 3)"
+                                            : "zero_optimization.overlap_comm false (below stage 3)"))
+        << "stage " << stage;
+    EXPECT_TRUE(has(c.defaulted, "zero_optimization.reduce_bucket_size 5e8 elements"));
+  }
+  // No zero_optimization at all: stage 0, the same defaults.
+  const DeepSpeedConfig none = parse_deepspeed_config(R"({"train_batch_size": 8})", base, 1);
+  EXPECT_FALSE(none.options.overlap);
+  EXPECT_EQ(none.options.bucket_bytes, 2'000'000'000u);  // 5e8 fp32
+  // Given keys win, and "auto" keeps the probe's own values.
+  const DeepSpeedConfig given = parse_deepspeed_config(
+      R"({"zero_optimization": {"stage": 1, "overlap_comm": true, "reduce_bucket_size": 1000}})",
+      base, 1);
+  EXPECT_TRUE(given.options.overlap);
+  EXPECT_EQ(given.options.bucket_bytes, 4000u);
+  EXPECT_TRUE(given.defaulted.empty());
+  const DeepSpeedConfig automatic = parse_deepspeed_config(
+      R"({"zero_optimization": {"stage": 2, "overlap_comm": "auto", "reduce_bucket_size": "auto"}})",
+      base, 1);
+  EXPECT_EQ(automatic.options.overlap, base.overlap);
+  EXPECT_EQ(automatic.options.bucket_bytes, base.bucket_bytes);
+  EXPECT_EQ(automatic.options.first_bucket_bytes, base.first_bucket_bytes);
+}
+
+}  // namespace
+}  // namespace ccscope::training_probe

@@ -28,6 +28,9 @@ struct DeepSpeedConfig {
   std::vector<std::string> honoured;  // dotted keys: "zero_optimization.stage"
   std::vector<std::string>
       ignored;  // keys present but not modelled, with why: "wall_clock_breakdown (reporting only)"
+  // DeepSpeed's own defaults applied where the config is silent, with their
+  // values: "zero_optimization.overlap_comm false (below stage 3)".
+  std::vector<std::string> defaulted;
 };
 
 // `text` is the file's content, `ranks` the world size (train_batch_size =
