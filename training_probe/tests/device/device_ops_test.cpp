@@ -549,6 +549,29 @@ TEST_F(DeviceOps, ReadingWithoutSynchronizingSeesStaleDataUnderTheStandIn) {
   EXPECT_EQ(result[n - 1], 7.0f);
 }
 
+TEST_F(DeviceOps, AnEventOrdersWorkAcrossStreams) {
+  // DDP's reducer pattern: the communication stream waits for the compute
+  // stream's event before reading the gradients. The compute stream is slow
+  // under the stand-in, so without the wait the copy would read stale data.
+  if (g_standin) ASSERT_EQ(setenv("CCSCOPE_STANDIN_STREAM_DELAY_US", "20000", 1), 0);
+  dev::Stream compute;
+  dev::BlasHandle blas(compute.get());
+  unsetenv("CCSCOPE_STANDIN_STREAM_DELAY_US");
+  dev::Stream communication;
+  const size_t n = 1024;
+  auto grads = d.upload(std::vector<float>(n, 1.5f));
+  dev::scale({compute.get(), blas.get(), false}, grads.data(), n, 4.0f);
+  dev::Event ready;
+  ready.record(compute.get());
+  ready.wait_on(communication.get());
+  std::vector<float> host(n, -1.0f);
+  grads.download(host, communication.get());
+  communication.synchronize();
+  EXPECT_EQ(host[0], 6.0f);
+  EXPECT_EQ(host[n - 1], 6.0f);
+  ready.synchronize();
+}
+
 TEST_F(DeviceOps, KernelArgumentsMustBeDeviceMemory) {
   if (!g_standin)
     GTEST_SKIP() << "on a GPU a host pointer faults the context (cudaErrorIllegalAddress)";
