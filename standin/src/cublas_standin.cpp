@@ -157,29 +157,40 @@ struct Gemm {
   char* c = nullptr;
 };
 
-// C = alpha op(A) op(B) + beta C, column-major; fp32 accumulation over k in order.
+// C = alpha op(A) op(B) + beta C, column-major; fp32 accumulation over k in
+// order for every element. op(A) and op(B) are first converted to fp32 (TF32
+// rounded where asked), op(A) column-major, so that the inner loop runs over
+// independent elements of a column of C (vectorised, each still summed in k order).
 void run_gemm(const Gemm& g) {
   const float alpha = g.alpha.get();
   const float beta = g.beta.get();
-  for (int j = 0; j < g.n; ++j) {
-    for (int i = 0; i < g.m; ++i) {
-      float sum = 0.0f;
-      for (int l = 0; l < g.k; ++l) {
-        const size_t ai = g.transa == CUBLAS_OP_N ? static_cast<size_t>(l) * g.lda + i
-                                                  : static_cast<size_t>(i) * g.lda + l;
-        const size_t bi = g.transb == CUBLAS_OP_N ? static_cast<size_t>(j) * g.ldb + l
-                                                  : static_cast<size_t>(l) * g.ldb + j;
-        float av = load(g.a, g.a_type, ai);
-        float bv = load(g.b, g.b_type, bi);
-        if (g.tf32) {
-          av = round_to_tf32(av);
-          bv = round_to_tf32(bv);
-        }
-        sum += av * bv;
-      }
-      const size_t ci = static_cast<size_t>(j) * g.ldc + i;
+  const size_t m = static_cast<size_t>(g.m), n = static_cast<size_t>(g.n),
+               k = static_cast<size_t>(g.k);
+  std::vector<float> a(m * k), b(k * n), sum(m);
+  for (size_t l = 0; l < k; ++l)
+    for (size_t i = 0; i < m; ++i) {
+      const size_t index = g.transa == CUBLAS_OP_N ? l * g.lda + i : i * g.lda + l;
+      const float v = load(g.a, g.a_type, index);
+      a[l * m + i] = g.tf32 ? round_to_tf32(v) : v;
+    }
+  for (size_t j = 0; j < n; ++j)
+    for (size_t l = 0; l < k; ++l) {
+      const size_t index = g.transb == CUBLAS_OP_N ? j * g.ldb + l : l * g.ldb + j;
+      const float v = load(g.b, g.b_type, index);
+      b[j * k + l] = g.tf32 ? round_to_tf32(v) : v;
+    }
+  for (size_t j = 0; j < n; ++j) {
+    std::fill(sum.begin(), sum.end(), 0.0f);
+    for (size_t l = 0; l < k; ++l) {
+      const float bv = b[j * k + l];
+      const float* column = a.data() + l * m;
+      for (size_t i = 0; i < m; ++i) sum[i] += column[i] * bv;
+    }
+    for (size_t i = 0; i < m; ++i) {
+      const size_t ci = j * g.ldc + i;
       // beta == 0: C is not read (it may hold NaN), as BLAS specifies.
-      const float out = beta == 0.0f ? alpha * sum : alpha * sum + beta * load(g.c, g.c_type, ci);
+      const float out =
+          beta == 0.0f ? alpha * sum[i] : alpha * sum[i] + beta * load(g.c, g.c_type, ci);
       store(g.c, g.c_type, ci, out);
     }
   }
