@@ -263,6 +263,13 @@ cublasStatus_t reduction_result(const char* function, cublasContext* h, float* r
       std::memcpy(out, &v, 4);
     });
   }
+  // The value would come back at the graph's launch, not now: cuBLAS refuses
+  // host pointer mode results in a capture (and the wait here would never end).
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(h->stream, &capture) == cudaSuccess &&
+      capture != cudaStreamCaptureStatusNone)
+    return refuse(function, "a host pointer mode result in a stream capture",
+                  CUBLAS_STATUS_NOT_SUPPORTED);
   auto done = std::make_shared<std::promise<float>>();
   std::future<float> value = done->get_future();
   const cublasStatus_t s = enqueue(h, [done, compute] { done->set_value(compute()); });

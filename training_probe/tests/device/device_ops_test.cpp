@@ -638,6 +638,38 @@ TEST_F(DeviceOps, AModelStepMatchesTheHost) {
   }
 }
 
+// A CUDA graph captured once replays its kernels at each launch (the -G path
+// the engine may take): an SGD step captured, launched three times.
+TEST_F(DeviceOps, ACapturedGraphReplaysItsKernels) {
+  const size_t n = 2000;
+  std::vector<float> params = random_values(n, 30);
+  const auto grads = random_values(n, 31, 0.1f);
+  auto params_d = d.upload(params);
+  auto grads_d = d.upload(grads);
+  tp::OptimizerOptions sgd;
+  sgd.kind = tp::OptimizerKind::kSgd;
+  sgd.lr = 0.1;
+  sgd.momentum = 0.0;
+  dev::DeviceOptimizer optimizer(d.allocator, sgd, n, d.stream.get());
+  d.stream.synchronize();
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaStreamBeginCapture(d.stream.get(), cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  optimizer.step(d.context(), params_d.data(), grads_d.data(), 1);
+  ASSERT_EQ(cudaStreamEndCapture(d.stream.get(), &graph), cudaSuccess);
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiateWithFlags(&exec, graph, 0), cudaSuccess);
+  // Nothing ran at capture.
+  expect_same_bits(d.download(params_d), params, "parameters after capture");
+  tp::Optimizer host(sgd, n);
+  for (size_t launch = 1; launch <= 3; ++launch) {
+    ASSERT_EQ(cudaGraphLaunch(exec, d.stream.get()), cudaSuccess);
+    host.step(params, grads, launch);
+  }
+  expect_same_bits(d.download(params_d), params, "parameters after three launches");
+  EXPECT_EQ(cudaGraphExecDestroy(exec), cudaSuccess);
+  EXPECT_EQ(cudaGraphDestroy(graph), cudaSuccess);
+}
+
 // The strictness the stand-in keeps (a GPU would give the same or worse).
 
 TEST_F(DeviceOps, ReadingWithoutSynchronizingSeesStaleDataUnderTheStandIn) {
@@ -690,6 +722,20 @@ TEST_F(DeviceOps, AnEventOrdersWorkAcrossStreams) {
   EXPECT_EQ(host[0], 6.0f);
   EXPECT_EQ(host[n - 1], 6.0f);
   ready.synchronize();
+}
+
+TEST_F(DeviceOps, AHostPointerModeResultInACaptureIsRefused) {
+  if (!g_standin)
+    GTEST_SKIP() << "what cuBLAS does here is its own (the stand-in would wait forever)";
+  auto x = d.upload(std::vector<float>(16, 1.0f));
+  float result = -1;
+  ASSERT_EQ(cudaStreamBeginCapture(d.stream.get(), cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  EXPECT_EQ(cublasSdot(d.blas.get(), 16, x.data(), 1, x.data(), 1, &result),
+            CUBLAS_STATUS_NOT_SUPPORTED);
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaStreamEndCapture(d.stream.get(), &graph), cudaSuccess);
+  EXPECT_EQ(cudaGraphDestroy(graph), cudaSuccess);
+  EXPECT_EQ(result, -1.0f);
 }
 
 TEST_F(DeviceOps, KernelArgumentsMustBeDeviceMemory) {
