@@ -125,12 +125,13 @@ Operand operand(Device& d, Precision p, const std::vector<float>& host) {
 // is sum_l |a_l b_l| (+ |initial value|) of each element.
 void expect_gemm_close(const std::vector<float>& device, const std::vector<float>& host,
                        const std::vector<double>& magnitude, size_t k, Precision rounded_to,
-                       double extra, const std::string& what) {
+                       double extra, const std::string& what, double rounding_ulps = 1) {
   ASSERT_EQ(device.size(), host.size());
   size_t bad = 0;
   for (size_t i = 0; i < host.size(); ++i) {
     const double bound = 4.0 * static_cast<double>(k) * std::ldexp(magnitude[i], -24) +
-                         ulp16(rounded_to, host[i]) + extra * std::fabs(host[i]) + 1e-30;
+                         rounding_ulps * ulp16(rounded_to, host[i]) + extra * std::fabs(host[i]) +
+                         1e-30;
     if (!(std::fabs(static_cast<double>(device[i]) - host[i]) <= bound) && bad++ < 5)
       ADD_FAILURE() << what << "[" << i << "]: device " << device[i] << " host " << host[i]
                     << " bound " << bound;
@@ -257,7 +258,9 @@ TEST_F(DeviceOps, LinearForwardMatchesTheHost) {
       }
       // And the whole layer against the host's within the GEMM bound (tanh' <= 1).
       expect_gemm_close(device_out, host_out, magnitude, in, p,
-                        activation == Activation::kTanh ? 4e-7 : 0, what + " out vs host");
+                        activation == Activation::kTanh ? 4e-7 : 0, what + " out vs host",
+                        // tanh: a flip of pre's rounding, then of out's.
+                        activation == Activation::kTanh ? 2 : 1);
     }
   }
 }
@@ -433,20 +436,21 @@ TEST_F(DeviceOps, AllocatorTracksThePeakAndMemGetInfoSeesIt) {
   EXPECT_GT(before.total_bytes, 0u);
   dev::DeviceAllocator allocator;
   {
-    dev::DeviceBuffer<float> a(allocator, 1 << 18);  // 1 MiB
+    // Sizes of whole 2 MiB pages and above, which a GPU driver maps at once.
+    dev::DeviceBuffer<float> a(allocator, 1 << 24);  // 64 MiB
     {
-      dev::DeviceBuffer<float> b(allocator, 1 << 19);  // 2 MiB
-      EXPECT_EQ(allocator.bytes_in_use(), size_t{3} << 20);
+      dev::DeviceBuffer<float> b(allocator, 1 << 25);  // 128 MiB
+      EXPECT_EQ(allocator.bytes_in_use(), size_t{3} << 26);
       const auto during = dev::device_memory_info();
-      EXPECT_GE(before.free_bytes - during.free_bytes, size_t{3} << 20);
+      EXPECT_GE(before.free_bytes - during.free_bytes, size_t{3} << 26);
     }
-    dev::DeviceBuffer<float> c(allocator, 1 << 17);  // 0.5 MiB
-    EXPECT_EQ(allocator.bytes_in_use(), (size_t{3} << 19));
+    dev::DeviceBuffer<float> c(allocator, 1 << 23);  // 32 MiB
+    EXPECT_EQ(allocator.bytes_in_use(), (size_t{3} << 25));
     dev::DeviceBuffer<float> moved = std::move(c);
-    EXPECT_EQ(allocator.bytes_in_use(), (size_t{3} << 19));
+    EXPECT_EQ(allocator.bytes_in_use(), (size_t{3} << 25));
   }
   EXPECT_EQ(allocator.bytes_in_use(), 0u);
-  EXPECT_EQ(allocator.peak_bytes(), size_t{3} << 20);
+  EXPECT_EQ(allocator.peak_bytes(), size_t{3} << 26);
   allocator.reset_peak();
   EXPECT_EQ(allocator.peak_bytes(), 0u);
 }
