@@ -97,12 +97,21 @@ void print_header(const World& world, const TrainOptions& options, size_t ranks,
                   const std::string& backend) {
   const bool model_parallel = is_model_parallel(options.strategy);
   const size_t psi = model_parameters(options);
+  const TransformerShape& t = options.transformer;
+  const std::string model =
+      options.model == TrainedModel::kTransformer
+          ? fmt::format("transformer {} blocks x {} hidden, {} heads, sequence {}, vocabulary {}{}",
+                        t.layers, t.hidden, t.heads, t.seq_len, t.vocab,
+                        options.recompute != Recompute::kNone
+                            ? fmt::format(", recompute {}", name(options.recompute))
+                            : "")
+          : fmt::format("{} x {} {}", options.shape.depth, options.shape.width,
+                        name(options.shape.activation));
   std::printf(
-      "# ccscope train: %s, %zu rank(s) (%s%s), model %zu x %zu %s (%s parameters, %s), "
+      "# ccscope train: %s, %zu rank(s) (%s%s), model %s (%s parameters, %s), "
       "global batch %zu (%zu per %s, %zu micro-batch(es)), %s lr %g%s%s\n",
       std::string(name(options.strategy)).c_str(), ranks, backend.c_str(),
-      options.overlap ? ", overlapped" : ", --no-overlap", options.shape.depth, options.shape.width,
-      std::string(name(options.shape.activation)).c_str(),
+      options.overlap ? ", overlapped" : ", --no-overlap", model.c_str(),
       fmt::format("{:.2f} M", static_cast<double>(psi) / 1e6).c_str(),
       std::string(name(options.precision)).c_str(), options.global_batch,
       options.global_batch / data_replicas(options, ranks), model_parallel ? "replica" : "rank",
@@ -113,10 +122,11 @@ void print_header(const World& world, const TrainOptions& options, size_t ranks,
   if (model_parallel && options.strategy != Strategy::kExpert)
     std::printf(
         "# layout: tensor parallel %zu x pipeline %zu (%s, %zu chunk(s) per stage, %zu "
-        "micro-batches) x data parallel %zu%s\n",
+        "micro-batches) x data parallel %zu%s%s\n",
         options.parallel.tp, options.parallel.pp,
         std::string(name(options.parallel.schedule)).c_str(), options.parallel.chunks,
-        options.micro_batches, options.parallel.dp, options.parallel.zero1 ? " with ZeRO-1" : "");
+        options.micro_batches, options.parallel.dp, options.parallel.zero1 ? " with ZeRO-1" : "",
+        options.sequence_parallel ? ", sequence parallel" : "");
   if (model_parallel && options.strategy != Strategy::kExpert) {
     const std::string split = split_tensor_groups(options.parallel, world.hostnames());
     if (!split.empty())
@@ -284,8 +294,24 @@ int train_verb(const std::vector<std::string>& args, const std::vector<std::stri
   app.add_option("--strategy", s.strategy, "single, ddp, zero1, zero2, zero3, tp, pp, ep, 3d")
       ->capture_default_str();
   app.add_option("--steps", s.steps, "optimizer steps")->capture_default_str();
-  app.add_option("--width", s.width, "features of every layer")->capture_default_str();
-  app.add_option("--depth", s.depth, "linear layers")->capture_default_str();
+  app.add_option("--model", s.model,
+                 "mlp (linear layers, MSE on a teacher network) or transformer (GPT-style "
+                 "blocks, cross-entropy on a teacher's tokens)")
+      ->capture_default_str();
+  CLI::Option* width =
+      app.add_option("--width", s.width, "features of every layer (transformer: hidden size, 64)")
+          ->capture_default_str();
+  CLI::Option* depth = app.add_option("--depth", s.depth, "linear layers (transformer: blocks, 2)")
+                           ->capture_default_str();
+  app.add_option("--heads", s.heads, "transformer: attention heads")->capture_default_str();
+  app.add_option("--seq-len", s.seq_len, "transformer: tokens per sample")->capture_default_str();
+  app.add_option("--vocab", s.vocab, "transformer: vocabulary size")->capture_default_str();
+  app.add_flag("--sequence-parallel", s.sequence_parallel,
+               "transformer, tp: Megatron's sequence parallelism (all-gather and reduce-scatter "
+               "instead of all-reduce)");
+  app.add_option("--recompute", s.recompute,
+                 "transformer: activation recomputation none, selective (attention core) or full")
+      ->capture_default_str();
   app.add_option("--activation", s.activation, "relu or tanh")->capture_default_str();
   CLI::Option* global_batch =
       app.add_option("--global-batch", s.global_batch,
@@ -376,6 +402,8 @@ int train_verb(const std::vector<std::string>& args, const std::vector<std::stri
       ->group("");
   if (const std::optional<int> done = parse_flags(app, kTrainVerb, args)) return *done;
   s.global_batch_given = global_batch->count() > 0;
+  s.width_given = width->count() > 0;
+  s.depth_given = depth->count() > 0;
   s.deepspeed_config = reports::printable(f.deepspeed_config);
   s.export_data = !f.export_dir.empty();
   s.rank_records = !f.ranks_csv.empty();

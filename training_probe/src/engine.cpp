@@ -36,7 +36,11 @@ EngineState::EngineState(const TrainOptions& o, Communicator* world_communicator
       precision(o.precision),
       element(element_bytes(o.precision)),
       samples(dataset_size(o)),
-      data(make_teacher_dataset(samples, o.shape.width, o.seed)),
+      data(o.model == TrainedModel::kMlp ? make_teacher_dataset(samples, o.shape.width, o.seed)
+                                         : SyntheticDataset{}),
+      tokens(o.model == TrainedModel::kTransformer
+                 ? make_token_dataset(samples, o.transformer, o.seed)
+                 : TokenDataset{}),
       scaler(o.loss_scaler),
       comm(world_communicator, o, asynchronous) {}
 
@@ -59,11 +63,69 @@ double LocalModel::batch_loss(std::span<const float> output, size_t batch, size_
                   static_cast<float>(f.loss_scale), grad);
 }
 
+std::vector<LayerSlice> model_units(const TrainOptions& o) {
+  return o.model == TrainedModel::kTransformer ? transformer_slices(o.transformer)
+                                               : layer_slices(o.shape);
+}
+
+std::vector<float> initial_model_parameters(const TrainOptions& o) {
+  return o.model == TrainedModel::kTransformer
+             ? transformer_initial_parameters(o.transformer, o.seed)
+             : initial_parameters(o.shape, o.seed);
+}
+
+LocalLayer whole_unit(const TrainOptions& o, size_t unit, const LayerSlice& slice) {
+  if (o.model == TrainedModel::kMlp)
+    return full_layer(unit, o.shape.width, o.shape.depth, slice.begin());
+  LocalLayer x;
+  x.layer = unit;
+  x.offset = slice.begin();
+  x.weight_count = slice.end() - slice.begin();
+  return x;
+}
+
+namespace {
+
+// The transformer's units through a strategy's layer hooks.
+class UnitsThroughLayers final : public UnitHooks {
+ public:
+  UnitsThroughLayers(std::span<const LocalLayer> units, LayerHooks& hooks)
+      : units_(units), hooks_(hooks) {}
+  const float* forward_parameters(size_t u) override {
+    return hooks_.forward_parameters(units_[u]);
+  }
+  void after_forward(size_t u) override { hooks_.after_forward(units_[u]); }
+  const float* backward_parameters(size_t u) override {
+    return hooks_.backward_parameters(units_[u]);
+  }
+  float* gradients(size_t u) override { return hooks_.gradients(units_[u]); }
+  void after_backward(size_t u) override { hooks_.after_backward(units_[u]); }
+
+ private:
+  std::span<const LocalLayer> units_;
+  LayerHooks& hooks_;
+};
+
+}  // namespace
+
 double LocalModel::train_micro_batches(std::span<const LocalLayer> layers, size_t step,
                                        size_t replicas, size_t replica, StepFigures& f) {
   const size_t per_replica = o_.global_batch / replicas;
   const size_t micro = per_replica / o_.micro_batches;
   const std::vector<size_t> samples = s_.step_samples(step, replicas, replica, per_replica);
+  if (transformer_) {
+    UnitsThroughLayers units(layers, *this);
+    double local_loss = 0;
+    for (size_t m = 0; m < o_.micro_batches; ++m) {
+      const std::vector<uint32_t> sequences =
+          gather_sequences(s_.tokens, std::span(samples).subspan(m * micro, micro));
+      begin_micro_batch();
+      begin_backward(m + 1 == o_.micro_batches);
+      local_loss += transformer_->train_micro_batch(
+          sequences, micro, per_replica, static_cast<float>(f.loss_scale), units, tensor_group_);
+    }
+    return local_loss;
+  }
   const LayerPass pass{o_.shape.activation, s_.precision, micro};
   double local_loss = 0;
   for (size_t m = 0; m < o_.micro_batches; ++m) {

@@ -76,7 +76,9 @@ struct EngineState {
   Precision precision;
   size_t element;  // bytes per element in the compute format
   size_t samples;  // the data set's
+  // The data: the MLP's, or the transformer's.
   SyntheticDataset data;
+  TokenDataset tokens;
   LossScaler scaler;
   ScratchPool pool;
   std::unique_ptr<Optimizer> optimizer;  // sized by the strategy over what it steps
@@ -155,7 +157,8 @@ class LocalModel : public StrategyHooks, public LayerHooks {
   // `batch_total`) and its gradient, times fp16's loss scale.
   double batch_loss(std::span<const float> output, size_t batch, size_t batch_total,
                     const StepFigures& f, std::vector<float>& grad) const;
-  // Before each micro-batch's forward, and before its backward.
+  // Before each micro-batch's forward, and before its backward (the
+  // transformer's: before its forward too, which runs with its backward).
   virtual void begin_micro_batch() {}
   virtual void begin_backward(bool /*last_micro_batch*/) {}
   virtual size_t held_parameters() const { return params_.size(); }
@@ -167,10 +170,22 @@ class LocalModel : public StrategyHooks, public LayerHooks {
 
   EngineState& s_;
   const TrainOptions& o_;
+  // --model transformer: the model train_micro_batches runs over `layers`
+  // (its units, whole_unit's), and its tensor group (null: one rank).
+  std::unique_ptr<Transformer> transformer_;
+  TensorGroup* tensor_group_ = nullptr;
   std::vector<float> params_;  // this rank's parameters in the compute format
   std::vector<float> grads_;   // their gradients
   std::vector<float> master_;  // float32 master weights: of params_ (mixed precision) or a shard
 };
+
+// The model's units as ranges of its flat vector (the MLP's layers; the
+// transformer's embeddings, blocks, final norm and head): DDP's buckets and
+// ZeRO's shards cut along them. Its initial parameters. Unit `unit` whole, as
+// the layer hooks see it (the transformer's: all of it the "weight").
+std::vector<LayerSlice> model_units(const TrainOptions& options);
+std::vector<float> initial_model_parameters(const TrainOptions& options);
+LocalLayer whole_unit(const TrainOptions& options, size_t unit, const LayerSlice& slice);
 
 using MakeStrategy = std::function<std::unique_ptr<StrategyHooks>(EngineState&)>;
 

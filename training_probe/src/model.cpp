@@ -27,6 +27,18 @@ std::string_view name(Precision precision) {
   return "?";
 }
 
+std::string_view name(Recompute recompute) {
+  switch (recompute) {
+    case Recompute::kNone:
+      return "none";
+    case Recompute::kSelective:
+      return "selective";
+    case Recompute::kFull:
+      return "full";
+  }
+  return "?";
+}
+
 size_t element_bytes(Precision precision) { return precision == Precision::kFloat32 ? 4 : 2; }
 
 std::vector<LayerSlice> layer_slices(const ModelShape& shape) {

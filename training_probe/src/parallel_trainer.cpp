@@ -24,6 +24,7 @@
 #include "ccscope/training_probe/pipeline.h"
 #include "engine.h"
 #include "layers.h"
+#include "transformer_trainer.h"
 #include "wire.h"
 
 namespace ccscope::training_probe {
@@ -111,6 +112,15 @@ std::string validate_parallel(const TrainOptions& o, size_t ranks) {
         "--tp {} x --pp {} x --dp {} = {} ranks, but the job has {}; launch with mpiexec -n {} "
         "or change the degrees",
         p.tp, p.pp, p.dp, p.tp * p.pp * p.dp, ranks, p.tp * p.pp * p.dp);
+  if (o.model == TrainedModel::kTransformer) {
+    if (o.strategy != Strategy::kTensor || p.pp > 1 || p.dp > 1)
+      return "--model transformer runs single, ddp, zero1, zero2, zero3 and tp; pp, ep and 3d "
+             "are built for the MLP only";
+    if (o.micro_batches > 1 && o.global_batch % o.micro_batches != 0)
+      return fmt::format("global batch {} does not divide into {} micro-batches", o.global_batch,
+                         o.micro_batches);
+    return transformer_problem(o.transformer, p.tp, o.sequence_parallel);
+  }
   if (p.tp > o.shape.width)
     return fmt::format("--tp {} is more than the width {}: a shard would be empty", p.tp,
                        o.shape.width);
@@ -930,6 +940,8 @@ TrainResult train_parallel(const ParallelGroups& groups, const TrainOptions& opt
   check_size(groups.pp, options.parallel.pp, "pipeline");
   check_size(groups.dp, options.parallel.dp, "data-parallel");
   const size_t rank = static_cast<size_t>(groups.world->rank());
+  if (options.model == TrainedModel::kTransformer)
+    return run_engine(options, groups.world, true, make_transformer_tensor(groups, rank), on_step);
   return run_engine(options, groups.world, true, make_grid(groups, rank, options.parallel),
                     on_step);
 }
@@ -950,6 +962,8 @@ TrainResult train_parallel_single(const TrainOptions& options,
   if (options.strategy == Strategy::kExpert)
     return run_engine(single, nullptr, true, make_expert, on_step);
   const ParallelGroups none;
+  if (options.model == TrainedModel::kTransformer)
+    return run_engine(single, nullptr, true, make_transformer_tensor(none, 0), on_step);
   return run_engine(single, nullptr, true, make_grid(none, 0, single.parallel), on_step);
 }
 

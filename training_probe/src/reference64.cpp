@@ -46,6 +46,8 @@ struct Adam {
 std::string reference64_unsupported(const TrainOptions& options) {
   if (options.strategy == Strategy::kExpert)
     return "the float64 reference models the dense MLP, not ep's mixture layers";
+  if (options.model == TrainedModel::kTransformer)
+    return "the float64 reference models the MLP, not the transformer";
   return "";
 }
 

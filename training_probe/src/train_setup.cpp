@@ -63,6 +63,42 @@ std::string apply_fault(const TrainSettings& s, Faults& faults) {
   return "";
 }
 
+// --model and the transformer's flags into `o`; "" or the problem.
+std::string transformer_settings(const TrainSettings& f, Strategy strategy, TrainOptions& o) {
+  const auto model = choose<TrainedModel>(
+      f.model, {{"mlp", TrainedModel::kMlp}, {"transformer", TrainedModel::kTransformer}});
+  if (!model) return "--model '" + f.model + "': use mlp or transformer";
+  const auto recompute = choose<Recompute>(f.recompute, {{"none", Recompute::kNone},
+                                                         {"selective", Recompute::kSelective},
+                                                         {"full", Recompute::kFull}});
+  if (!recompute) return "--recompute '" + f.recompute + "': use none, selective or full";
+  const TrainSettings defaults;
+  if (*model == TrainedModel::kMlp) {
+    if (f.heads != defaults.heads || f.seq_len != defaults.seq_len || f.vocab != defaults.vocab ||
+        f.sequence_parallel || *recompute != Recompute::kNone)
+      return "--heads, --seq-len, --vocab, --sequence-parallel and --recompute need --model "
+             "transformer";
+    return "";
+  }
+  if (is_model_parallel(strategy) && strategy != Strategy::kTensor)
+    return "--model transformer runs single, ddp, zero1, zero2, zero3 and tp; pp, ep and 3d "
+           "are built for the MLP only";
+  if (f.sequence_parallel && strategy != Strategy::kTensor)
+    return "--sequence-parallel shards the tensor-parallel group's activations: it needs "
+           "--strategy tp";
+  if (f.activation != defaults.activation)
+    return "--activation is the MLP's; the transformer's MLP uses GELU";
+  if (f.export_data) return "--export writes the MLP's files; the transformer's are not built yet";
+  if (f.vocab > (size_t{1} << 20) || f.seq_len > 65536 || f.heads > 65536)
+    return "--vocab must be at most 1048576, --seq-len and --heads at most 65536";
+  o.model = *model;
+  o.transformer = {
+      f.vocab, f.seq_len, f.width_given ? f.width : 64, f.heads, f.depth_given ? f.depth : 2, 0};
+  o.sequence_parallel = f.sequence_parallel;
+  o.recompute = *recompute;
+  return transformer_problem(o.transformer, 1, false);
+}
+
 // The rank counts of the runs; "" or the problem.
 std::string plan_rank_counts(Strategy strategy, const std::vector<size_t>& scaling,
                              size_t world_size, std::vector<size_t>& rank_counts) {
@@ -96,6 +132,8 @@ std::string options_from_settings(const TrainSettings& f, TrainOptions& o, doubl
   if (!strategy)
     return "--strategy '" + f.strategy +
            "': use single, ddp, zero1, zero2, zero3, tp, pp, ep or 3d";
+  if (const std::string problem = transformer_settings(f, *strategy, o); !problem.empty())
+    return problem;
   const auto schedule = parse_pipeline_schedule(f.schedule);
   if (!schedule) return "--schedule '" + f.schedule + "': use gpipe, 1f1b or interleaved";
   if (f.chunks == 0) return "--chunks must be at least 1";
@@ -155,7 +193,7 @@ std::string options_from_settings(const TrainSettings& f, TrainOptions& o, doubl
         bytes / 1e9, memory_bytes / 1e9);
   if (!f.offload.empty() && f.offload != "optimizer" && f.offload != "params")
     return "--offload '" + f.offload + "': use optimizer or params";
-  o.strategy = *strategy;
+  o.strategy = *strategy;  // (the transformer's settings are in o already)
   o.precision = *precision;
   o.shape = {f.width, f.depth, *activation};
   o.optimizer.kind = *optimizer;
@@ -207,6 +245,7 @@ std::string parse_rank_counts(const std::vector<std::string>& words, std::vector
 }
 
 size_t model_parameters(const TrainOptions& o) {
+  if (o.model == TrainedModel::kTransformer) return transformer_parameter_count(o.transformer);
   return o.strategy == Strategy::kExpert ? moe_parameter_count(o.shape, o.parallel.experts)
                                          : parameter_count(o.shape);
 }

@@ -33,10 +33,12 @@ class DataParallel : public LocalModel {
       : LocalModel(state),
         ranks_(state.world_ranks()),
         rank_(state.world_rank()),
-        slices_(layer_slices(o_.shape)),
-        psi_(parameter_count(o_.shape)) {
-    for (size_t l = 0; l < slices_.size(); ++l)
-      layers_.push_back(full_layer(l, o_.shape.width, o_.shape.depth, slices_[l].begin()));
+        slices_(model_units(o_)),
+        psi_(slices_.back().end()) {
+    for (size_t l = 0; l < slices_.size(); ++l) layers_.push_back(whole_unit(o_, l, slices_[l]));
+    if (o_.model == TrainedModel::kTransformer)
+      transformer_ = std::make_unique<Transformer>(o_.transformer, s_.precision,
+                                                   TransformerParallel{1, 0, false, o_.recompute});
   }
 
   size_t parameters() const override { return psi_; }
@@ -105,7 +107,7 @@ class BucketQueue {
 };
 
 std::vector<Bucket> gradient_buckets(const EngineState& s) {
-  return assign_buckets(layer_slices(s.options.shape), s.element, s.options.bucket_bytes,
+  return assign_buckets(model_units(s.options), s.element, s.options.bucket_bytes,
                         s.options.first_bucket_bytes);
 }
 
@@ -329,9 +331,9 @@ class Zero2 final : public BucketShards {
   std::map<size_t, std::shared_ptr<std::vector<float>>> staging_;  // buckets being filled
 };
 
-std::vector<Shard> layer_units(const ModelShape& shape, size_t ranks) {
+std::vector<Shard> layer_units(const TrainOptions& options, size_t ranks) {
   std::vector<Shard> units;
-  for (const LayerSlice& l : layer_slices(shape))
+  for (const LayerSlice& l : model_units(options))
     units.push_back(shard_range({l.begin(), l.end()}, ranks));
   return units;
 }
@@ -343,7 +345,7 @@ std::vector<Shard> layer_units(const ModelShape& shape, size_t ranks) {
 class Zero3 final : public Sharded {
  public:
   Zero3(EngineState& state, const std::vector<float>& initial)
-      : Sharded(state, layer_units(state.options.shape, state.world_ranks()), initial),
+      : Sharded(state, layer_units(state.options, state.world_ranks()), initial),
         param_shard_(master_),
         gathered_(slices_.size()),
         gather_ticket_(slices_.size(), 0) {
@@ -414,7 +416,7 @@ class Zero3 final : public Sharded {
 
 // The data-parallel strategy's hooks, chosen once.
 std::unique_ptr<StrategyHooks> make_data_parallel(EngineState& state) {
-  const std::vector<float> initial = initial_parameters(state.options.shape, state.options.seed);
+  const std::vector<float> initial = initial_model_parameters(state.options);
   switch (state.options.strategy) {
     case Strategy::kZero1:
       return std::make_unique<Zero1>(state, initial);

@@ -16,24 +16,13 @@
 
 namespace ccscope::training_probe {
 
-std::string_view name(Recompute recompute) {
-  switch (recompute) {
-    case Recompute::kNone:
-      return "none";
-    case Recompute::kSelective:
-      return "selective";
-    case Recompute::kFull:
-      return "full";
-  }
-  return "?";
-}
-
 std::string transformer_problem(const TransformerShape& s, size_t tp, bool sequence_parallel) {
   if (s.vocab < 2) return "--vocab must be at least 2";
   if (s.seq_len == 0 || s.hidden == 0 || s.heads == 0 || s.layers == 0)
-    return "--seq-len, --hidden, --heads and --layers must be at least 1";
+    return "--seq-len, --width, --heads and --depth must be at least 1";
   if (s.hidden % s.heads != 0)
-    return fmt::format("--hidden {} does not divide into {} heads", s.hidden, s.heads);
+    return fmt::format("the hidden size (--width) {} does not divide into {} heads", s.hidden,
+                       s.heads);
   if (tp == 0) return "the tensor-parallel degree must be at least 1";
   if (s.heads % tp != 0)
     return fmt::format(

@@ -13,8 +13,13 @@
 #include <string>
 
 #include "ccscope/collectives/backends.h"
+#include "ccscope/collectives/group_point_to_point.h"
 #include "ccscope/collectives/in_process_transport.h"
+#include "ccscope/training_probe/accounting.h"
 #include "ccscope/training_probe/data.h"
+#include "ccscope/training_probe/equivalence.h"
+#include "ccscope/training_probe/parallel_trainer.h"
+#include "ccscope/training_probe/trainer.h"
 
 namespace ccscope::training_probe {
 namespace {
@@ -357,6 +362,106 @@ TEST(TransformerTensorParallel, TrafficPerBlockMatchesTheFormula) {
       EXPECT_EQ(r.reduce_scatters, 6 * L);
       EXPECT_EQ(r.all_gathers, 6 * L + 1);
     }
+  }
+}
+
+// ------------------------------------------------------------- the engine
+
+TrainOptions transformer_options(Strategy strategy) {
+  TrainOptions o;
+  o.strategy = strategy;
+  o.model = TrainedModel::kTransformer;
+  o.transformer = {16, 8, 16, 4, 2, 32};
+  o.global_batch = 8;
+  o.steps = 12;
+  o.optimizer.kind = OptimizerKind::kAdam;
+  o.optimizer.lr = 0.01;
+  o.bucket_bytes = 4000;  // several buckets, boundaries inside units
+  o.first_bucket_bytes = 1000;
+  o.check_consistency = true;
+  o.timeout = std::chrono::seconds(20);
+  return o;
+}
+
+// The data-parallel strategies run the transformer through the one engine:
+// single's losses within the fp32 tolerance, parameters agreeing, the bytes
+// of the formula.
+TEST(TransformerEngine, DataParallelStrategiesMatchSingle) {
+  set_compute_threads(1);
+  const TrainOptions base = transformer_options(Strategy::kDdp);
+  const TrainResult reference = train_single(base);
+  EXPECT_LT(reference.steps.back().loss, reference.steps.front().loss);
+  EXPECT_EQ(reference.parameters, transformer_parameter_count(base.transformer));
+  for (Strategy strategy : {Strategy::kDdp, Strategy::kZero1, Strategy::kZero2, Strategy::kZero3}) {
+    TrainOptions o = base;
+    o.strategy = strategy;
+    std::vector<TrainResult> results(2);
+    InProcessTransport::run(2, [&](PointToPoint& p2p) {
+      set_compute_threads(1);
+      auto comm = make_ring_communicator(p2p);
+      results[static_cast<size_t>(p2p.rank())] = train(*comm, o);
+    });
+    const EquivalenceResult eq =
+        compare_losses(losses(results[0]), losses(reference), loss_tolerance(o.precision));
+    EXPECT_TRUE(eq.equivalent) << name(strategy) << ": " << eq.summary();
+    for (const StepFigures& f : results[0].steps) EXPECT_TRUE(f.consistent) << name(strategy);
+    const double expected =
+        expected_bytes_per_step(strategy, results[0].communicated_elements, 2, 4);
+    EXPECT_GE(results[0].steps.back().bytes_sent, expected) << name(strategy);
+    EXPECT_LE(results[0].steps.back().bytes_sent, expected + 32) << name(strategy);
+  }
+}
+
+// Tensor parallel (and sequence parallel, and recomputation) in the engine at
+// 2 ranks against the one-rank reference; skipping the tensor group's
+// backward reductions fails the check.
+TEST(TransformerEngine, TensorParallelMatchesOneRank) {
+  set_compute_threads(1);
+  struct Case {
+    bool sp;
+    Recompute recompute;
+    bool fault;
+  };
+  for (const Case c :
+       {Case{false, Recompute::kNone, false}, Case{true, Recompute::kSelective, false},
+        Case{true, Recompute::kFull, false}, Case{false, Recompute::kNone, true},
+        Case{true, Recompute::kNone, true}}) {
+    TrainOptions o = transformer_options(Strategy::kTensor);
+    o.parallel.tp = 2;
+    o.sequence_parallel = c.sp;
+    o.recompute = c.recompute;
+    o.faults.skipped_tp_all_reduce = c.fault;
+    std::vector<TrainResult> results(2);
+    InProcessTransport::run(2, [&](PointToPoint& p2p) {
+      set_compute_threads(1);
+      auto world = make_ring_communicator(p2p);
+      auto tp_p2p = make_group_point_to_point(p2p, {0, 1});
+      auto tp = make_ring_communicator(*tp_p2p);
+      results[static_cast<size_t>(p2p.rank())] =
+          train_parallel({world.get(), tp.get(), nullptr, nullptr}, o);
+    });
+    EXPECT_EQ(losses(results[0]), losses(results[1]));
+    const EquivalenceResult eq = compare_losses(
+        losses(results[0]), losses(train_parallel_single(o)), loss_tolerance(o.precision));
+    EXPECT_EQ(eq.equivalent, !c.fault) << "sp " << c.sp << " " << name(c.recompute) << " fault "
+                                       << c.fault << ": " << eq.summary();
+    if (!c.fault)
+      for (const StepFigures& f : results[0].steps) EXPECT_TRUE(f.consistent);
+    // Per step: 4 all-reduces of s x b x h per block (6 with full recomputation),
+    // as ring bytes 2 N (n-1)/n; sequence parallel the same as all-gathers and
+    // reduce-scatters, plus the final gather and the partial gradients' all-reduce.
+    const size_t L = o.transformer.layers;
+    const size_t sbh = o.transformer.seq_len * o.global_batch * o.transformer.hidden;
+    const size_t per_block = c.recompute == Recompute::kFull ? 6 : 4;
+    double expected = 0;
+    if (!c.fault && !c.sp) expected = all_reduce_bytes(per_block * L * sbh, 2, 4);
+    if (!c.fault && c.sp) {
+      size_t partial = 0;
+      for (const Range& r : sequence_parallel_partial(o.transformer, 2)) partial += r.size();
+      expected = 2 * all_gather_bytes(per_block * L * sbh, 2, 4) + all_gather_bytes(sbh, 2, 4) +
+                 all_reduce_bytes(partial, 2, 4);
+    }
+    if (!c.fault) EXPECT_NEAR(results[0].steps.back().tp_bytes, expected, 1e-6 * expected);
   }
 }
 

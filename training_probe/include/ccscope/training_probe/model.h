@@ -18,8 +18,15 @@ enum class Activation { kRelu, kTanh };
 // operation (the CPU path emulates them: OpenBLAS has no 16-bit GEMM), with
 // float32 accumulation inside each GEMM as tensor cores do.
 enum class Precision { kFloat32, kBFloat16, kFloat16 };
+// Activation recomputation (Korthikanti et al. 2022): none keeps every
+// layer's activations; selective drops the attention core's (the s^2
+// probabilities) and recomputes softmax(QK^T) in backward; full keeps each
+// layer's input and reruns its forward in backward.
+enum class Recompute { kNone, kSelective, kFull };
 std::string_view name(Activation activation);
 std::string_view name(Precision precision);
+// "none", "selective", "full"
+std::string_view name(Recompute recompute);
 size_t element_bytes(Precision precision);  // 4 or 2
 
 struct ModelShape {

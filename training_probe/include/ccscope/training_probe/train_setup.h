@@ -21,9 +21,15 @@ namespace ccscope::training_probe {
 // stay words here so that the problem can quote them.
 struct TrainSettings {
   std::string strategy = "ddp";
+  std::string model = "mlp";  // or transformer
   size_t steps = 100;
-  size_t width = 512;
-  size_t depth = 4;
+  size_t width = 512;  // the transformer's hidden size when given (else 64)
+  size_t depth = 4;    // the transformer's blocks when given (else 2)
+  bool width_given = false, depth_given = false;
+  // The transformer's shape, tensor parallel and recomputation.
+  size_t heads = 4, seq_len = 32, vocab = 64;
+  bool sequence_parallel = false;
+  std::string recompute = "none";
   std::string activation = "relu";
   size_t global_batch = 128;
   bool global_batch_given = false;  // else the default is rounded to the rank count

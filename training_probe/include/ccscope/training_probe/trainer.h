@@ -31,6 +31,7 @@
 #include "ccscope/training_probe/model.h"
 #include "ccscope/training_probe/optimizer.h"
 #include "ccscope/training_probe/pipeline.h"
+#include "ccscope/training_probe/transformer.h"
 
 namespace ccscope::training_probe {
 
@@ -65,9 +66,17 @@ struct ParallelOptions {
   double capacity_factor = 1.25;  // 0: no limit
 };
 
+// The model trained: the MLP (`shape`) or the transformer (`transformer`).
+enum class TrainedModel { kMlp, kTransformer };
+
 struct TrainOptions {
   Strategy strategy = Strategy::kDdp;
+  TrainedModel model = TrainedModel::kMlp;
   ModelShape shape;
+  TransformerShape transformer;  // --model transformer
+  // The transformer's tensor parallel: sequence parallelism; any strategy: recomputation.
+  bool sequence_parallel = false;
+  Recompute recompute = Recompute::kNone;
   Precision precision = Precision::kFloat32;
   OptimizerOptions optimizer;
   size_t global_batch = 128;  // samples per optimizer step, all ranks together

@@ -58,15 +58,7 @@ struct TransformerShape {
   size_t head_dim() const { return hidden / heads; }
 };
 
-// Activation recomputation (Korthikanti et al. 2022): none keeps every
-// block's activations; selective drops the attention core's (the s x s
-// probabilities) and recomputes softmax(QK^T) from Q and K in backward; full
-// keeps only each block's input and reruns the block's forward (with its
-// communication) in backward.
-enum class Recompute { kNone, kSelective, kFull };
-std::string_view name(Recompute recompute);
-
-// How one rank runs the model.
+// How one rank runs the model (recomputation: model.h's Recompute, per block).
 struct TransformerParallel {
   size_t tp = 1;
   size_t rank = 0;  // in the tensor group
