@@ -88,7 +88,6 @@ std::string transformer_settings(const TrainSettings& f, Strategy strategy, Trai
            "--strategy tp";
   if (f.activation != defaults.activation)
     return "--activation is the MLP's; the transformer's MLP uses GELU";
-  if (f.export_data) return "--export writes the MLP's files; the transformer's are not built yet";
   if (f.vocab > (size_t{1} << 20) || f.seq_len > 65536 || f.heads > 65536)
     return "--vocab must be at most 1048576, --seq-len and --heads at most 65536";
   o.model = *model;
@@ -398,7 +397,52 @@ TrainPlan plan_runs(const TrainSettings& s, TrainOptions base, const std::vector
   return plan;
 }
 
+namespace {
+
+// --export of the transformer: its initial parameters (transformer.h's
+// order), the token sequences [samples x (seq_len + 1)] as int64, every
+// step's global batch, model.json (what pytorch_transformer.py builds).
+std::vector<ExportFile> transformer_export_files(const TrainOptions& o) {
+  std::vector<ExportFile> files;
+  auto add = [&](const char* file, const void* data, size_t bytes) {
+    files.push_back({file, std::string(static_cast<const char*>(data), bytes)});
+  };
+  const size_t samples = dataset_size(o);
+  const TransformerShape& t = o.transformer;
+  const std::vector<float> params = transformer_initial_parameters(t, o.seed);
+  add("initial_parameters.f32", params.data(), params.size() * 4);
+  const TokenDataset data = make_token_dataset(samples, t, o.seed);
+  const std::vector<int64_t> tokens(data.tokens.begin(), data.tokens.end());
+  add("sequences.i64", tokens.data(), tokens.size() * 8);
+  std::vector<int64_t> batches;
+  for (size_t s = 0; s < o.steps; ++s)
+    for (size_t i : batch_samples(samples, 1, 0, o.global_batch, o.seed, s))
+      batches.push_back(static_cast<int64_t>(i));
+  add("batches.i64", batches.data(), batches.size() * 8);
+  const OptimizerOptions& p = o.optimizer;
+  const std::string model = fmt::format(
+      "{{\"model\": \"transformer\", \"vocab\": {}, \"seq_len\": {}, \"hidden\": {}, "
+      "\"heads\": {}, \"layers\": {}, \"ffn\": {}, \"gelu\": \"exact\", "
+      "\"layer_norm_eps\": 1e-05, \"lm_head\": \"untied, no bias\", "
+      "\"optimizer\": {{\"kind\": \"{}\", \"lr\": {}, \"momentum\": {}, \"beta1\": {}, "
+      "\"beta2\": {}, \"eps\": {}, \"weight_decay\": {}}}, \"global_batch\": {}, "
+      "\"micro_batches\": {}, \"grad_clip\": {}, \"steps\": {}, \"samples\": {}, "
+      "\"seed\": {}, \"precision\": \"{}\", "
+      "\"loss\": \"cross-entropy mean over every token of the global batch\"}}\n",
+      t.vocab, t.seq_len, t.hidden, t.heads, t.layers, t.ffn_size(), name(p.kind),
+      records::number_text(p.lr), records::number_text(p.momentum), records::number_text(p.beta1),
+      records::number_text(p.beta2), records::number_text(p.eps),
+      records::number_text(p.weight_decay), o.global_batch, o.micro_batches,
+      o.grad_clip ? records::number_text(*o.grad_clip) : std::string("null"), o.steps, samples,
+      o.seed, name(o.precision));
+  add("model.json", model.data(), model.size());
+  return files;
+}
+
+}  // namespace
+
 std::vector<ExportFile> export_files(const TrainOptions& o) {
+  if (o.model == TrainedModel::kTransformer) return transformer_export_files(o);
   std::vector<ExportFile> files;
   auto add = [&](const char* file, const void* data, size_t bytes) {
     files.push_back({file, std::string(static_cast<const char*>(data), bytes)});
