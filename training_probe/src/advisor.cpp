@@ -39,6 +39,24 @@ std::string_view name(Scope scope) {
   return scope == Scope::kIntraNode ? "intra-node" : "inter-node";
 }
 
+double latency_steps(Collective collective, size_t ranks) {
+  if (ranks <= 1) return 0;
+  const double n = static_cast<double>(ranks);
+  switch (collective) {
+    case Collective::kAllReduce:
+      return 2 * std::ceil(std::log2(n));
+    case Collective::kSendRecv:
+      return 1;
+    default:
+      return n - 1;
+  }
+}
+
+double gemm_efficiency(double n, double knee) {
+  if (!(knee > 0)) return 1;
+  return n > 0 ? n / (n + knee) : 0;
+}
+
 namespace {
 
 
@@ -154,26 +172,33 @@ ResolvedCurve resolve_curve(const BandwidthTable& table, Collective collective, 
 }
 
 std::string label(const Layout& l) {
+  std::string settings;
+  if (l.shard > 0 && l.shard < l.dp) settings += fmt::format(" hsdp{}", l.shard);
+  if (l.sp) settings += " sp";
+  if (l.vpp > 1) settings += fmt::format(" vpp{}", l.vpp);
+  if (l.recompute != Recompute::kNone)
+    settings += fmt::format(" recompute={}", name(l.recompute));
   std::vector<std::string> parts;
   if (l.tp > 1) parts.push_back(fmt::format("tp{}", l.tp));
   if (l.pp > 1) parts.push_back(fmt::format("pp{}", l.pp));
   const std::string zero =
       l.zero > 0 ? fmt::format("zero{}{}", l.zero, l.offload ? "+offload" : "") : "";
   if (parts.empty() && l.ep == 1) {
-    if (l.zero > 0) return zero;
-    return l.dp > 1 ? "ddp" : "single";
+    if (l.zero > 0) return zero + settings;
+    return (l.dp > 1 ? "ddp" : "single") + settings;
   }
   if (l.dp > 1 || parts.empty()) parts.push_back(fmt::format("dp{}", l.dp));
   if (l.ep > 1) parts.push_back(fmt::format("ep{}", l.ep));
   std::string out;
   for (const auto& p : parts) out += (out.empty() ? "" : " x ") + p;
   if (!zero.empty()) out += " " + zero;
-  return out;
+  return out + settings;
 }
 
 namespace {
 
 constexpr double kDdpFirstBucket = 1024.0 * 1024;
+constexpr size_t kMaxChunks = 8;  // the interleaved schedule's chunks per rank, at most
 
 // What a layout's arithmetic needs of the model, per kind.
 struct Facts {
@@ -191,10 +216,12 @@ struct Facts {
   double boundary_elements = 0;  // pipeline: one boundary tensor per sample
   double a2a_elements = 0;       // expert parallel: one rank's send buffer per sample
   double a2a_per_moe_layer = 4;  // dispatch and combine, forward and backward
+  double full_recompute_flops = 0, selective_recompute_flops = 0;  // per sample
   // Activations kept for backward per layer per sample, tensor-parallel t.
   double s = 1, h = 0, a = 1, k = 1, width = 0;
   size_t depth = 0;
-  double activation_bytes(size_t t) const {
+  bool flash = false;  // attention without the s^2 scores kept (FlashAttention)
+  double activation_bytes(size_t t, bool sp = false, Recompute rc = Recompute::kNone) const {
     const double tt = static_cast<double>(t);
     if (probe) {
       // ccscope train keeps each layer's input and pre-activation [batch x
@@ -208,14 +235,22 @@ struct Facts {
              static_cast<double>(depth) * element;
     }
     // Korthikanti et al. 2022, "Reducing Activation Recomputation in Large
-    // Transformer Models", eq. 2 (tensor parallel, no sequence parallelism,
-    // no recomputation), 16-bit activations: s b h (10 + 24/t + 5 a s / (h t))
-    // bytes per layer for a micro-batch of b samples. 10 s b h is held whole
-    // on every tensor-parallel rank (layer-norm inputs, dropout masks, the
-    // attention and MLP inputs), the rest is split by t. A mixture of experts
-    // processes each token top_k times: every extra copy adds the MLP's split
-    // part, 16 s b h / t.
-    double per = s * h * (10 + 24 / tt + 5 * a * s / (h * tt));
+    // Transformer Models", 16-bit activations, bytes per layer for a
+    // micro-batch of b samples (Table 2): tensor parallel without sequence
+    // parallelism s b h (10 + 24/t + 5 a s / (h t)) (eq. 2: 10 s b h -- the
+    // layer-norm inputs, dropout masks, the attention and MLP inputs -- held
+    // whole on every tensor-parallel rank, the rest split by t); with
+    // sequence parallelism all of it split, s b h / t (34 + 5 a s / h) (eq.
+    // 4); selective recomputation drops the attention core's 5 a s / h term
+    // (s b h (10 + 24/t), with sequence parallelism 34 s b h / t, eq. 6), and
+    // so does FlashAttention, which keeps no s x s matrix for backward; full
+    // recomputation keeps only each layer's input, 2 s b h (Table 2; split by
+    // t under sequence parallelism, Megatron-LM keeps it sequence-sharded). A
+    // mixture of experts processes each token top_k times: every extra copy
+    // adds the MLP's split part, 16 s b h / t.
+    if (rc == Recompute::kFull) return 2 * s * h / (sp ? tt : 1) * element / 2;
+    const double attention = rc == Recompute::kSelective || flash ? 0 : 5 * a * s / h;
+    double per = sp ? s * h * (34 + attention) / tt : s * h * (10 + 24 / tt + attention / tt);
     if (moe_layers > 0) per += (k - 1) * 16 / tt * s * h;
     return per * element / 2;
   }
@@ -258,6 +293,7 @@ Facts facts_of(const AdvisorModel& m) {
   const double L = static_cast<double>(m.layers);
   f.s = static_cast<double>(m.sequence_length);
   f.h = static_cast<double>(m.hidden);
+  f.flash = m.flash_attention;
   f.a = static_cast<double>(m.heads ? m.heads : std::max<size_t>(1, m.hidden / 128));
   f.psi = m.parameters;
   f.moe_layers = m.experts > 0 ? m.layers : 0;
@@ -271,6 +307,12 @@ Facts facts_of(const AdvisorModel& m) {
   // forward, 12 with backward (Narayanan et al. 2021's 72 B s L h^2 (1 + s /
   // (6h)) without the vocabulary term and without recomputation).
   f.flops_per_sample = f.s * (6 * f.psi_active + 12 * L * f.h * f.s);
+  // Recomputation repeats forward work: full the whole forward (a third of
+  // forward + backward), selective the attention core's QK^T and its product
+  // with V, 4 s^2 h per layer per sample (Korthikanti et al. 2022, section 5;
+  // with FlashAttention that recomputation is inside its backward already).
+  f.full_recompute_flops = f.flops_per_sample / 3;
+  f.selective_recompute_flops = m.flash_attention ? 0 : 4 * L * f.s * f.s * f.h;
   // Megatron-LM: two all-reduces forward (after attention, after the MLP)
   // and two backward per layer, each [b x s x h].
   f.tp_per_layer = 4;
@@ -342,7 +384,10 @@ Timed time_ops(const AdvisorCluster& cluster, Collective c, Scope scope, size_t 
   const ResolvedCurve r = resolve_curve(cluster.bandwidth, c, scope);
   if (!r.curve) return t;
   t.fallback = r.fallback;
-  const double one = operation_seconds(*r.curve, c, op_bytes, ranks);
+  const double one =
+      operation_seconds(*r.curve, c, op_bytes, ranks) +
+      latency_steps(c, ranks) * (scope == Scope::kIntraNode ? cluster.intra_step_latency_s
+                                                            : cluster.inter_step_latency_s);
   t.seconds = one * ops;
   t.last = one;
   t.busbw = one > 0 ? op_bytes * bus_factor(c, ranks) / one / 1e9 : 0;
@@ -442,10 +487,15 @@ std::string validate(const AdvisorModel& model, const AdvisorCluster& c, const A
   if (!(c.host_optimizer_rate > 0)) return "the host optimizer rate must be positive";
   if (!(c.compute_seconds > 0) && !(c.flops_per_rank > 0))
     return "give a compute rate (FLOP/s per rank) or a measured compute time";
+  if (!(c.intra_step_latency_s >= 0) || !(c.inter_step_latency_s >= 0) ||
+      !std::isfinite(c.intra_step_latency_s) || !std::isfinite(c.inter_step_latency_s))
+    return "the step latencies must be 0 or more";
   if (c.ranks > 1 && c.bandwidth.empty())
     return "no bandwidth: give bench records (intra-node and inter-node) or busbw figures";
   if (!(o.bucket_bytes >= 1)) return "the bucket size must be at least 1 byte";
   if (o.min_micro_batch == 0) return "the smallest micro-batch must be at least 1 sample";
+  if (!(o.gemm_knee >= 0) || !std::isfinite(o.gemm_knee))
+    return "the GEMM efficiency's knee must be 0 or more";
   return "";
 }
 
@@ -459,8 +509,18 @@ Estimate estimate(const AdvisorModel& model, const AdvisorCluster& cluster,
   const double t = static_cast<double>(l.tp), p = static_cast<double>(l.pp);
   const double d = static_cast<double>(l.dp), ep = static_cast<double>(l.ep);
   const double m = static_cast<double>(l.micro_batches);
-  // The busiest stage holds ceil(L / p) layers.
-  const double stage_layers = std::ceil(static_cast<double>(f.layers) / p);
+  const double v = static_cast<double>(std::max<size_t>(l.vpp, 1));
+  // Hybrid sharding: ZeRO-2/3 over `shard` data-parallel ranks (HSDP's shard
+  // group, a node's), dp / shard replicas of them.
+  const bool hybrid = l.zero >= 2 && l.shard > 1 && l.shard < l.dp;
+  const size_t shard_ranks = hybrid ? l.shard : l.dp;
+  const size_t replicas = hybrid ? l.dp / l.shard : 1;
+  // The busiest stage holds ceil(L / p) layers; interleaved, v chunks of
+  // ceil(L / (p v)) (uneven chunks, as Llama 3's 126 layers over 16 stages;
+  // Megatron-LM itself wants L a multiple of p v).
+  const double stage_layers =
+      v > 1 ? v * std::ceil(static_cast<double>(f.layers) / (p * v))
+            : std::ceil(static_cast<double>(f.layers) / p);
   const double stage_share = stage_layers / static_cast<double>(f.layers);
   const double stage_moe = static_cast<double>(f.moe_layers) * stage_share;
   const double b = static_cast<double>(model.global_batch) / (d * m);  // samples per micro-batch
@@ -469,12 +529,12 @@ Estimate estimate(const AdvisorModel& model, const AdvisorCluster& cluster,
   const size_t expert_dp = l.dp / l.ep;
 
   // Model states: the ZeRO paper's accounting, the dense parameters sharded
-  // over the data-parallel group, the experts' over the expert-data-parallel
-  // one (dp / ep ranks hold the same experts).
+  // over the data-parallel group (hybrid: the shard group), the experts' over
+  // the expert-data-parallel one (dp / ep ranks hold the same experts).
   const Strategy strategy = zero_strategy(l.zero);
   const size_t words = model.optimizer_words;
   const MemoryFootprint md = expected_memory(strategy, static_cast<size_t>(std::llround(dense)),
-                                             l.dp, model.precision, words);
+                                             shard_ranks, model.precision, words);
   const MemoryFootprint me = expected_memory(strategy, static_cast<size_t>(std::llround(expert)),
                                              expert_dp, model.precision, words);
   MemoryPerRank& mem = e.memory;
@@ -482,7 +542,8 @@ Estimate estimate(const AdvisorModel& model, const AdvisorCluster& cluster,
   mem.gradients = md.gradients + me.gradients;
   mem.optimizer = md.optimizer + me.optimizer;
   // The shard of the optimizer state this rank steps (ZeRO >= 1).
-  const double shard = dense / d + expert / static_cast<double>(expert_dp);
+  const double shard = dense / static_cast<double>(shard_ranks) +
+                       expert / static_cast<double>(expert_dp);
   if (l.offload) {
     if (l.zero == 3) {
       // ZeRO-3 offload (ZeRO-Infinity to CPU): the shards of parameters,
@@ -500,9 +561,15 @@ Estimate estimate(const AdvisorModel& model, const AdvisorCluster& cluster,
   // prefetched, and holds a layer's full gradient until it is reduce-scattered.
   const double layer_params = (dense + expert) / stage_layers;
   if (l.zero == 3) mem.working = 3 * f.element * layer_params;
-  // 1F1B: the first stage holds min(p, m) micro-batches' activations.
-  const double in_flight = l.pp > 1 ? std::min(p, m) : 1;
-  mem.activations = stage_layers * in_flight * b * f.activation_bytes(l.tp);
+  // 1F1B: the first stage holds min(p, m) micro-batches' activations of its
+  // L/p layers; interleaved with v chunks per rank, (1 + (p-1)/(p v)) times
+  // that (Korthikanti et al. 2022, section 4.2.3).
+  double in_flight = l.pp > 1 ? std::min(p, m) : 1;
+  if (l.pp > 1 && v > 1) in_flight *= 1 + (p - 1) / (p * v);
+  mem.activations = stage_layers * in_flight * b * f.activation_bytes(l.tp, l.sp, l.recompute);
+  // Full recomputation rematerialises one layer's activations in backward.
+  if (l.recompute == Recompute::kFull && !f.probe)
+    mem.working += b * f.activation_bytes(l.tp, l.sp, Recompute::kNone);
   const double usable = cluster.gpu_memory_bytes * cluster.usable_memory_fraction;
   e.fits = mem.total() <= usable;
   if (!e.fits)
@@ -518,35 +585,63 @@ Estimate estimate(const AdvisorModel& model, const AdvisorCluster& cluster,
   }
 
   // Compute: the ranks share the global batch's FLOPs evenly; the busiest
-  // stage does ceil(L/p) / (L/p) of its share. Backward is 2/3 of it.
-  const double per_rank = cluster.compute_seconds > 0
-                              ? cluster.compute_seconds / static_cast<double>(n)
-                              : static_cast<double>(model.global_batch) * f.flops_per_sample /
-                                    (static_cast<double>(n) * cluster.flops_per_rank);
+  // stage does ceil(L/p) / (L/p) of its share. Backward is 2/3 of it (of
+  // what recomputation adds, all). A transformer's rate is the large-GEMM
+  // rate x the GEMM-size efficiency of the layout's smallest GEMM dimension:
+  // the micro-batch's tokens or h / t.
+  double flops = f.flops_per_sample;
+  if (l.recompute == Recompute::kFull) flops += f.full_recompute_flops;
+  if (l.recompute == Recompute::kSelective) flops += f.selective_recompute_flops;
+  if (!f.probe)
+    e.gemm_efficiency = gemm_efficiency(std::min(b * f.s, f.h / t), options.gemm_knee);
+  const double per_rank =
+      cluster.compute_seconds > 0
+          ? cluster.compute_seconds / static_cast<double>(n)
+          : static_cast<double>(model.global_batch) * flops /
+                (static_cast<double>(n) * cluster.flops_per_rank * e.gemm_efficiency);
   e.compute_s = per_rank * stage_share * p;
-  const double forward_window = e.compute_s / 3 / m;  // one micro-batch
-  const double backward_window = 2 * e.compute_s / 3 / m;
+  const double extra = flops - f.flops_per_sample;  // recomputation, in backward
+  const double forward_window = e.compute_s * (f.flops_per_sample / 3) / flops / m;
+  const double backward_window = e.compute_s * (2 * f.flops_per_sample / 3 + extra) / flops / m;
 
   // Groups and where they sit (rank = (pp_i dp + dp_i) tp + tp_i).
   const Scope tp_scope = group_scope(1, l.tp, n, node);
   const Scope dp_scope = group_scope(l.tp, l.dp, n, node);
+  const Scope shard_scope = group_scope(l.tp, shard_ranks, n, node);
+  const Scope replica_scope = group_scope(l.tp * shard_ranks, replicas, n, node);
   const Scope pp_scope = group_scope(l.tp * l.dp, l.pp, n, node);
   const Scope ep_scope = group_scope(l.tp, l.ep, n, node);
   const Scope edp_scope = group_scope(l.tp * l.ep, expert_dp, n, node);
 
-  // Tensor parallel: on the critical path, every micro-batch.
+  // Tensor parallel: on the critical path, every micro-batch: Megatron-LM's
+  // 2 all-reduces forward and 2 backward per layer, 2 more when full
+  // recomputation repeats the forward; sequence parallelism turns each into
+  // an all-gather and a reduce-scatter of the same [b s h] (the same bytes
+  // on the wire, Korthikanti et al. 2022 section 4.2.2).
   if (l.tp > 1) {
-    const Timed tp = time_ops(cluster, Collective::kAllReduce, tp_scope, l.tp,
-                              b * f.tp_elements * f.element, m * stage_layers * f.tp_per_layer);
-    e.comm.push_back(part("tp", tp, tp.seconds));
+    const double per_layer =
+        f.tp_per_layer * (l.recompute == Recompute::kFull && !f.probe ? 1.5 : 1);
+    const double ops = m * stage_layers * per_layer;
+    const double bytes = b * f.tp_elements * f.element;
+    if (l.sp) {
+      const Timed ag = time_ops(cluster, Collective::kAllGather, tp_scope, l.tp, bytes, ops);
+      const Timed rs = time_ops(cluster, Collective::kReduceScatter, tp_scope, l.tp, bytes, ops);
+      e.comm.push_back(part("tp", ag, ag.seconds));
+      e.comm.push_back(part("tp", rs, rs.seconds));
+    } else {
+      const Timed tp = time_ops(cluster, Collective::kAllReduce, tp_scope, l.tp, bytes, ops);
+      e.comm.push_back(part("tp", tp, tp.seconds));
+    }
   }
   // Pipeline: each micro-batch's activation forward and gradient backward
-  // across each boundary (a sendrecv each); the ramp's 2 (p-1) transfers are
-  // part of the bubble.
+  // across each boundary (a sendrecv each), v times with v chunks per rank
+  // (Narayanan et al. 2021: the interleaved schedule multiplies the
+  // point-to-point volume by v); the ramp's 2 (p-1) transfers are part of
+  // the bubble.
   double ramp = 0;
   if (l.pp > 1) {
     const Timed pp = time_ops(cluster, Collective::kSendRecv, pp_scope, 2,
-                              b * f.boundary_elements * f.element, 2 * m);
+                              b * f.boundary_elements * f.element, 2 * m * v);
     e.comm.push_back(part("pp", pp, pp.seconds));
     ramp = 2 * (p - 1) * pp.last;
   }
@@ -564,7 +659,7 @@ Estimate estimate(const AdvisorModel& model, const AdvisorCluster& cluster,
     size_t ranks;
     Scope scope;
   };
-  const Group groups[] = {{"dp", dense * f.element, l.dp, dp_scope},
+  const Group groups[] = {{"dp", dense * f.element, shard_ranks, hybrid ? shard_scope : dp_scope},
                           {"edp", expert * f.element, expert_dp, edp_scope}};
   const bool overlap = options.overlap;
   for (const Group& g : groups) {
@@ -578,8 +673,14 @@ Estimate estimate(const AdvisorModel& model, const AdvisorCluster& cluster,
           part(g.name, ar, exposed_under(ar.seconds, ar.last, backward_window, overlap)));
     } else if (l.zero <= 2) {
       // ZeRO-1: gradients reduce-scattered in the last micro-batch's backward;
-      // ZeRO-2: in every micro-batch's. Then the updated shards all-gathered
-      // after the step (exposed).
+      // ZeRO-2: in every micro-batch's -- DeepSpeed's engine
+      // (allreduce_gradients: "ZeRO stage >= 2 communicates during non
+      // gradient accumulation boundaries as well"; stage 1 only at the
+      // boundary), which is what frees the gradients between micro-batches.
+      // Then the updated shards all-gathered, overlapped with the next
+      // step's first forward, bucket by bucket (Megatron-LM's distributed
+      // optimizer with --overlap-param-gather; DeepSpeed's stage 1/2 gather
+      // after the step: --no-overlap).
       Timed rs =
           time_buckets(cluster, Collective::kReduceScatter, g.scope, g.ranks, g.bytes, bucket);
       const double times = l.zero == 2 ? m : 1;
@@ -590,11 +691,13 @@ Estimate estimate(const AdvisorModel& model, const AdvisorCluster& cluster,
       e.comm.push_back(part(g.name, rs, rs_exposed));
       const Timed ag =
           time_buckets(cluster, Collective::kAllGather, g.scope, g.ranks, g.bytes, bucket);
-      e.comm.push_back(part(g.name, ag, ag.seconds));
+      e.comm.push_back(
+          part(g.name, ag, exposed_under(ag.seconds, ag.last, forward_window, overlap)));
     } else {
       // ZeRO-3: per micro-batch, each layer gathered before its forward
       // (prefetched under the previous layer's forward) and before its
-      // backward, its gradient reduce-scattered after it.
+      // backward, its gradient reduce-scattered after it (DeepSpeed and FSDP
+      // alike; FSDP's no_sync would keep unsharded gradients instead).
       const double layer = g.bytes / stage_layers;
       Timed ag = time_ops(cluster, Collective::kAllGather, g.scope, g.ranks, layer, stage_layers);
       Timed rs =
@@ -612,6 +715,18 @@ Estimate estimate(const AdvisorModel& model, const AdvisorCluster& cluster,
       e.comm.push_back(part(g.name, rs, rs_exposed));
     }
   }
+  // Hybrid sharding across the replicas: after each reduce-scatter in the
+  // shard group, the reduced gradient shard all-reduced over the replicas
+  // (PyTorch FSDP's HYBRID_SHARD post-backward hook: every backward, as the
+  // reduce-scatter), in buckets under that micro-batch's backward.
+  if (hybrid && replicas > 1 && dense > 0) {
+    Timed ar = time_buckets(cluster, Collective::kAllReduce, replica_scope, replicas,
+                            dense * f.element / static_cast<double>(shard_ranks), bucket);
+    const double exposed = m * exposed_under(ar.seconds, ar.last, backward_window, overlap);
+    ar.seconds *= m;
+    ar.ops *= m;
+    e.comm.push_back(part("dp", ar, exposed));
+  }
   for (const CommPart& c : e.comm) {
     e.comm_s += c.seconds;
     e.exposed_comm_s += c.exposed_seconds;
@@ -625,8 +740,9 @@ Estimate estimate(const AdvisorModel& model, const AdvisorCluster& cluster,
     e.offload_s = pcie_bytes / (cluster.pcie_GBps * 1e9) + shard / cluster.host_optimizer_rate;
   }
   // 1F1B's bubble, (p-1)/(m+p-1) of the step: (p-1)/m of the compute (pipeline.h's
-  // textbook_bubble), plus the ramp's transfers.
-  if (l.pp > 1) e.bubble_s = e.compute_s * (p - 1) / m + ramp;
+  // textbook_bubble); interleaved with v chunks per rank (p-1)/(v m)
+  // (Narayanan et al. 2021, section 2.2.2); plus the ramp's transfers.
+  if (l.pp > 1) e.bubble_s = e.compute_s * (p - 1) / (v * m) + ramp;
   e.step_s = e.compute_s + e.bubble_s + e.exposed_comm_s + e.offload_s;
   return e;
 }
@@ -637,10 +753,17 @@ struct Shape {
   size_t tp, pp, dp, ep;
   int zero;
   bool offload;
+  size_t shard;  // hybrid sharding's group (0: the whole data-parallel group)
 };
 
-// Candidate shapes (micro-batches chosen later), simplest first so that ties
-// go to the simpler layout.
+// Candidate shapes (micro-batches and settings chosen later), simplest first
+// so that ties go to the simpler layout. ZeRO stages with model parallelism
+// as frameworks run them: with tp alone every stage (Megatron-DeepSpeed's
+// ZeRO-1/2 with tensor slicing, FSDP or ZeRO-3 with tensor parallelism, as
+// OPT-175B); with pp only ZeRO-1 (Megatron-LM's distributed optimizer;
+// DeepSpeed refuses ZeRO-2/3 with its pipeline engine); with ep alone
+// DeepSpeed-MoE's ZeRO-1/2. Hybrid sharding (ZeRO-2/3 over a node's
+// data-parallel ranks, replicated across nodes) without pp and ep.
 std::vector<Shape> shapes(const Facts& f, const AdvisorModel& model, const AdvisorCluster& c,
                           const AdvisorOptions& o) {
   std::vector<Shape> out;
@@ -664,13 +787,19 @@ std::vector<Shape> shapes(const Facts& f, const AdvisorModel& model, const Advis
           for (int z : {1, 2, 3})
             if (dp > 1 || z >= 2) zeros.push_back({z, true});
         } else {
-          // Megatron-LM's distributed optimizer (ZeRO-1) with tp/pp; with ep
-          // alone DeepSpeed-MoE's ZeRO-1/2.
           zeros.push_back({0, false});
           if (dp > 1) zeros.push_back({1, false});
-          if (dp > 1 && tp == 1 && pp == 1) zeros.push_back({2, false});
+          if (dp > 1 && pp == 1 && (ep == 1 || tp == 1)) zeros.push_back({2, false});
+          if (dp > 1 && pp == 1 && ep == 1 && !f.probe) zeros.push_back({3, false});
         }
-        for (auto [z, off] : zeros) out.push_back({tp, pp, dp, ep, z, off});
+        // A node's data-parallel ranks (tp is the fastest index).
+        const size_t local = node % tp == 0 ? node / tp : 0;
+        for (auto [z, off] : zeros) {
+          out.push_back({tp, pp, dp, ep, z, off, 0});
+          if (o.hybrid_shard && z >= 2 && !off && pp == 1 && ep == 1 && local > 1 &&
+              dp > local && dp % local == 0)
+            out.push_back({tp, pp, dp, ep, z, off, local});
+        }
       }
     }
   }
@@ -724,19 +853,47 @@ Advice advise(const AdvisorModel& model, const AdvisorCluster& cluster,
         skipped_dp.push_back(s.dp);
       continue;
     }
-    // The micro-batch count: every divisor of the replica's batch; the
-    // fastest that fits, else the one needing the least memory.
+    // The micro-batch count (every divisor of the replica's batch) and the
+    // settings (recomputation, sequence parallelism with tp, the interleaved
+    // schedule's chunks with pp): the fastest that fits, else the one needing
+    // the least memory; on a tie the first tried (no recomputation before
+    // selective before full, sequence parallelism before none, 1F1B before
+    // interleaving).
     std::optional<Estimate> best;
     const size_t replica = model.global_batch / s.dp;
+    std::vector<Recompute> recomputes = {Recompute::kNone};
+    std::vector<bool> sps = {false};
+    if (!f.probe) {
+      recomputes = options.recompute.empty()
+                       ? std::vector<Recompute>{Recompute::kNone, Recompute::kSelective,
+                                                Recompute::kFull}
+                       : options.recompute;
+      // Under FlashAttention selective recomputation is what the kernel does already.
+      if (model.flash_attention && recomputes.size() > 1)
+        std::erase(recomputes, Recompute::kSelective);
+      if (s.tp > 1) sps = options.sequence_parallel ? std::vector<bool>{true, false}
+                                                    : std::vector<bool>{false};
+    }
+    std::vector<size_t> chunks = {1};
+    // Up to 8 chunks per rank, each of a layer at least; uneven chunks
+    // allowed (the busiest rank takes the ceiling).
+    if (s.pp > 1 && options.interleave && !f.probe)
+      for (size_t v = 2; v <= kMaxChunks && v * s.pp <= f.layers; ++v) chunks.push_back(v);
     for (size_t m : divisors(replica)) {
       if (m > 1 && replica / m < options.min_micro_batch) continue;
-      const Layout l{s.tp, s.pp, s.dp, s.ep, s.zero, s.offload, m};
-      Estimate e = estimate(model, cluster, options, l);
-      const bool better =
-          !best || (e.fits && !best->fits) ||
-          (e.fits == best->fits &&
-           (e.fits ? e.step_s < best->step_s : e.memory.total() < best->memory.total()));
-      if (better) best = std::move(e);
+      for (Recompute rc : recomputes)
+        for (bool sp : sps)
+          for (size_t v : chunks) {
+            // Megatron-LM's interleaved schedule: micro-batches a multiple of pp.
+            if (v > 1 && m % s.pp) continue;
+            const Layout l{s.tp, s.pp, s.dp, s.ep, s.zero, s.offload, m, sp, rc, v, s.shard};
+            Estimate e = estimate(model, cluster, options, l);
+            const bool better =
+                !best || (e.fits && !best->fits) ||
+                (e.fits == best->fits &&
+                 (e.fits ? e.step_s < best->step_s : e.memory.total() < best->memory.total()));
+            if (better) best = std::move(e);
+          }
     }
     if (best) advice.candidates.push_back(std::move(*best));
   }

@@ -36,12 +36,36 @@ expect_usage "use transformer or probe" "${model[@]}" --ranks 8 --kind cnn
 expect_usage "use fp32, bf16 or fp16" "${model[@]}" --ranks 8 --precision fp8 "$intra"
 expect_usage "for --kind probe" "${model[@]}" --ranks 8 --width 64 "$intra"
 expect_usage "top-k 3" "${model[@]}" --ranks 8 --experts 2 --top-k 3 "$intra"
-expect_usage "no bandwidth" "${model[@]}" --ranks 8
 expect_usage "not both" "${model[@]}" --ranks 8 --flops 1e15 --compute-seconds 3 "$intra"
 expect_usage "missing.csv" "${model[@]}" --ranks 8 "$work/missing.csv"
 printf 'hello, this is not a results file\n' >"$work/junk.txt"
 expect_usage "junk.txt" "${model[@]}" --ranks 8 "$work/junk.txt"
 expect_usage "no-such-flag" "${model[@]}" --ranks 8 --no-such-flag
+
+# No records: topo's expected figures (this host's GPUs and ports, or the
+# stated H100 default where it has none), exit 0, and one line says so.
+timeout 60 "$ccscope" advise "${model[@]}" --ranks 16 >"$work/out" 2>"$work/err"
+rc=$?
+[[ $rc == 0 ]] || fail "no records: exit $rc, not 0: $(cat "$work/out" "$work/err")"
+[[ -s $work/err ]] && fail "no records: wrote on stderr: $(cat "$work/err")"
+[[ $(grep -c "^# bandwidth: topo's expected figures for .* (no records given; pass bench records" "$work/out") == 1 ]] ||
+  fail "no records: no line naming the bandwidth's source: $(head -8 "$work/out")"
+grep -q "^# bandwidth: intra-node: every collective at [0-9.]* GB/s busbw, .*(nominal), 5 us per algorithm step" "$work/out" ||
+  fail "no records: no intra-node figure: $(head -8 "$work/out")"
+grep -q "^# bandwidth: inter-node: every collective at [0-9.]* GB/s busbw" "$work/out" ||
+  fail "no records: no inter-node figure: $(head -8 "$work/out")"
+grep -q "^recommended: " "$work/out" || fail "no records: no recommendation: $(tail -5 "$work/out")"
+echo "ok: no records -> $(grep "^# bandwidth: topo's" "$work/out")"
+timeout 60 "$ccscope" advise "${model[@]}" --ranks 16 --json >"$work/advice.json" ||
+  fail "no records --json exited $?"
+python3 - "$work/advice.json" <<'PY' || fail "no records --json: no note of the bandwidth's source"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+assert any(n.startswith("bandwidth: topo's expected figures") for n in doc["notes"]), doc["notes"]
+PY
+expect_usage "use flash or standard" "${model[@]}" --ranks 8 --attention sparse
+expect_usage "use auto, none, selective or full" "${model[@]}" --ranks 8 --recompute some
+expect_usage "not both" "${model[@]}" --ranks 8 --flops 4e14 --mfu 0.5
 
 # The example: 7B on 2 nodes of 8 over 100 Gbit/s.
 timeout 60 "$ccscope" advise "${model[@]}" --ranks 16 "$intra" "$inter" >"$work/out" 2>"$work/err"
@@ -91,7 +115,9 @@ echo "ok: nothing fits -> $(grep '^no recommendation' "$work/out")"
 grep -v '^#  Rank' "$intra" >"$work/nohosts.txt"
 timeout 60 "$ccscope" advise "${model[@]}" --ranks 8 "$work/nohosts.txt" >"$work/out" 2>"$work/err"
 rc=$?
+# Records given but none usable: no bandwidth, not the default (it would hide it).
 [[ $rc == 2 ]] || fail "no node count: exit $rc, not 2 (no bandwidth): $(cat "$work/out" "$work/err")"
+grep -q "no bandwidth" "$work/err" || fail "no node count: $(cat "$work/err")"
 timeout 60 "$ccscope" advise "${model[@]}" --ranks 8 "intra:$work/nohosts.txt" >"$work/out" 2>"$work/err" ||
   fail "intra:FILE exited $?: $(cat "$work/err")"
 grep -q "bandwidth: intra-node all_reduce" "$work/out" || fail "intra:FILE not used: $(cat "$work/out")"

@@ -10,13 +10,19 @@
 // Formulas (each documented where it is computed, advisor.cpp):
 //  - model states: the ZeRO paper's accounting (accounting.h expected_memory),
 //    over Psi / (tp pp) dense parameters and Psi_E / (tp pp ep) expert ones;
-//  - activations: Korthikanti et al. 2022 (no recomputation, no sequence
-//    parallelism) for transformers, the probe's own buffers for `probe`;
+//  - activations: Korthikanti et al. 2022 (recomputation none, selective or
+//    full; sequence parallelism; FlashAttention drops the 5 a s / h term) for
+//    transformers, the probe's own buffers for `probe`;
 //  - compute: 6 Psi_active + 12 L h s FLOPs per token (forward + backward),
-//    or a measured single-rank time divided over the ranks;
+//    plus what recomputation repeats, at the achieved rate times a GEMM-size
+//    efficiency, or a measured single-rank time divided over the ranks;
 //  - communication: nccl-tests' bus bandwidth taken from the measured curve at
 //    each operation's size, time = size x bus factor / busbw;
-//  - pipeline bubble: (p-1) / (m+p-1) of the step (pipeline.h textbook_bubble).
+//  - pipeline bubble: (p-1) / (v m) of the compute (1F1B, v = 1; the
+//    interleaved schedule of Narayanan et al. 2021 with v chunks per rank,
+//    which moves v times the point-to-point volume);
+//  - hybrid sharding (HSDP, ZeRO++'s hierarchical partitioning): ZeRO-2/3
+//    inside a node's data-parallel ranks, replicas across nodes.
 #include <cstddef>
 #include <map>
 #include <optional>
@@ -29,6 +35,8 @@
 #include "ccscope/training_probe/model.h"
 
 namespace ccscope::training_probe {
+
+// Activation recomputation: model.h's Recompute.
 
 // kTransformer: a GPT-style decoder (Megatron-LM's accounting). kProbe:
 // ccscope train's MLP (`depth` linear layers of width x width + bias), so that
@@ -56,6 +64,10 @@ struct AdvisorModel {
   size_t global_batch = 1024;     // samples per optimizer step
   Precision precision = Precision::kBFloat16;
   size_t optimizer_words = 2;  // state_words_per_parameter: Adam 2, SGD with momentum 1
+  // Attention without the s^2 score matrix kept for backward (FlashAttention,
+  // recomputed inside its backward kernel): Korthikanti's 5 a s / h term
+  // drops out. Transformers only.
+  bool flash_attention = true;
 };
 
 // Why the model cannot be advised on ("" when it can).
@@ -128,12 +140,24 @@ struct AdvisorCluster {
   // Parameters per second one rank's CPU optimizer steps (offload; DeepSpeed's
   // CPU Adam is of this order per GPU's share of a node's cores).
   double host_optimizer_rate = 1e9;
-  double flops_per_rank = 0;  // achieved FLOP/s per rank
+  // Achieved FLOP/s per rank on large GEMMs (peak x model FLOP utilisation);
+  // a layout's rate is this x gemm_efficiency(n) of its smallest GEMM
+  // dimension n (AdvisorOptions::gemm_knee).
+  double flops_per_rank = 0;
   // Measured: one rank's compute seconds for the whole global batch (wins over
   // flops_per_rank; `ccscope train --strategy single` for kProbe).
   double compute_seconds = 0;
   BandwidthTable bandwidth;
+  // Latency per algorithm step, added to every operation: all-gather,
+  // reduce-scatter and all-to-all n-1 steps (rings), all-reduce 2 ceil(log2
+  // n) (NCCL's tree where latency matters), sendrecv 1. 0 (the default):
+  // the curves' own latency floor only, measured at their rank count. The
+  // verb sets NCCL's tuning-model figures with topo's expected bandwidth.
+  double intra_step_latency_s = 0;
+  double inter_step_latency_s = 0;
 };
+// The steps above of one operation over `ranks`.
+double latency_steps(Collective collective, size_t ranks);
 
 struct AdvisorOptions {
   bool overlap = true;  // DDP/ZeRO communication overlaps backward (forward: ZeRO-3)
@@ -150,7 +174,21 @@ struct AdvisorOptions {
   double fast_intra_GBps = 50;
   double slow_inter_GBps = 12.5;
   size_t many_layers_per_node = 4;
+  // What the search may choose per layout (each layout at its fastest that
+  // fits): recomputation kinds tried (empty: none, selective, full), sequence
+  // parallelism with tp, interleaved schedules with pp, hybrid sharding.
+  std::vector<Recompute> recompute;
+  bool sequence_parallel = true;
+  bool interleave = true;
+  bool hybrid_shard = true;
+  // The GEMM-size efficiency: a layout's rate is flops_per_rank x n / (n +
+  // gemm_knee), n the smallest of its GEMMs' dimensions (micro-batch tokens,
+  // h / t): small per-rank GEMMs (large tp, short micro-batches) run below
+  // the large-GEMM rate. 0: flat.
+  double gemm_knee = 64;
 };
+// The efficiency above: n / (n + knee), 1 for knee 0.
+double gemm_efficiency(double n, double knee);
 
 // Why the cluster or options cannot be advised on ("" when they can).
 std::string validate(const AdvisorModel& model, const AdvisorCluster& cluster,
@@ -161,18 +199,31 @@ std::string validate(const AdvisorModel& model, const AdvisorCluster& cluster,
 // out of the data-parallel one (ep consecutive dp indices); ZeRO stage 0-3
 // over the data-parallel group (0: DDP), offload: ZeRO-Offload (stage 1/2:
 // optimizer state and its step on the CPU; stage 3: parameters too).
+// Settings chosen per layout with the micro-batch count: sequence
+// parallelism (tp > 1: all-gather and reduce-scatter in place of each
+// all-reduce, the activations outside attention and the MLP split too),
+// activation recomputation, the interleaved schedule's chunks per rank (vpp,
+// pp > 1; Megatron-LM: L divisible by pp vpp, micro-batches by pp), and hybrid
+// sharding: ZeRO-2/3 over `shard` consecutive data-parallel ranks (a node's),
+// the dp / shard replicas all-reducing the gradient shards once per step
+// (0: over the whole data-parallel group).
 struct Layout {
   size_t tp = 1, pp = 1, dp = 1, ep = 1;
   int zero = 0;
   bool offload = false;
   size_t micro_batches = 1;  // gradient accumulation / pipeline micro-batches per step
-  // The same layout, whatever the micro-batch count.
+  bool sp = false;
+  Recompute recompute = Recompute::kNone;
+  size_t vpp = 1;
+  size_t shard = 0;
+  // The same layout, whatever the micro-batch count and the settings.
   bool same_shape(const Layout& other) const {
     return tp == other.tp && pp == other.pp && dp == other.dp && ep == other.ep &&
-           zero == other.zero && offload == other.offload;
+           zero == other.zero && offload == other.offload && shard == other.shard;
   }
 };
-// "ddp", "zero2+offload", "tp8 x pp2 x dp4 zero1", "single".
+// "ddp", "zero2+offload", "tp8 x pp2 x dp4 zero1", "single", "zero3 hsdp8",
+// "tp8 x pp4 x dp12 zero1 sp vpp3 recompute=selective".
 std::string label(const Layout& layout);
 
 // One kind of communication of a layout, per step on the busiest rank.
@@ -191,7 +242,9 @@ struct CommPart {
 
 struct MemoryPerRank {
   double parameters = 0, gradients = 0, optimizer = 0;  // model states on the GPU
-  double working = 0;      // ZeRO-3's gathered layers (two, prefetch) and one layer's gradient
+  // ZeRO-3's gathered layers (two, prefetch) and one layer's gradient; full
+  // recomputation: one layer's activations rematerialised in backward.
+  double working = 0;
   double activations = 0;  // kept for backward, the micro-batches in flight
   double host = 0;         // offloaded states in host memory
   double model_states() const { return parameters + gradients + optimizer; }
@@ -203,7 +256,8 @@ struct Estimate {
   MemoryPerRank memory;
   bool fits = false;     // GPU memory (and host memory when known)
   std::string why_not;   // "" or what does not fit
-  double compute_s = 0;  // the busiest stage's forward + backward
+  double compute_s = 0;  // the busiest stage's forward + backward (+ recomputation)
+  double gemm_efficiency = 1;  // of the large-GEMM rate (flops_per_rank)
   double bubble_s = 0;   // pipeline fill and drain (with the ramp's transfers)
   double comm_s = 0;     // every operation's time
   double exposed_comm_s = 0;
