@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <string>
 
@@ -19,6 +20,7 @@
 #include "ccscope/training_probe/data.h"
 #include "ccscope/training_probe/equivalence.h"
 #include "ccscope/training_probe/parallel_trainer.h"
+#include "ccscope/training_probe/train_setup.h"
 #include "ccscope/training_probe/trainer.h"
 
 namespace ccscope::training_probe {
@@ -463,6 +465,85 @@ TEST(TransformerEngine, TensorParallelMatchesOneRank) {
     }
     if (!c.fault) EXPECT_NEAR(results[0].steps.back().tp_bytes, expected, 1e-6 * expected);
   }
+}
+
+// ------------------------------------------------------------ the settings
+
+std::string problem_of(TrainSettings s) {
+  TrainOptions o;
+  return options_from_settings(s, o, 0);
+}
+
+TEST(TransformerSettings, ShapeFromTheFlagsAndRefusalsInOneLine) {
+  TrainSettings s;
+  s.model = "transformer";
+  TrainOptions o;
+  ASSERT_EQ(options_from_settings(s, o, 0), "");
+  EXPECT_EQ(o.model, TrainedModel::kTransformer);
+  EXPECT_EQ(o.transformer.hidden, 64u);  // --width not given: the transformer's default
+  EXPECT_EQ(o.transformer.layers, 2u);
+  s.width = 96;
+  s.width_given = true;
+  s.depth = 3;
+  s.depth_given = true;
+  s.heads = 6;
+  s.recompute = "selective";
+  ASSERT_EQ(options_from_settings(s, o, 0), "");
+  EXPECT_EQ(o.transformer.hidden, 96u);
+  EXPECT_EQ(o.transformer.layers, 3u);
+  EXPECT_EQ(o.transformer.heads, 6u);
+  EXPECT_EQ(o.recompute, Recompute::kSelective);
+  EXPECT_EQ(model_parameters(o), transformer_parameter_count(o.transformer));
+  for (const char* strategy : {"pp", "ep", "3d"}) {
+    TrainSettings t;
+    t.model = "transformer";
+    t.strategy = strategy;
+    EXPECT_NE(problem_of(t).find("built for the MLP only"), std::string::npos) << strategy;
+  }
+  TrainSettings t;
+  t.model = "transformer";
+  t.sequence_parallel = true;  // with ddp
+  EXPECT_NE(problem_of(t).find("needs --strategy tp"), std::string::npos);
+  t = TrainSettings{};
+  t.heads = 8;  // the MLP
+  EXPECT_NE(problem_of(t).find("need --model transformer"), std::string::npos);
+  t = TrainSettings{};
+  t.model = "transformer";
+  t.heads = 5;  // 64 does not divide into 5
+  EXPECT_NE(problem_of(t).find("does not divide into 5 heads"), std::string::npos);
+  t.model = "gpt";
+  EXPECT_NE(problem_of(t).find("use mlp or transformer"), std::string::npos);
+  t = TrainSettings{};
+  t.model = "transformer";
+  t.recompute = "some";
+  EXPECT_NE(problem_of(t).find("none, selective or full"), std::string::npos);
+}
+
+// Heads that do not split over the tensor degree are refused when the layout is known.
+TEST(TransformerSettings, TensorDegreeMustSplitTheHeads) {
+  TrainOptions o = transformer_options(Strategy::kTensor);
+  o.parallel.tp = 3;  // 4 heads
+  EXPECT_NE(validate_parallel(o, 3).find("4 heads do not split over 3"), std::string::npos);
+  o.parallel.tp = 4;
+  EXPECT_EQ(validate_parallel(o, 4), "");
+  o.sequence_parallel = true;
+  o.transformer.seq_len = 6;  // over 4
+  EXPECT_NE(validate_parallel(o, 4).find("--seq-len 6"), std::string::npos);
+}
+
+TEST(TransformerSettings, ExportHoldsTheModelsFiles) {
+  TrainOptions o = transformer_options(Strategy::kSingle);
+  std::map<std::string, std::string> files;
+  for (ExportFile& f : export_files(o)) files[f.name] = std::move(f.bytes);
+  const size_t samples = dataset_size(o);
+  EXPECT_EQ(files.at("initial_parameters.f32").size(),
+            4 * transformer_parameter_count(o.transformer));
+  EXPECT_EQ(files.at("sequences.i64").size(), 8 * samples * (o.transformer.seq_len + 1));
+  EXPECT_EQ(files.at("batches.i64").size(), 8 * o.steps * o.global_batch);
+  EXPECT_NE(files.at("model.json").find("\"model\": \"transformer\""), std::string::npos);
+  // The parameters are the initial vector, in its order.
+  const std::vector<float> p = transformer_initial_parameters(o.transformer, o.seed);
+  EXPECT_EQ(std::memcmp(files.at("initial_parameters.f32").data(), p.data(), p.size() * 4), 0);
 }
 
 }  // namespace
