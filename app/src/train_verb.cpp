@@ -181,6 +181,7 @@ void print_results(const TrainOptions& options, size_t ranks, bool weak, const R
   }
   if (m.equivalence) std::printf("# %s\n", m.equivalence->summary().c_str());
   if (m.equivalence64) std::printf("# %s\n", m.equivalence64->summary().c_str());
+  if (m.gradient_check) std::printf("# %s\n", m.gradient_check->summary().c_str());
   if (m.scaling && ranks > 1)
     std::printf("# %s scaling against 1 rank: speed-up %.2f, efficiency %.1f%%\n",
                 weak ? "weak" : "strong", m.scaling->speedup, 100 * m.scaling->efficiency);

@@ -133,11 +133,16 @@ const TrainRunKind& train_run_kind() {
           member_field<R, &R::loss_tolerance>("loss_tolerance", "",
                                               "the relative difference allowed for equivalence"),
           member_field<R, &R::loss_equivalent>("loss_equivalent", "",
-                                               "1 when loss_max_rel_diff and loss_f64_max_rel_diff are within loss_tolerance"),
+                                               "1 when loss_max_rel_diff and loss_f64_max_rel_diff are within loss_tolerance and grad_max_rel_diff within its own"),
           member_field<R, &R::loss_f64_max_rel_diff>(
               "loss_f64_max_rel_diff", "",
               "largest relative difference of a step's loss from the independent float64 "
               "reference (reference64.h); empty without --check-loss or where it does not apply"),
+          member_field<R, &R::grad_max_rel_diff>(
+              "grad_max_rel_diff", "",
+              "the first applied step's gradients (reduced, unscaled, clipped) against single's, "
+              "the largest layer's normwise relative difference; empty where the strategy does "
+              "not gather them (tp, pp, 3d, ep)"),
           member_field<R, &R::loss_f64_steps>(
               "loss_f64_steps", "",
               "steps compared with the float64 reference: all, or up to the first step whose "

@@ -1,5 +1,6 @@
 #include "engine.h"
 
+#include <optional>
 #include <stdexcept>
 
 namespace ccscope::training_probe {
@@ -165,6 +166,9 @@ class Engine {
     }
     result.memory = strategy_->memory();
     result.final_parameters = strategy_->final_parameters();
+    result.first_gradients = std::move(first_gradients_);
+    result.first_gradients_step = first_gradients_step_.value_or(0);
+    result.first_grad_norms = first_norms_;
     return result;
   }
 
@@ -185,6 +189,13 @@ class Engine {
     f.loss = strategy_->global_loss(local_loss);
     strategy_->add_figures(f);
     if (state_.options.check_consistency) f.consistent = strategy_->consistent();
+    if (state_.options.capture_first_gradients && applied_ && !first_gradients_step_) {
+      first_gradients_ = strategy_->gathered_gradients(applied_gradients_);
+      first_gradients_step_ = step;
+      // The norm clipping scaled by, as each rank computed it.
+      first_norms_ = {state_.reduce(f.grad_norm, ReduceOp::kMin),
+                      state_.reduce(f.grad_norm, ReduceOp::kMax)};
+    }
     state_.comm.take();  // the loss and the checks are not the step's
     return f;
   }
@@ -192,17 +203,25 @@ class Engine {
   // After backward: fp16's overflow check and unscaling, clipping, the optimizer.
   void update(StepFigures& f) {
     const ReducedGradients g = strategy_->reduce_gradients(f);
+    applied_ = false;
     const StepEnd end{
         state_.precision, state_.options, state_.scaler,
         [this, &g](double v) { return g.disjoint ? state_.reduce(v, ReduceOp::kSum) : v; },
         [this](double v) { return state_.reduce(v, ReduceOp::kMax); }};
     if (!end.prepare(g.values, g.unique, f)) return;
     strategy_->apply(g.values, ++applied_steps_, f);
+    applied_ = true;
+    applied_gradients_ = g.values;  // still held until the next step zeroes them
   }
 
   EngineState state_;
   std::unique_ptr<StrategyHooks> strategy_;
   size_t applied_steps_ = 0;
+  bool applied_ = false;                  // this step reached the optimizer
+  std::span<const float> applied_gradients_;  // what it took
+  std::vector<float> first_gradients_;
+  std::optional<size_t> first_gradients_step_;
+  std::pair<double, double> first_norms_{0, 0};
 };
 
 }  // namespace

@@ -122,6 +122,10 @@ class StrategyHooks {
   virtual MemoryFootprint memory() const = 0;
   // The full parameters on every rank (empty where the strategy does not gather them).
   virtual std::vector<float> final_parameters() { return {}; }
+  // `reduced` (reduce_gradients' values, as the optimizer took them) whole on
+  // every rank: a collective where they are sharded; empty where the strategy
+  // does not gather them.
+  virtual std::vector<float> gathered_gradients(std::span<const float> /*reduced*/) { return {}; }
 };
 
 // What most strategies hold: this rank's parameters in the compute format at

@@ -61,6 +61,11 @@ class DataParallel : public LocalModel {
     return s_.reduce(hash, ReduceOp::kMin) == s_.reduce(hash, ReduceOp::kMax);
   }
   std::vector<float> final_parameters() override { return params_; }
+  // Every rank holds them whole (single, DDP, ZeRO-1's full gradients are
+  // reduced only in this rank's shard: Sharded gathers).
+  std::vector<float> gathered_gradients(std::span<const float> reduced) override {
+    return {reduced.begin(), reduced.end()};
+  }
 
  protected:
   // Besides the layer hooks: the step's start.
@@ -189,6 +194,14 @@ class Sharded : public DataParallel {
   void apply(std::span<const float> gradients, size_t step, StepFigures&) override {
     s_.optimizer->step(master_, gradients, step);
     after_optimizer();
+  }
+  // Each unit's reduced chunk all-gathered into the whole vector.
+  std::vector<float> gathered_gradients(std::span<const float> reduced) override {
+    std::vector<float> whole(psi_);
+    for (size_t k = 0; k < units_.size(); ++k)
+      all_gather_unit(k, reduced.data() + unit_offsets_[k], whole.data() + units_[k].unit.begin);
+    s_.comm.wait_all();
+    return whole;
   }
 
  protected:

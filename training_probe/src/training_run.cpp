@@ -1,6 +1,8 @@
 // measure_run and run_plan: see ccscope/training_probe/training_run.h.
 #include "ccscope/training_probe/training_run.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -178,6 +180,36 @@ std::vector<records::TrainRankRecord> gather_rank_records(Communicator& comm,
   return gathered;
 }
 
+std::optional<GradientCheck> check_first_gradients(const TrainOptions& options,
+                                                   const TrainResult& run,
+                                                   const TrainResult& single) {
+  if (run.first_gradients.empty() || single.first_gradients.empty()) return std::nullopt;
+  std::vector<std::pair<size_t, size_t>> units;
+  if (run.first_gradients.size() == parameter_count(options.shape))
+    for (const LayerSlice& l : layer_slices(options.shape)) units.emplace_back(l.begin(), l.end());
+  GradientCheck g = compare_gradients(run.first_gradients, single.first_gradients, units,
+                                      gradient_tolerance(options.precision));
+  g.step = run.first_gradients_step;
+  if (g.step != single.first_gradients_step) {  // fp16 skipped other steps
+    g.equivalent = false;
+    g.note = fmt::format("single's first applied step was {}", single.first_gradients_step);
+  }
+  // Clipping's norm on every rank against single's: a rank clipping by a norm
+  // of its own (per shard) shows here even where clipping did not act.
+  const double reference = single.first_grad_norms.second;
+  if (options.grad_clip && reference > 0) {
+    const auto [low, high] = run.first_grad_norms;
+    const double off =
+        std::max(std::abs(low - reference), std::abs(high - reference)) / reference;
+    if (!(off <= g.tolerance)) {
+      g.equivalent = false;
+      g.note = fmt::format("clipping's global norm {:.4g} to {:.4g} over ranks, single's {:.4g}",
+                           low, high, reference);
+    }
+  }
+  return g;
+}
+
 RunMeasurement measure_run(const World& world, const RunRequest& q, const RunHooks& hooks) {
   const TrainOptions& options = q.options;
   const size_t ranks = q.ranks;
@@ -325,6 +357,13 @@ RunMeasurement measure_run(const World& world, const RunRequest& q, const RunHoo
     r.loss_equivalent = m.equivalence->equivalent;
     m.checks_pass = m.checks_pass && m.equivalence->equivalent;
   }
+  if (q.single)
+    if (std::optional<GradientCheck> g = check_first_gradients(options, result, *q.single)) {
+      r.grad_max_rel_diff = g->max_relative_difference;
+      r.loss_equivalent = r.loss_equivalent.value_or(true) && g->equivalent;
+      m.checks_pass = m.checks_pass && g->equivalent;
+      m.gradient_check = std::move(g);
+    }
   if (q.check_reference64 && reference64_unsupported(options).empty()) {
     std::vector<bool> skipped;
     for (const StepFigures& f : result.steps) skipped.push_back(f.skipped);
@@ -349,13 +388,14 @@ RunMeasurement measure_run(const World& world, const RunRequest& q, const RunHoo
 bool run_plan(const World& world, const TrainPlan& plan, const PlanHooks& hooks) {
   const bool leader = world.rank() == 0;
   // The single-rank references (by global batch), computed on rank 0 while the others wait.
-  std::map<size_t, std::vector<double>> references;
+  std::map<size_t, std::shared_ptr<const TrainResult>> references;
   if (plan.check_loss && leader) {
     for (size_t k : plan.rank_counts) {
-      const TrainOptions o = options_at(plan, k);
+      TrainOptions o = options_at(plan, k);
+      o.capture_first_gradients = true;
       if (references.count(o.global_batch)) continue;
-      references[o.global_batch] =
-          losses(is_model_parallel(o.strategy) ? train_parallel_single(o) : train_single(o));
+      references[o.global_batch] = std::make_shared<const TrainResult>(
+          is_model_parallel(o.strategy) ? train_parallel_single(o) : train_single(o));
     }
   }
   // Ranks sitting a run out wait as long as a run may last: every step's
@@ -368,12 +408,15 @@ bool run_plan(const World& world, const TrainPlan& plan, const PlanHooks& hooks)
   for (size_t k : plan.rank_counts) {
     RunRequest q;
     q.options = options_at(plan, k);
+    q.options.capture_first_gradients = plan.check_loss;  // every rank: the gather is collective
     q.ranks = k;
     q.weak = plan.weak;
     q.yielding_waits = plan.yielding_waits;
     q.run_id = run_id(q.options, k, plan.weak);
-    if (auto it = references.find(q.options.global_batch); it != references.end())
-      q.reference = it->second;
+    if (auto it = references.find(q.options.global_batch); it != references.end()) {
+      q.reference = losses(*it->second);
+      q.single = it->second;
+    }
     q.check_reference64 = plan.check_loss && leader;
     q.one_rank_step_s = one_rank_step_s;
     RunHooks run_hooks;

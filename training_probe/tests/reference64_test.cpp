@@ -136,3 +136,81 @@ TEST(Reference64, SaysWhatItDoesNotModel) {
 
 }  // namespace
 }  // namespace ccscope::training_probe
+
+#include "ccscope/training_probe/training_run.h"
+
+namespace ccscope::training_probe {
+namespace {
+
+// The faults the float32 loss check sees, seen in bf16 and fp16 too, where
+// they move the loss by less than the format's rounding: the first step's
+// gradients against single's (an unreduced bucket, sums for averages) and
+// clipping's norm on each rank (per-shard clipping, even where it did not act).
+TEST(GradientCheck, SixteenBitRunsSeeTheFaultsFloat32Sees) {
+  struct Case {
+    const char* what;
+    Strategy strategy;
+    Faults faults;
+  };
+  Faults none, summed, unreduced, per_shard;
+  summed.sum_not_average = true;
+  unreduced.unreduced_bucket = 1;
+  per_shard.clip_per_shard = true;
+  const Case cases[] = {
+      {"clean ddp", Strategy::kDdp, none},
+      {"clean zero1", Strategy::kZero1, none},
+      {"clean zero3", Strategy::kZero3, none},
+      {"gradients summed", Strategy::kDdp, summed},
+      {"one bucket never reduced", Strategy::kDdp, unreduced},
+      {"one bucket never reduced (ZeRO-2)", Strategy::kZero2, unreduced},
+      {"clipping norm per shard (ZeRO-2)", Strategy::kZero2, per_shard},
+      {"clipping norm per shard (ZeRO-3)", Strategy::kZero3, per_shard},
+  };
+  for (Precision precision : {Precision::kFloat32, Precision::kBFloat16, Precision::kFloat16}) {
+    for (const Case& c : cases) {
+      TrainOptions o;
+      o.shape = {24, 3, Activation::kRelu};
+      o.global_batch = 24;
+      o.steps = 3;
+      o.precision = precision;
+      o.optimizer.kind = OptimizerKind::kAdam;
+      o.optimizer.lr = 0.01;
+      o.grad_clip = 10.0;  // never acts: the per-shard norm still shows
+      o.bucket_bytes = 1200;
+      o.first_bucket_bytes = 400;
+      o.capture_first_gradients = true;
+      o.timeout = std::chrono::seconds(20);
+      o.strategy = c.strategy;
+      o.faults = c.faults;
+      TrainResult run;
+      InProcessTransport::run(2, [&](PointToPoint& p2p) {
+        auto comm = make_ring_communicator(p2p);
+        TrainResult r = train(*comm, o);
+        if (p2p.rank() == 0) run = std::move(r);
+      });
+      const TrainResult single = train_single(o);
+      const std::optional<GradientCheck> check = check_first_gradients(o, run, single);
+      ASSERT_TRUE(check) << c.what;
+      const bool clean = c.faults.unreduced_bucket == std::nullopt && !c.faults.sum_not_average &&
+                         !c.faults.clip_per_shard;
+      EXPECT_EQ(check->equivalent, clean)
+          << name(precision) << ", " << c.what << ": " << check->summary();
+    }
+  }
+}
+
+TEST(GradientCheck, ComparesLayerByLayer) {
+  const std::vector<float> reference = {1, 1, 1, 1, 100, 100, 100, 100};
+  std::vector<float> run = reference;
+  run[0] = 2;  // small beside the whole vector's norm, all of its layer's
+  const std::vector<std::pair<size_t, size_t>> layers = {{0, 4}, {4, 8}};
+  const GradientCheck by_layer = compare_gradients(run, reference, layers, 0.1);
+  EXPECT_FALSE(by_layer.equivalent);
+  EXPECT_EQ(by_layer.worst_unit, 0u);
+  EXPECT_NEAR(by_layer.max_relative_difference, 0.5, 1e-12);
+  EXPECT_TRUE(compare_gradients(run, reference, {}, 0.1).equivalent);
+  EXPECT_FALSE(compare_gradients(run, std::vector<float>(3), {}, 0.1).equivalent);
+}
+
+}  // namespace
+}  // namespace ccscope::training_probe

@@ -79,6 +79,7 @@ struct TrainRunRecord {
   std::optional<bool> loss_equivalent;
   std::optional<double> loss_f64_max_rel_diff;  // against the float64 reference
   std::optional<int64_t> loss_f64_steps;        // steps compared with it (up to a ReLU kink)
+  std::optional<double> grad_max_rel_diff;      // the first step's gradients against single's
   std::optional<double> speedup;     // T(1) / T(N) (strong) or N T(1) / T(N) in samples/s (weak)
   std::optional<double> efficiency;  // T(1) / (N T(N)) strong, T(1) / T(N) weak
 };

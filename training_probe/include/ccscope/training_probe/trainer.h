@@ -92,6 +92,10 @@ struct TrainOptions {
   LossScalerOptions loss_scaler;    // fp16 only
   std::chrono::milliseconds timeout{std::chrono::minutes(5)};  // any one wait
   bool check_consistency = false;  // after each step, compare parameters across ranks
+  // --check-loss: keep the first applied step's gradients as the optimizer saw
+  // them (reduced, unscaled, clipped), gathered whole on every rank, and the
+  // global norm clipping used there, as the ranks computed it.
+  bool capture_first_gradients = false;
   // Called (from the training thread) when a communication wait times out,
   // before anything is unwound: the verb ends the job there (MPI_Abort), since
   // the communication thread is still inside the backend. Unset: TimeoutError.
@@ -147,6 +151,11 @@ struct TrainResult {
   size_t communicated_elements = 0;     // Psi padded as the strategy pads it
   MemoryFootprint memory;               // bytes this rank held for the three
   std::vector<float> final_parameters;  // gathered, on every rank
+  // capture_first_gradients: those gradients and their step (empty where the
+  // strategy does not gather them: tp, pp, 3d, ep).
+  std::vector<float> first_gradients;
+  size_t first_gradients_step = 0;
+  std::pair<double, double> first_grad_norms{0, 0};  // smallest and largest over ranks
 };
 
 // Each step's loss, in step order (the curve compare_losses takes).

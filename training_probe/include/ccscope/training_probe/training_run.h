@@ -7,6 +7,7 @@
 // prints and writes them.
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,6 +24,13 @@
 
 namespace ccscope::training_probe {
 
+// The first applied step's gradients of `run` against `single`'s (options'
+// precision's tolerance, layer by layer for the MLP), and clipping's norm on
+// every rank against single's; nullopt where either did not gather them.
+std::optional<GradientCheck> check_first_gradients(const TrainOptions& options,
+                                                   const TrainResult& run,
+                                                   const TrainResult& single);
+
 struct RunRequest {
   TrainOptions options;
   size_t ranks = 1;  // the world's first `ranks` ranks (model-parallel: the whole world)
@@ -31,6 +39,8 @@ struct RunRequest {
   std::string run_id;
   std::optional<std::vector<double>> reference;  // rank 0: one rank's loss curve
   bool check_reference64 = false;  // rank 0: also against the float64 reference (reference64.h)
+  // rank 0: the one-rank run (its first gradients, TrainResult::first_gradients)
+  std::shared_ptr<const TrainResult> single;
   double one_rank_step_s = 0;  // rank 0: the 1-rank run's median step; 0 when none ran
 };
 
@@ -62,6 +72,7 @@ struct RunMeasurement {
   std::optional<size_t> inconsistent_after_step;  // --check-consistency: parameters differed
   std::optional<EquivalenceResult> equivalence;   // rank 0, with a reference
   std::optional<EquivalenceResult> equivalence64;  // rank 0, against the float64 reference
+  std::optional<GradientCheck> gradient_check;     // rank 0, with reference gradients
   std::optional<Scaling> scaling;                 // rank 0, against the 1-rank run
   // Model-parallel runs: token assignments over the run (warm-up included),
   // all ranks' (ep; every rank holds the sums).
