@@ -5,9 +5,15 @@
    under mpiexec with --loss-strategy) writes the model, its initial
    parameters, the data and every step's global batch; PyTorch trains the same
    nn.Linear stack from the same weights on the same batches with the same
-   optimizer, and the two loss curves are compared step by step (exit 1 past
-   --tolerance). PyTorch in float64 runs beside them: how far PyTorch's own
-   float32 curve strays from it is the size of float32 rounding.
+   optimizer, gradient accumulation (the micro-batches' mean) and clipping
+   (clip_grad_norm_), and the two loss curves are compared step by step (exit 1
+   past --tolerance). PyTorch in float64 runs beside them: how far PyTorch's own
+   float32 curve strays from it is the size of float32 rounding. With relu, a
+   hidden unit's input within float32's rounding of 0 (a "kink") lets float32
+   runs take either branch and part by chance; the comparison names the first
+   such step and holds the curves to the tolerance up to it. --matrix runs
+   every strategy against PyTorch with weight decay, accumulation and active
+   clipping, alone and together (tanh: no kinks, so the whole curve counts).
 2. Speed: PyTorch DistributedDataParallel on CPU over gloo (one process and
    one thread per rank, default 25 MB buckets), its steps timed normally and
    under ddp.no_sync() (the compute-only step) in turn, alternated with
@@ -48,6 +54,10 @@ except ImportError:  # pragma: no cover - the wrapper checks first
 
 REPO = Path(__file__).resolve().parents[2]
 PROG = "compare-with-pytorch"
+STRATEGIES = ["single", "ddp", "zero1", "zero2", "zero3", "tp", "pp", "3d"]
+# A ReLU input closer to 0 than this fraction of its layer's rms may take the
+# other branch in float32 (ccscope's reference64.cpp uses the same margin).
+KINK_FRACTION = 1e-6
 
 
 # ---------------------------------------------------------------- arguments
@@ -73,9 +83,11 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--workdir", help="keep exports and CSVs here (default: a temporary folder)")
 
     g = p.add_argument_group("loss comparison (PyTorch trains one process on each global batch)")
-    g.add_argument("--loss-strategy", default="single",
-                   choices=["single", "ddp", "zero1", "zero2", "zero3"],
+    g.add_argument("--loss-strategy", default="single", choices=STRATEGIES,
                    help="ccscope's strategy (default single; others run under mpiexec)")
+    g.add_argument("--matrix", action="store_true",
+                   help="every strategy x (weight decay, micro-batches, clipping, all three) "
+                   "against PyTorch, tanh, AdamW; one row each")
     g.add_argument("--loss-ranks", type=int, default=2, help="ranks for a strategy other than single")
     g.add_argument("--steps", type=int, default=100, help="training steps (default 100)")
     g.add_argument("--loss-width", type=int, default=256)
@@ -88,6 +100,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     g.add_argument("--momentum", type=float, default=None, help="SGD; default: ccscope's")
     g.add_argument("--weight-decay", type=float, default=None, help="default: ccscope's")
     g.add_argument("--seed", type=int, default=None, help="default: ccscope's")
+    g.add_argument("--micro-batches", type=int, default=None,
+                   help="gradient accumulation steps (default: ccscope's, 1)")
+    g.add_argument("--grad-clip", type=float, default=None,
+                   help="max global gradient norm (default: none)")
     g.add_argument("--tolerance", type=float, default=1e-4,
                    help="largest allowed relative loss difference (default 1e-4)")
     g.add_argument("--show", type=int, default=10, help="loss rows to print (default 10)")
@@ -191,7 +207,8 @@ def read_export(d: Path) -> dict:
 
 
 def fabricate_export(d: Path, width: int, depth: int, batch: int, steps: int,
-                     optimizer: str, activation: str, lr: float | None, seed: int) -> None:
+                     optimizer: str, activation: str, lr: float | None, seed: int,
+                     micro_batches: int = 1, grad_clip: float | None = None) -> None:
     """What `ccscope train --export` writes, from NumPy: nn.Linear-like initial
     weights, a tanh teacher's targets, DistributedSampler-style epochs."""
     rng = np.random.default_rng(seed)
@@ -216,8 +233,8 @@ def fabricate_export(d: Path, width: int, depth: int, batch: int, steps: int,
            "momentum": 0.9, "beta1": 0.9, "beta2": 0.999, "eps": 1e-8,
            "weight_decay": 0.01 if optimizer == "adamw" else 0.0}
     meta = {"width": width, "depth": depth, "activation": activation, "optimizer": opt,
-            "global_batch": batch, "steps": steps, "samples": samples, "seed": seed,
-            "precision": "fp32"}
+            "global_batch": batch, "micro_batches": micro_batches, "grad_clip": grad_clip,
+            "steps": steps, "samples": samples, "seed": seed, "precision": "fp32"}
     (d / "model.json").write_text(json.dumps(meta, indent=1))
     params.tofile(d / "initial_parameters.f32")
     x.tofile(d / "inputs.f32")
@@ -265,6 +282,9 @@ def numpy_reference_losses(exp: dict) -> list[float]:
             grad[ws] = (dy.T @ acts[l]).ravel()
             grad[bs] = dy.sum(axis=0)
             dy = dy @ flat[ws].reshape(w, w)
+        if meta.get("grad_clip"):  # clip_grad_norm_: max_norm / (norm + 1e-6), at most 1
+            norm = float(np.sqrt(np.sum(grad.astype(np.float64) ** 2)))
+            grad = (grad * f32(min(1.0, meta["grad_clip"] / (norm + 1e-6)))).astype(np.float32)
         if o["kind"] == "sgd":
             g = grad + wd * flat if wd else grad
             m = g.copy() if step == 1 else f32(o["momentum"]) * m + g
@@ -321,21 +341,50 @@ def torch_losses(exp: dict, dtype=None) -> list[float]:
     meta = exp["meta"]
     if meta.get("precision", "fp32") != "fp32":
         raise SystemExit(f"{PROG}: only fp32 exports compare (this one is {meta['precision']})")
+    return torch_run(exp, dtype)["losses"]
+
+
+def torch_run(exp: dict, dtype=None) -> dict:
+    """PyTorch's losses and, per step, the smallest |ReLU input| relative to its
+    layer's rms (inf for tanh): gradient accumulation over the export's
+    micro-batches (each micro-batch's mean loss / micro-batches, as a training
+    loop with accumulation writes it), then clip_grad_norm_, then the optimizer."""
+    meta = exp["meta"]
     dtype = dtype or torch.float32
+    micro = int(meta.get("micro_batches", 1))
+    clip = meta.get("grad_clip")
     model = build_mlp(meta["width"], meta["depth"], meta["activation"]).to(dtype)
     load_flat(model, exp["params"])
     opt = make_optimizer(model.parameters(), meta["optimizer"])
     inputs = torch.from_numpy(exp["inputs"]).to(dtype)
     targets = torch.from_numpy(exp["targets"]).to(dtype)
-    losses = []
+    margins: list[float] = []
+    hidden = [layer for layer in list(model)[:-1] if isinstance(layer, nn.Linear)]
+
+    def watch(_module, _inputs, out):
+        rms = out.detach().pow(2).mean().sqrt().item()
+        if rms > 0:
+            margins.append(out.detach().abs().min().item() / rms)
+
+    if meta["activation"] == "relu":
+        for layer in hidden:
+            layer.register_forward_hook(watch)
+    losses, kinks = [], []
     for idx in exp["batches"]:
-        i = torch.from_numpy(idx)
+        margins.clear()
         opt.zero_grad()
-        loss = F.mse_loss(model(inputs[i]), targets[i])
-        loss.backward()
+        total = 0.0
+        for part in np.split(idx, micro):
+            i = torch.from_numpy(part)
+            loss = F.mse_loss(model(inputs[i]), targets[i]) / micro
+            loss.backward()
+            total += loss.item()
+        if clip:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
         opt.step()
-        losses.append(loss.item())
-    return losses
+        losses.append(total)
+        kinks.append(min(margins) if margins else float("inf"))
+    return {"losses": losses, "kink_margins": kinks}
 
 
 # ---------------------------------------------------------------- loss comparison
@@ -344,12 +393,18 @@ def relative(a: float, b: float) -> float:
     return abs(a - b) / max(abs(b), 1e-30)
 
 
+def first_kink(margins: list[float]) -> int | None:
+    return next((s for s, m in enumerate(margins) if m < KINK_FRACTION), None)
+
+
 def compare_losses(name: str, theirs: list[float], ours: list[float], exact: list[float],
-                   tolerance: float, show: int) -> bool:
+                   tolerance: float, show: int, kink: int | None = None,
+                   kink_margin: float = 0.0) -> bool:
     """Prints the curves side by side; true when `theirs` stays within
-    `tolerance` of PyTorch's float32 curve `ours`. `exact` (PyTorch in float64)
-    is the yardstick for float32 rounding: how far PyTorch's own float32 run
-    strays from it."""
+    `tolerance` of PyTorch's float32 curve `ours` (up to step `kink`, the
+    first ReLU input within float32's rounding of 0, when there is one).
+    `exact` (PyTorch in float64) is the yardstick for float32 rounding: how far
+    PyTorch's own float32 run strays from it."""
     n = min(len(theirs), len(ours))
     if len(theirs) != len(ours):
         print(f"  note: {name} has {len(theirs)} steps, PyTorch {len(ours)}; comparing {n}")
@@ -362,6 +417,14 @@ def compare_losses(name: str, theirs: list[float], ours: list[float], exact: lis
     ok = rel[worst] <= tolerance
     print(f"  largest relative difference: {rel[worst]:.3e} at step {worst} "
           f"({'within' if ok else 'OVER'} tolerance {tolerance:g})")
+    if kink is not None and kink + 1 < n:
+        upto = max(range(kink + 1), key=lambda s: rel[s])
+        ok = rel[upto] <= tolerance
+        print(f"  step {kink}: a ReLU input {kink_margin:.2g} of its layer's rms from 0 (PyTorch "
+              "float64), within float32's rounding: float32 runs may take either branch there "
+              f"and part by chance; up to it: {rel[upto]:.3e} at step {upto} "
+              f"({'within' if ok else 'OVER'} tolerance; rerun with --activation tanh to "
+              "compare every step)")
     floor = max(relative(ours[s], exact[s]) for s in range(n))
     off = max(relative(theirs[s], exact[s]) for s in range(n))
     print(f"  against PyTorch in float64: {name} {off:.3e}, PyTorch float32 {floor:.3e} "
@@ -369,44 +432,104 @@ def compare_losses(name: str, theirs: list[float], ours: list[float], exact: lis
     return ok
 
 
+RANKS = {"single": 1, "ddp": 2, "zero1": 2, "zero2": 2, "zero3": 2, "tp": 2, "pp": 2, "3d": 4}
+
+
+def ccscope_curve(args, ccscope: Path, work: Path, strategy: str, ranks: int,
+                  options: dict) -> tuple[dict, list[float]]:
+    """Runs `ccscope train` with `options` (flag -> value); returns the export
+    (written by a single-rank run of the same options where the strategy has no
+    --export: tp, pp, 3d) and the strategy's loss curve."""
+    work.mkdir(parents=True, exist_ok=True)
+    common = []
+    for flag, value in options.items():
+        if value is not None:
+            common += [flag, str(value)]
+    def run(strat: str, n: int, export: bool) -> list[float]:
+        csv_path = work / f"{strat}_steps.csv"
+        launch = [] if strat == "single" else mpiexec_command(args.mpiexec, n)
+        cmd = launch + [str(ccscope), "train", "--strategy", strat, "--print-every", "0",
+                        "--csv", str(csv_path)] + common
+        if export:
+            cmd += ["--export", str(work)]
+        print("  " + " ".join(cmd))
+        run_command(cmd, args.timeout)
+        return [row["loss"] for row in read_step_csv(csv_path).values()]
+    exportable = strategy in ("single", "ddp", "zero1", "zero2", "zero3")
+    theirs = run(strategy, ranks, exportable)
+    if not exportable:
+        run("single", 1, True)
+    return read_export(work), theirs
+
+
 def loss_comparison(args, ccscope: Path | None, work: Path) -> bool:
     export = work / "loss_export"
     label = "ccscope"
     if args.selftest:
         fabricate_export(export, args.loss_width, args.loss_depth, args.loss_batch, args.steps,
-                         args.optimizer, args.activation or "relu", args.lr, args.seed or 1)
+                         args.optimizer, args.activation or "relu", args.lr, args.seed or 1,
+                         args.micro_batches or 1, args.grad_clip)
         exp = read_export(export)
         theirs, label = numpy_reference_losses(exp), "numpy"
     else:
-        csv_path = export / "ccscope_steps.csv"
-        export.mkdir(parents=True, exist_ok=True)
-        launch = [] if args.loss_strategy == "single" else mpiexec_command(args.mpiexec,
-                                                                           args.loss_ranks)
-        cmd = launch + [str(ccscope), "train", "--strategy", args.loss_strategy,
-                        "--steps", str(args.steps),
-                        "--width", str(args.loss_width), "--depth", str(args.loss_depth),
-                        "--global-batch", str(args.loss_batch), "--optimizer", args.optimizer,
-                        "--print-every", "0", "--export", str(export), "--csv", str(csv_path)]
-        for flag, value in (("--lr", args.lr), ("--activation", args.activation),
-                            ("--momentum", args.momentum),
-                            ("--weight-decay", args.weight_decay), ("--seed", args.seed)):
-            if value is not None:
-                cmd += [flag, str(value)]
-        print("  " + " ".join(cmd))
-        run_command(cmd, args.timeout)
-        exp = read_export(export)
-        theirs = [row["loss"] for row in read_step_csv(csv_path).values()]
+        ranks = 1 if args.loss_strategy == "single" else args.loss_ranks
+        exp, theirs = ccscope_curve(args, ccscope, export, args.loss_strategy, ranks, {
+            "--steps": args.steps, "--width": args.loss_width, "--depth": args.loss_depth,
+            "--global-batch": args.loss_batch, "--optimizer": args.optimizer, "--lr": args.lr,
+            "--activation": args.activation, "--momentum": args.momentum,
+            "--weight-decay": args.weight_decay, "--seed": args.seed,
+            "--micro-batches": args.micro_batches, "--grad-clip": args.grad_clip})
     m = exp["meta"]
     o = m["optimizer"]
     print(f"  model: width {m['width']}, depth {m['depth']}, {m['activation']}, global batch "
-          f"{m['global_batch']}, {m['samples']} samples, {m['steps']} steps, {o['kind']} "
-          f"(lr {o['lr']:g}, momentum {o.get('momentum', 0):g}, weight decay "
-          f"{o.get('weight_decay', 0):g})")
+          f"{m['global_batch']} in {m.get('micro_batches', 1)} micro-batch(es), {m['samples']} "
+          f"samples, {m['steps']} steps, {o['kind']} (lr {o['lr']:g}, momentum "
+          f"{o.get('momentum', 0):g}, weight decay {o.get('weight_decay', 0):g}), clipping "
+          f"{m.get('grad_clip') or 'off'}")
     t0 = time.perf_counter()
-    ours = torch_losses(exp)
-    print(f"  PyTorch trained {len(ours)} steps in {time.perf_counter() - t0:.2f} s")
-    exact = torch_losses(exp, torch.float64)
-    return compare_losses(label, theirs, ours, exact, args.tolerance, args.show)
+    ours = torch_run(exp)
+    print(f"  PyTorch trained {len(ours['losses'])} steps in {time.perf_counter() - t0:.2f} s")
+    exact = torch_run(exp, torch.float64)
+    kink = first_kink(exact["kink_margins"])
+    return compare_losses(label, theirs, ours["losses"], exact["losses"], args.tolerance,
+                          args.show, kink, exact["kink_margins"][kink] if kink is not None else 0)
+
+
+MATRIX_CONFIGS = [
+    ("plain", {}),
+    ("weight decay 0.1", {"--weight-decay": 0.1}),
+    ("2 micro-batches", {"--micro-batches": 2}),
+    ("clip 0.01 (active)", {"--grad-clip": 0.01}),
+    ("all three", {"--weight-decay": 0.1, "--micro-batches": 2, "--grad-clip": 0.01}),
+]
+
+
+def matrix_comparison(args, ccscope: Path, work: Path) -> bool:
+    """Every strategy x configuration against PyTorch float32, one row each:
+    AdamW, tanh (no kinks: every step counts), width 64, depth 4, batch 32."""
+    strategies = STRATEGIES if args.loss_strategy == "single" else [args.loss_strategy]
+    rows, ok = [], True
+    for strategy in strategies:
+        for label, extra in MATRIX_CONFIGS:
+            options = {"--steps": args.steps, "--width": 64, "--depth": 4, "--global-batch": 32,
+                       "--optimizer": "adamw", "--lr": args.lr or 0.003, "--activation": "tanh",
+                       "--weight-decay": 0, "--seed": args.seed}
+            options.update(extra)
+            exp, theirs = ccscope_curve(args, ccscope, work / f"{strategy}-{len(rows)}", strategy,
+                                        RANKS[strategy], options)
+            ours = torch_run(exp)["losses"]
+            n = min(len(theirs), len(ours))
+            rel = [relative(theirs[i], ours[i]) for i in range(n)]
+            worst = max(range(n), key=lambda i: rel[i])
+            good = n == len(ours) and rel[worst] <= args.tolerance
+            ok = ok and good
+            rows.append((strategy, label, rel[worst], worst, good))
+    print(f"\n  {'strategy':<8} {'configuration':<20} {'max rel diff':>12} {'at step':>8}")
+    for strategy, label, diff, step, good in rows:
+        print(f"  {strategy:<8} {label:<20} {diff:>12.3e} {step:>8}  {'ok' if good else 'OVER'}")
+    print(f"  tolerance {args.tolerance:g} against PyTorch float32: "
+          f"{sum(r[4] for r in rows)} of {len(rows)} within")
+    return ok
 
 
 # ---------------------------------------------------------------- PyTorch DDP timing
@@ -582,10 +705,13 @@ def main(argv=None) -> int:
             work.mkdir(parents=True, exist_ok=True)
         else:
             work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="ccscope-vs-torch-")))
-        if not args.skip_loss:
+        if args.matrix and not args.selftest:
+            print("\nloss comparison matrix (AdamW, tanh)")
+            ok = matrix_comparison(args, ccscope, work)
+        elif not args.skip_loss:
             print("\nloss comparison" + (" (selftest: NumPy reference)" if args.selftest else ""))
             ok = loss_comparison(args, ccscope, work)
-        if not args.skip_speed:
+        if not args.skip_speed and not args.matrix:
             print("\nspeed comparison (DDP on CPU, gloo)")
             speed_comparison(args, ccscope, work)
     return 0 if ok else 1
