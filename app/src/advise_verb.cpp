@@ -582,7 +582,8 @@ int advise_verb(const std::vector<std::string>& args, const std::vector<std::str
       "ZeRO-1/2/3 with and without CPU offload, TP, PP, EP and their combinations) from the\n"
       "model's size, the GPUs' memory, the rank count and this cluster's measured bandwidth\n"
       "(ccscope bench CSV/JSON or nccl-tests output: records of one node are intra-node, of\n"
-      "several inter-node; prefix a file intra: or inter: to say so). Recommends the fastest\n"
+      "several inter-node; prefix a file intra: or inter: to say so; without any, topo's\n"
+      "expected figures, and a line says so). Recommends the fastest\n"
       "that fits, the runner-up, and says where the rule of thumb would pick otherwise.\n"
       "Exit 0 a recommendation, 1 nothing fits, 2 bad input.",
       "ccscope advise"};

@@ -763,7 +763,9 @@ struct Shape {
 // OPT-175B); with pp only ZeRO-1 (Megatron-LM's distributed optimizer;
 // DeepSpeed refuses ZeRO-2/3 with its pipeline engine); with ep alone
 // DeepSpeed-MoE's ZeRO-1/2. Hybrid sharding (ZeRO-2/3 over a node's
-// data-parallel ranks, replicated across nodes) without pp and ep.
+// data-parallel ranks, replicated across nodes) without pp and ep. The probe
+// (ccscope train's MLP) only as ccscope train runs it: no ZeRO-2/3 with tp,
+// no hybrid sharding.
 std::vector<Shape> shapes(const Facts& f, const AdvisorModel& model, const AdvisorCluster& c,
                           const AdvisorOptions& o) {
   std::vector<Shape> out;
@@ -789,14 +791,15 @@ std::vector<Shape> shapes(const Facts& f, const AdvisorModel& model, const Advis
         } else {
           zeros.push_back({0, false});
           if (dp > 1) zeros.push_back({1, false});
-          if (dp > 1 && pp == 1 && (ep == 1 || tp == 1)) zeros.push_back({2, false});
+          if (dp > 1 && pp == 1 && (tp == 1 || (ep == 1 && !f.probe)))
+            zeros.push_back({2, false});
           if (dp > 1 && pp == 1 && ep == 1 && !f.probe) zeros.push_back({3, false});
         }
         // A node's data-parallel ranks (tp is the fastest index).
         const size_t local = node % tp == 0 ? node / tp : 0;
         for (auto [z, off] : zeros) {
           out.push_back({tp, pp, dp, ep, z, off, 0});
-          if (o.hybrid_shard && z >= 2 && !off && pp == 1 && ep == 1 && local > 1 &&
+          if (o.hybrid_shard && !f.probe && z >= 2 && !off && pp == 1 && ep == 1 && local > 1 &&
               dp > local && dp % local == 0)
             out.push_back({tp, pp, dp, ep, z, off, local});
         }
