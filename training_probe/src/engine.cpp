@@ -122,8 +122,12 @@ double LocalModel::train_micro_batches(std::span<const LocalLayer> layers, size_
           gather_sequences(s_.tokens, std::span(samples).subspan(m * micro, micro));
       begin_micro_batch();
       begin_backward(m + 1 == o_.micro_batches);
-      local_loss += transformer_->train_micro_batch(
-          sequences, micro, per_replica, static_cast<float>(f.loss_scale), units, tensor_group_);
+      size_t held = 0;
+      local_loss += transformer_->train_micro_batch(sequences, micro, per_replica,
+                                                    static_cast<float>(f.loss_scale), units,
+                                                    tensor_group_, &held);
+      const double held_bytes = static_cast<double>(held * s_.element);
+      if (held_bytes > f.peak_activation_bytes) f.peak_activation_bytes = held_bytes;
     }
     return local_loss;
   }

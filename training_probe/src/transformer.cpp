@@ -373,6 +373,7 @@ class Impl {
   template <typename Hooks>
   double micro_batch(std::span<const uint32_t> seqs, size_t batch, size_t batch_total,
                      double grad_scale, Hooks& hooks) {
+    // (held_: the blocks' activation elements at the end of the forward.)
     b_ = batch;
     rows_full_ = s_.seq_len * batch;
     rows_ = sp_ ? rows_full_ / p_.tp : rows_full_;
@@ -393,6 +394,11 @@ class Impl {
       }
       hooks.after_forward(1 + i);
     }
+    held_ = 0;
+    for (const BlockCache<T>& c : caches)
+      for (const std::vector<T>* v : {&c.x, &c.mean1, &c.rstd1, &c.a, &c.qkv, &c.probs, &c.attn,
+                                      &c.x1, &c.mean2, &c.rstd2, &c.c, &c.h1, &c.g})
+        held_ += v->size();
     const size_t head_unit = s_.layers + 1;
     std::vector<T> dx;
     const double loss = head(hooks.forward_parameters(head_unit), std::move(x), batch_total,
@@ -704,6 +710,9 @@ class Impl {
   size_t h_, d_, heads_, hl_, fl_;
   bool sp_;
   size_t b_ = 0, rows_full_ = 0, rows_ = 0, row0_ = 0;
+
+ public:
+  size_t held_ = 0;
   std::span<const uint32_t> seqs_;
 };
 
@@ -720,11 +729,13 @@ Transformer::Transformer(TransformerShape shape, Precision precision, Transforme
 
 double Transformer::train_micro_batch(std::span<const uint32_t> sequences, size_t batch,
                                       size_t batch_total, float grad_scale, UnitHooks& hooks,
-                                      TensorGroup* group) const {
+                                      TensorGroup* group, size_t* held) const {
   if (sequences.size() != batch * (shape_.seq_len + 1))
     throw std::invalid_argument("train_micro_batch: sequences of the wrong length");
   Impl<float> impl(shape_, precision_, parallel_, layout_, group);
-  return impl.micro_batch(sequences, batch, batch_total, grad_scale, hooks);
+  const double loss = impl.micro_batch(sequences, batch, batch_total, grad_scale, hooks);
+  if (held) *held = impl.held_;
+  return loss;
 }
 
 namespace {

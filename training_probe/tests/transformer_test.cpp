@@ -333,6 +333,29 @@ TEST(TransformerRecompute, SelectiveAndFullGiveBitIdenticalGradients) {
   }
 }
 
+// What each recomputation mode keeps for backward, per block: none every
+// activation (x, ln1's statistics and output, Q K V, the s^2 probabilities
+// per head, the attention output, x1, ln2's, fc1's output and its GELU);
+// selective all but the probabilities; full the block's input alone.
+TEST(TransformerRecompute, HeldActivationsAreWhatEachModeKeeps) {
+  const TransformerShape s = kTpShape;
+  const std::vector<float> p = jittered_parameters(s, 2);
+  const std::vector<uint32_t> seqs = tp_sequences();
+  std::map<Recompute, size_t> held;
+  for (Recompute r : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
+    const Transformer model(s, Precision::kFloat32, {1, 0, false, r});
+    std::vector<float> g(p.size(), 0.0f);
+    FlatUnits units(model.layout(), p.data(), g.data());
+    model.train_micro_batch(seqs, kTpBatch, kTpBatch, 1.0f, units, nullptr, &held[r]);
+  }
+  const size_t L = s.layers, R = s.seq_len * kTpBatch, h = s.hidden, f = s.ffn_size();
+  const size_t probs = kTpBatch * s.heads * s.seq_len * s.seq_len;
+  EXPECT_EQ(held[Recompute::kNone],
+            L * (4 * R * h + 4 * R + 3 * R * h + R * h + 2 * R * f + probs));
+  EXPECT_EQ(held[Recompute::kNone] - held[Recompute::kSelective], L * probs);
+  EXPECT_EQ(held[Recompute::kFull], L * R * h);
+}
+
 // Megatron's count: 4 all-reduces of s x b x h per block per micro-batch (2
 // forward, 2 backward); sequence parallel moves the same bytes as 4
 // all-gathers and 4 reduce-scatters of s x b x h (a ring all-reduce is a

@@ -178,8 +178,11 @@ class Transformer {
   // loss scale). Returns this micro-batch's share of the loss: the sum of its
   // tokens' cross-entropies / (batch_total x seq_len). `group` may be null
   // when tp is 1.
+  // `held` (optional): the activation elements the blocks held for backward
+  // at the end of the forward (what recomputation saves).
   double train_micro_batch(std::span<const uint32_t> sequences, size_t batch, size_t batch_total,
-                           float grad_scale, UnitHooks& hooks, TensorGroup* group) const;
+                           float grad_scale, UnitHooks& hooks, TensorGroup* group,
+                           size_t* held = nullptr) const;
 
  private:
   TransformerShape shape_;
