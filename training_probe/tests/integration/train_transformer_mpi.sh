@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ccscope train --model transformer under the real mpiexec at 2 ranks: ddp,
 # zero3 with full recomputation, tp, and tp with sequence parallelism and
-# selective recomputation each match one rank's loss (--check-loss) with the
+# selective recomputation (and at 4 ranks with full recomputation) each match one rank's loss (--check-loss) with the
 # parameters agreeing (--check-consistency); tp's tensor bytes per step are
 # Megatron's 4 all-reduces of s x b x h per block; skipping the tensor
 # group's backward reductions exits 1 with NOT equivalent; pp with the
@@ -15,7 +15,8 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 # 2 blocks of hidden 32, 4 heads, 16 tokens of 32 words, 16 sequences a step.
 shape=(--model transformer --width 32 --depth 2 --heads 4 --seq-len 16 --vocab 32
        --global-batch 16 --steps 30 --optimizer adam --lr 0.003 --print-every 0 --timeout 60)
-run() { timeout 300 "$mpiexec" -n 2 "$ccscope" train "${shape[@]}" "$@"; }
+ranks=2
+run() { timeout 300 "$mpiexec" -n "$ranks" "$ccscope" train "${shape[@]}" "$@"; }
 
 check() {  # label, then the train flags
   local label=$1
@@ -36,6 +37,10 @@ check tp --strategy tp
 grep -q "tensor 0.262 MB" "$work/out" || fail "tp: tensor bytes not 0.262 MB: $(cat "$work/out")"
 check "tp, sequence parallel, selective recomputation" --strategy tp --sequence-parallel \
   --recompute selective
+ranks=4
+check "4 ranks: tp, sequence parallel, full recomputation" --strategy tp --sequence-parallel \
+  --recompute full
+ranks=2
 
 run --strategy tp --check-loss --fault tp-allreduce >"$work/out" 2>"$work/err"
 code=$?
