@@ -33,6 +33,15 @@ std::optional<T> choose(const std::string& text,
 double bytes_per_rank(const TrainSettings& s) {
   const double w = static_cast<double>(s.width);
   const double samples = static_cast<double>(s.samples ? s.samples : 8 * s.global_batch);
+  if (s.model == "transformer") {  // the parameters' six copies, tokens, activations, logits
+    const double h = s.width_given ? w : 64, layers = s.depth_given ? s.depth : 2;
+    const double seq = static_cast<double>(s.seq_len), vocab = static_cast<double>(s.vocab);
+    const double tokens = static_cast<double>(s.global_batch) * seq;
+    const double psi = layers * (12 * h * h + 13 * h) + 2 * vocab * h + seq * h + 2 * h;
+    const double held =
+        layers * (tokens * (16 * h + 4) + tokens * static_cast<double>(s.heads) * seq);
+    return 4.0 * (6 * psi + samples * (seq + 1) + held + 2 * tokens * (vocab + h));
+  }
   // Every rank builds the whole model's initial weights (ep: every expert).
   const double mixtures = s.experts ? static_cast<double>((s.depth - 1) / 2) : 0.0;
   const double psi = (static_cast<double>(s.depth) - mixtures) * (w * w + w) +

@@ -542,6 +542,24 @@ TEST(TransformerSettings, ShapeFromTheFlagsAndRefusalsInOneLine) {
   EXPECT_NE(problem_of(t).find("none, selective or full"), std::string::npos);
 }
 
+// The memory refusal counts the transformer's parameters (12 h^2 per block)
+// and activations (the s^2 probabilities per head), not the MLP's.
+TEST(TransformerSettings, MemoryRefusalCountsTheTransformer) {
+  TrainSettings s;
+  s.model = "transformer";
+  TrainOptions o;
+  EXPECT_EQ(options_from_settings(s, o, 16e9), "");
+  s.width = 2048;  // 12 x 2048^2 x 24 blocks = 1.2 G parameters, x 6 copies x 4 bytes
+  s.width_given = true;
+  s.depth = 24;
+  s.depth_given = true;
+  EXPECT_NE(options_from_settings(s, o, 16e9).find("GB per rank"), std::string::npos);
+  s.width = 64;  // small, but 128 sequences of 4096 tokens hold 4 x 4096^2 probabilities each
+  s.depth = 2;
+  s.seq_len = 4096;
+  EXPECT_NE(options_from_settings(s, o, 16e9).find("GB per rank"), std::string::npos);
+}
+
 // Heads that do not split over the tensor degree are refused when the layout is known.
 TEST(TransformerSettings, TensorDegreeMustSplitTheHeads) {
   TrainOptions o = transformer_options(Strategy::kTensor);
