@@ -677,10 +677,11 @@ Estimate estimate(const AdvisorModel& model, const AdvisorCluster& cluster,
       // (allreduce_gradients: "ZeRO stage >= 2 communicates during non
       // gradient accumulation boundaries as well"; stage 1 only at the
       // boundary), which is what frees the gradients between micro-batches.
-      // Then the updated shards all-gathered, overlapped with the next
-      // step's first forward, bucket by bucket (Megatron-LM's distributed
-      // optimizer with --overlap-param-gather; DeepSpeed's stage 1/2 gather
-      // after the step: --no-overlap).
+      // Then the updated shards all-gathered: a transformer's overlapped
+      // with the next step's first forward, bucket by bucket (Megatron-LM's
+      // distributed optimizer with --overlap-param-gather; DeepSpeed's stage
+      // 1/2 gather after the step: --no-overlap); the probe's after the step,
+      // exposed, as ccscope train does.
       Timed rs =
           time_buckets(cluster, Collective::kReduceScatter, g.scope, g.ranks, g.bytes, bucket);
       const double times = l.zero == 2 ? m : 1;
@@ -691,8 +692,9 @@ Estimate estimate(const AdvisorModel& model, const AdvisorCluster& cluster,
       e.comm.push_back(part(g.name, rs, rs_exposed));
       const Timed ag =
           time_buckets(cluster, Collective::kAllGather, g.scope, g.ranks, g.bytes, bucket);
-      e.comm.push_back(
-          part(g.name, ag, exposed_under(ag.seconds, ag.last, forward_window, overlap)));
+      e.comm.push_back(part(
+          g.name, ag,
+          f.probe ? ag.seconds : exposed_under(ag.seconds, ag.last, forward_window, overlap)));
     } else {
       // ZeRO-3: per micro-batch, each layer gathered before its forward
       // (prefetched under the previous layer's forward) and before its
