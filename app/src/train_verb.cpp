@@ -288,7 +288,8 @@ int train_verb(const std::vector<std::string>& args, const std::vector<std::stri
   TrainFlags f;
   TrainSettings& s = f.run;
   CLI::App app{
-      "ccscope train: real training steps of an MLP under a strategy (single, ddp, zero1-3)\n"
+      "ccscope train: real training steps of an MLP or a transformer under a strategy (single,\n"
+      "ddp, zero1-3, tp, pp, ep, 3d; the transformer: single, ddp, zero1-3, tp)\n"
       "over MPI: step time, compute/communication/exposed split, bytes and memory against the\n"
       "formulas, the loss against one rank's. Launch with mpiexec -n N.",
       "ccscope train"};
