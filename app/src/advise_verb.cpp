@@ -242,8 +242,7 @@ std::string inputs_from_flags(const AdviseFlags& f, AdvisorModel& m, AdvisorClus
     double peak = 989e12;
     if (!f.peak_flops.empty()) {
       const auto v = parse_count(f.peak_flops);
-      if (!v || !(*v > 0))
-        return "--peak-flops '" + f.peak_flops + "': give FLOP/s such as 312e12";
+      if (!v || !(*v > 0)) return "--peak-flops '" + f.peak_flops + "': give FLOP/s such as 312e12";
       peak = *v;
     }
     const double mfu = f.mfu > 0 ? f.mfu : 0.45;
@@ -447,9 +446,11 @@ std::string expected_bandwidth(AdvisorCluster& c, std::vector<std::string>& summ
   double intra = 18 * topo::nvlink_link_GBps(4);
   double inter = topo::port_GBps(400);
   std::string intra_basis = "18 x NVLink4 through NVSwitch (H100/H200 SXM; stated default)";
-  std::string inter_basis = "one 400 Gbit/s port per GPU (NDR InfiniBand, 400G RoCE; stated default)";
-  std::string what = "an H100/H200 SXM node of 8 GPUs, one 400 Gbit/s port per GPU (no GPU seen "
-                     "on this host)";
+  std::string inter_basis =
+      "one 400 Gbit/s port per GPU (NDR InfiniBand, 400G RoCE; stated default)";
+  std::string what =
+      "an H100/H200 SXM node of 8 GPUs, one 400 Gbit/s port per GPU (no GPU seen "
+      "on this host)";
   topo::ProbeOptions po;
   po.read_shapers = false;
   const topo::HostTopology host = topo::probe_host(po);
@@ -495,12 +496,14 @@ std::string expected_bandwidth(AdvisorCluster& c, std::vector<std::string>& summ
   // network, by version), rounded up.
   c.intra_step_latency_s = 5e-6;
   c.inter_step_latency_s = 10e-6;
-  summary.push_back(fmt::format("intra-node: every collective at {:.3g} GB/s busbw, {} (nominal), "
-                                "5 us per algorithm step",
-                                intra, intra_basis));
-  summary.push_back(fmt::format("inter-node: every collective at {:.3g} GB/s busbw, {} (nominal), "
-                                "10 us per algorithm step",
-                                inter, inter_basis));
+  summary.push_back(
+      fmt::format("intra-node: every collective at {:.3g} GB/s busbw, {} (nominal), "
+                  "5 us per algorithm step",
+                  intra, intra_basis));
+  summary.push_back(
+      fmt::format("inter-node: every collective at {:.3g} GB/s busbw, {} (nominal), "
+                  "10 us per algorithm step",
+                  inter, inter_basis));
   return fmt::format(
       "topo's expected figures for {} (no records given; pass bench records or "
       "--intra-busbw/--inter-busbw to use measured ones)",
@@ -628,14 +631,13 @@ int advise_verb(const std::vector<std::string>& args, const std::vector<std::str
                  "achieved FLOP/s per rank on large GEMMs, e.g. 400e12 (default: peak x mfu)");
   app.add_option("--peak-flops", f.peak_flops,
                  "peak FLOP/s per GPU (default 989e12, H100 SXM bf16 dense; A100 312e12)");
-  add_number_option(app, "--mfu", f.mfu,
-                    "utilisation large GEMMs reach of the peak (default 0.45)", {0, 1, true});
+  add_number_option(app, "--mfu", f.mfu, "utilisation large GEMMs reach of the peak (default 0.45)",
+                    {0, 1, true});
   add_number_option(app, "--gemm-knee", f.gemm_knee,
                     "GEMM efficiency n / (n + knee) of a layout's smallest GEMM dimension (0 flat)",
                     {0, 1e9})
       ->capture_default_str();
-  app.add_option("--attention", f.attention,
-                 "flash (no s^2 scores kept, the default) or standard")
+  app.add_option("--attention", f.attention, "flash (no s^2 scores kept, the default) or standard")
       ->capture_default_str();
   app.add_option("--recompute", f.recompute,
                  "activation recomputation: auto (chosen per layout), none, selective, full")

@@ -59,7 +59,6 @@ double gemm_efficiency(double n, double knee) {
 
 namespace {
 
-
 std::string gib(double bytes) { return fmt::format("{:.1f} GiB", bytes / (1024.0 * 1024 * 1024)); }
 
 std::string size_text(double bytes) {
@@ -176,8 +175,7 @@ std::string label(const Layout& l) {
   if (l.shard > 0 && l.shard < l.dp) settings += fmt::format(" hsdp{}", l.shard);
   if (l.sp) settings += " sp";
   if (l.vpp > 1) settings += fmt::format(" vpp{}", l.vpp);
-  if (l.recompute != Recompute::kNone)
-    settings += fmt::format(" recompute={}", name(l.recompute));
+  if (l.recompute != Recompute::kNone) settings += fmt::format(" recompute={}", name(l.recompute));
   std::vector<std::string> parts;
   if (l.tp > 1) parts.push_back(fmt::format("tp{}", l.tp));
   if (l.pp > 1) parts.push_back(fmt::format("pp{}", l.pp));
@@ -518,9 +516,8 @@ Estimate estimate(const AdvisorModel& model, const AdvisorCluster& cluster,
   // The busiest stage holds ceil(L / p) layers; interleaved, v chunks of
   // ceil(L / (p v)) (uneven chunks, as Llama 3's 126 layers over 16 stages;
   // Megatron-LM itself wants L a multiple of p v).
-  const double stage_layers =
-      v > 1 ? v * std::ceil(static_cast<double>(f.layers) / (p * v))
-            : std::ceil(static_cast<double>(f.layers) / p);
+  const double stage_layers = v > 1 ? v * std::ceil(static_cast<double>(f.layers) / (p * v))
+                                    : std::ceil(static_cast<double>(f.layers) / p);
   const double stage_share = stage_layers / static_cast<double>(f.layers);
   const double stage_moe = static_cast<double>(f.moe_layers) * stage_share;
   const double b = static_cast<double>(model.global_batch) / (d * m);  // samples per micro-batch
@@ -542,8 +539,8 @@ Estimate estimate(const AdvisorModel& model, const AdvisorCluster& cluster,
   mem.gradients = md.gradients + me.gradients;
   mem.optimizer = md.optimizer + me.optimizer;
   // The shard of the optimizer state this rank steps (ZeRO >= 1).
-  const double shard = dense / static_cast<double>(shard_ranks) +
-                       expert / static_cast<double>(expert_dp);
+  const double shard =
+      dense / static_cast<double>(shard_ranks) + expert / static_cast<double>(expert_dp);
   if (l.offload) {
     if (l.zero == 3) {
       // ZeRO-3 offload (ZeRO-Infinity to CPU): the shards of parameters,
@@ -592,8 +589,7 @@ Estimate estimate(const AdvisorModel& model, const AdvisorCluster& cluster,
   double flops = f.flops_per_sample;
   if (l.recompute == Recompute::kFull) flops += f.full_recompute_flops;
   if (l.recompute == Recompute::kSelective) flops += f.selective_recompute_flops;
-  if (!f.probe)
-    e.gemm_efficiency = gemm_efficiency(std::min(b * f.s, f.h / t), options.gemm_knee);
+  if (!f.probe) e.gemm_efficiency = gemm_efficiency(std::min(b * f.s, f.h / t), options.gemm_knee);
   const double per_rank =
       cluster.compute_seconds > 0
           ? cluster.compute_seconds / static_cast<double>(n)
@@ -692,9 +688,9 @@ Estimate estimate(const AdvisorModel& model, const AdvisorCluster& cluster,
       e.comm.push_back(part(g.name, rs, rs_exposed));
       const Timed ag =
           time_buckets(cluster, Collective::kAllGather, g.scope, g.ranks, g.bytes, bucket);
-      e.comm.push_back(part(
-          g.name, ag,
-          f.probe ? ag.seconds : exposed_under(ag.seconds, ag.last, forward_window, overlap)));
+      e.comm.push_back(
+          part(g.name, ag,
+               f.probe ? ag.seconds : exposed_under(ag.seconds, ag.last, forward_window, overlap)));
     } else {
       // ZeRO-3: per micro-batch, each layer gathered before its forward
       // (prefetched under the previous layer's forward) and before its
@@ -793,8 +789,7 @@ std::vector<Shape> shapes(const Facts& f, const AdvisorModel& model, const Advis
         } else {
           zeros.push_back({0, false});
           if (dp > 1) zeros.push_back({1, false});
-          if (dp > 1 && pp == 1 && (tp == 1 || (ep == 1 && !f.probe)))
-            zeros.push_back({2, false});
+          if (dp > 1 && pp == 1 && (tp == 1 || (ep == 1 && !f.probe))) zeros.push_back({2, false});
           if (dp > 1 && pp == 1 && ep == 1 && !f.probe) zeros.push_back({3, false});
         }
         // A node's data-parallel ranks (tp is the fastest index).
@@ -869,15 +864,15 @@ Advice advise(const AdvisorModel& model, const AdvisorCluster& cluster,
     std::vector<Recompute> recomputes = {Recompute::kNone};
     std::vector<bool> sps = {false};
     if (!f.probe) {
-      recomputes = options.recompute.empty()
-                       ? std::vector<Recompute>{Recompute::kNone, Recompute::kSelective,
-                                                Recompute::kFull}
-                       : options.recompute;
+      recomputes =
+          options.recompute.empty()
+              ? std::vector<Recompute>{Recompute::kNone, Recompute::kSelective, Recompute::kFull}
+              : options.recompute;
       // Under FlashAttention selective recomputation is what the kernel does already.
       if (model.flash_attention && recomputes.size() > 1)
         std::erase(recomputes, Recompute::kSelective);
-      if (s.tp > 1) sps = options.sequence_parallel ? std::vector<bool>{true, false}
-                                                    : std::vector<bool>{false};
+      if (s.tp > 1)
+        sps = options.sequence_parallel ? std::vector<bool>{true, false} : std::vector<bool>{false};
     }
     std::vector<size_t> chunks = {1};
     // Up to 8 chunks per rank, each of a layer at least; uneven chunks

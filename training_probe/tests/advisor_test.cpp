@@ -292,8 +292,7 @@ TEST(Advisor, SettingsInTheLabel) {
   l.vpp = 3;
   l.recompute = Recompute::kSelective;
   EXPECT_EQ(label(l), "tp8 x pp4 x dp12 zero1 sp vpp3 recompute=selective");
-  EXPECT_EQ(label(Layout{1, 1, 8, 1, 0, false, 1, false, Recompute::kFull}),
-            "ddp recompute=full");
+  EXPECT_EQ(label(Layout{1, 1, 8, 1, 0, false, 1, false, Recompute::kFull}), "ddp recompute=full");
 }
 
 // The published runs of data/advise/public_configs.csv (sources there and in
@@ -399,16 +398,16 @@ TEST(Advisor, PublicConfigurations) {
     const double near = neighbour ? a.candidates[neighbour - 1].step_s / first : 0;
     const double same = exact ? a.candidates[exact - 1].step_s / first : 0;
     std::printf("%-12s %-30s %-50s %4s %5.3f %4zu %5.3f %s\n", r.name.c_str(), published.c_str(),
-                label(a.candidates[0].layout).c_str(),
-                exact ? std::to_string(exact).c_str() : "-", same, neighbour, near,
+                label(a.candidates[0].layout).c_str(), exact ? std::to_string(exact).c_str() : "-",
+                same, neighbour, near,
                 neighbour ? label(a.candidates[neighbour - 1].layout).c_str() : "-");
     EXPECT_GT(exact, 0u) << r.name << ": the published " << published << " does not fit";
     ASSERT_GT(neighbour, 0u) << r.name;
     EXPECT_TRUE(neighbour <= kPublicTop || near <= 1 + kPublicSlack)
         << r.name << ": nothing near the published " << published << " among the first "
         << kPublicTop << " or within " << 100 * kPublicSlack << "% of the first ("
-        << label(a.candidates[0].layout) << "): the nearest is " << neighbour << "th, "
-        << near << " x its step";
+        << label(a.candidates[0].layout) << "): the nearest is " << neighbour << "th, " << near
+        << " x its step";
   }
 }
 
@@ -690,8 +689,8 @@ TEST(Advisor, SlowIntraNodeLinksTurnTensorParallelIntoPipeline) {
   auto fastest = [](const Advice& advice, bool tensor) {
     double best = 1e30;
     for (const Estimate& e : advice.candidates)
-      if (e.fits && (tensor ? e.layout.tp > 1 && e.layout.pp == 1
-                            : e.layout.tp == 1 && e.layout.pp > 1))
+      if (e.fits &&
+          (tensor ? e.layout.tp > 1 && e.layout.pp == 1 : e.layout.tp == 1 && e.layout.pp > 1))
         best = std::min(best, e.step_s);
     return best;
   };

@@ -254,12 +254,12 @@ struct MemoryPerRank {
 struct Estimate {
   Layout layout;
   MemoryPerRank memory;
-  bool fits = false;     // GPU memory (and host memory when known)
-  std::string why_not;   // "" or what does not fit
-  double compute_s = 0;  // the busiest stage's forward + backward (+ recomputation)
+  bool fits = false;           // GPU memory (and host memory when known)
+  std::string why_not;         // "" or what does not fit
+  double compute_s = 0;        // the busiest stage's forward + backward (+ recomputation)
   double gemm_efficiency = 1;  // of the large-GEMM rate (flops_per_rank)
-  double bubble_s = 0;   // pipeline fill and drain (with the ramp's transfers)
-  double comm_s = 0;     // every operation's time
+  double bubble_s = 0;         // pipeline fill and drain (with the ramp's transfers)
+  double comm_s = 0;           // every operation's time
   double exposed_comm_s = 0;
   double offload_s = 0;  // PCIe transfers and the CPU optimizer step
   double step_s = 0;     // compute + bubble + exposed communication + offload
