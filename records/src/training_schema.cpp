@@ -132,8 +132,10 @@ const TrainRunKind& train_run_kind() {
               "reference"),
           member_field<R, &R::loss_tolerance>("loss_tolerance", "",
                                               "the relative difference allowed for equivalence"),
-          member_field<R, &R::loss_equivalent>("loss_equivalent", "",
-                                               "1 when loss_max_rel_diff and loss_f64_max_rel_diff are within loss_tolerance and grad_max_rel_diff within its own"),
+          member_field<R, &R::loss_equivalent>(
+              "loss_equivalent", "",
+              "1 when loss_max_rel_diff and loss_f64_max_rel_diff are within loss_tolerance and "
+              "grad_max_rel_diff within its own"),
           member_field<R, &R::loss_f64_max_rel_diff>(
               "loss_f64_max_rel_diff", "",
               "largest relative difference of a step's loss from the independent float64 "

@@ -221,7 +221,7 @@ class Engine {
   EngineState state_;
   std::unique_ptr<StrategyHooks> strategy_;
   size_t applied_steps_ = 0;
-  bool applied_ = false;                  // this step reached the optimizer
+  bool applied_ = false;                      // this step reached the optimizer
   std::span<const float> applied_gradients_;  // what it took
   std::vector<float> first_gradients_;
   std::optional<size_t> first_gradients_step_;

@@ -72,8 +72,7 @@ Reference64 reference64_losses(const TrainOptions& o, const std::vector<bool>& s
     const std::vector<size_t> rows = batch_samples(samples, 1, 0, batch, o.seed, step);
     std::vector<double>& x = inputs[0];
     x.resize(batch * w);
-    for (size_t r = 0; r < batch; ++r)
-      std::copy_n(data.input(rows[r]).data(), w, x.data() + r * w);
+    for (size_t r = 0; r < batch; ++r) std::copy_n(data.input(rows[r]).data(), w, x.data() + r * w);
     // Forward: pre_l = x_l W_l^T + b_l; x_{l+1} = f(pre_l) but for the last layer.
     for (size_t l = 0; l < depth; ++l) {
       const double* weight = p.data() + l * layer_size;

@@ -494,8 +494,9 @@ std::vector<std::string> plan_notes(const TrainPlan& plan, const std::string& co
     if (!ds.ignored.empty())
       notes.push_back(fmt::format("deepspeed config: ignored {}", fmt::join(ds.ignored, ", ")));
     if (!ds.defaulted.empty())
-      notes.push_back(fmt::format("deepspeed config: DeepSpeed's defaults for what it leaves out: {}",
-                                  fmt::join(ds.defaulted, ", ")));
+      notes.push_back(
+          fmt::format("deepspeed config: DeepSpeed's defaults for what it leaves out: {}",
+                      fmt::join(ds.defaulted, ", ")));
   }
   if (!plan.offload.empty())
     notes.push_back(fmt::format(

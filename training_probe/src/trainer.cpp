@@ -293,8 +293,8 @@ class Zero1 final : public BucketShards {
     if (!last_micro_batch_ || (!o_.overlap && layer.layer != 0)) return;
     // Layer 0's backward is the last: without overlap every bucket goes then.
     queue_.submit_ready(o_.overlap ? layer.layer : 0, [this](size_t k) {
-        reduce_scatter_unit(k, grads_.data() + queue_.buckets()[k].range.begin, nullptr);
-      });
+      reduce_scatter_unit(k, grads_.data() + queue_.buckets()[k].range.begin, nullptr);
+    });
   }
 };
 

@@ -199,8 +199,7 @@ std::optional<GradientCheck> check_first_gradients(const TrainOptions& options,
   const double reference = single.first_grad_norms.second;
   if (options.grad_clip && reference > 0) {
     const auto [low, high] = run.first_grad_norms;
-    const double off =
-        std::max(std::abs(low - reference), std::abs(high - reference)) / reference;
+    const double off = std::max(std::abs(low - reference), std::abs(high - reference)) / reference;
     if (!(off <= g.tolerance)) {
       g.equivalent = false;
       g.note = fmt::format("clipping's global norm {:.4g} to {:.4g} over ranks, single's {:.4g}",

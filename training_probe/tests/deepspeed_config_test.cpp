@@ -602,15 +602,15 @@ namespace {
 TEST(DeepSpeedConfig, LeftOutKeysTakeDeepSpeedsDefaults) {
   TrainOptions base;  // the probe's: overlap on, 25 MiB buckets, 1 MiB first bucket
   for (int stage = 0; stage <= 3; ++stage) {
-    const std::string text =
-        R"({"bf16": {"enabled": true}, "zero_optimization": {"stage": )" + std::to_string(stage) +
-        "}}";
+    const std::string text = R"({"bf16": {"enabled": true}, "zero_optimization": {"stage": )" +
+                             std::to_string(stage) + "}}";
     const DeepSpeedConfig c = parse_deepspeed_config(text, base, 1);
     EXPECT_EQ(c.options.overlap, stage == 3) << "stage " << stage;
     EXPECT_EQ(c.options.bucket_bytes, 1'000'000'000u) << "stage " << stage;  // 5e8 bf16
     EXPECT_EQ(c.options.first_bucket_bytes, c.options.bucket_bytes) << "stage " << stage;
-    EXPECT_TRUE(has(c.defaulted, stage == 3 ? "zero_optimization.overlap_comm true (stage 3)"
-                                            : "zero_optimization.overlap_comm false (below stage 3)"))
+    EXPECT_TRUE(has(c.defaulted, stage == 3
+                                     ? "zero_optimization.overlap_comm true (stage 3)"
+                                     : "zero_optimization.overlap_comm false (below stage 3)"))
         << "stage " << stage;
     EXPECT_TRUE(has(c.defaulted, "zero_optimization.reduce_bucket_size 5e8 elements"));
   }

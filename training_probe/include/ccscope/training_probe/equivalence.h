@@ -24,7 +24,7 @@ struct EquivalenceResult {
   bool equivalent = false;
   std::string reference = "single";  // what the curve was held against
   std::string note;                  // why fewer steps were compared, if so
-  std::string summary() const;  // one line
+  std::string summary() const;       // one line
 };
 // Compares the first min(len, limit) steps of both curves.
 EquivalenceResult compare_losses(std::span<const double> curve, std::span<const double> reference,

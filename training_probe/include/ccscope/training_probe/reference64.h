@@ -30,7 +30,7 @@ struct Reference64 {
   // The first step whose forward put a ReLU input within the run's format's
   // rounding of 0 (its loss is still comparable; the next ones are not).
   std::optional<size_t> first_kink_step;
-  double kink_margin = 0;  // that input's |value| relative to its layer's rms
+  double kink_margin = 0;                  // that input's |value| relative to its layer's rms
   Precision format = Precision::kFloat32;  // the run's, which set the kink margin
 };
 

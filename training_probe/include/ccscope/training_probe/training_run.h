@@ -69,11 +69,11 @@ struct RunMeasurement {
   double bytes_expected = 0;
   MemoryFootprint memory_expected;
   bool bytes_ok = true, memory_ok = true;
-  std::optional<size_t> inconsistent_after_step;  // --check-consistency: parameters differed
-  std::optional<EquivalenceResult> equivalence;   // rank 0, with a reference
+  std::optional<size_t> inconsistent_after_step;   // --check-consistency: parameters differed
+  std::optional<EquivalenceResult> equivalence;    // rank 0, with a reference
   std::optional<EquivalenceResult> equivalence64;  // rank 0, against the float64 reference
   std::optional<GradientCheck> gradient_check;     // rank 0, with reference gradients
-  std::optional<Scaling> scaling;                 // rank 0, against the 1-rank run
+  std::optional<Scaling> scaling;                  // rank 0, against the 1-rank run
   // Model-parallel runs: token assignments over the run (warm-up included),
   // all ranks' (ep; every rank holds the sums).
   double routed_tokens = 0, dropped_tokens = 0;
