@@ -28,6 +28,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -721,6 +722,12 @@ std::unique_ptr<Communicator> make_gloo_communicator(const World& world,
   if (!options.color && (options.first_ranks < 0 || options.first_ranks > world.size()))
     throw UsageError("a communicator of the first " + std::to_string(options.first_ranks) +
                      " ranks needs 1 to " + std::to_string(world.size()) + " ranks");
+  // gloo's TCP pairs write without MSG_NOSIGNAL, relying on SIGPIPE being
+  // ignored as it is in the Python processes gloo usually runs in: a peer
+  // killed mid-collective otherwise kills this rank too (exit 141) before it
+  // can report the peer (vcluster.env_launch saw rank 0 die so in one CI run).
+  // Ignored, the write fails with EPIPE and gloo throws its own error.
+  std::signal(SIGPIPE, SIG_IGN);
   // This rank's group: its members' world ranks, in order (as MPI_Comm_split).
   // One gather tells every rank's colour and host name (gloo's "rank_<i>" keys).
   const int color = options.color ? std::max(*options.color, -1) : 0;
