@@ -208,11 +208,17 @@ diag)
   timeout 120 "$mpiexec" -n 2 "$ccscope" diag --stages 1,2 --backend nccl --bytes 1M \
     --csv "$work/diag.csv" >"$work/diag.out" 2>&1
   rc=$?
+  # Stage 1's speed checks compare the ranks' GEMM, memory and copy rates: on
+  # a loaded 2-core machine one rank's may fall out (WARN, exit 0; one CI run
+  # saw two). They are not this test's subject; any other WARN still fails it.
+  other_warns=$(grep -E "^  WARN  " "$work/diag.out" |
+    grep -cvE "rank\.(gemm|memory_bandwidth|host_device_copy) ")
   if [ "$rc" -eq 0 ] && grep -q "PASS  node.allreduce" "$work/diag.out" &&
-      ! grep -q "no_nccl_lines" "$work/diag.out" && grep -q "verdict: PASS" "$work/diag.out"; then
+      ! grep -q "no_nccl_lines" "$work/diag.out" && [ "$other_warns" -eq 0 ] &&
+      grep -qE "verdict: (PASS|WARN)" "$work/diag.out"; then
     ok "diag stages 1-2 over NCCL: PASS, its NCCL_DEBUG_FILE log read"
   else
-    fail "diag: exit $rc"; tail -12 "$work/diag.out"
+    fail "diag: exit $rc"; grep -E "^  (WARN|FAIL)  " "$work/diag.out"; tail -12 "$work/diag.out"
   fi
   # A rank stuck in an NCCL call in stage 2, and one that vanishes there: named
   # (stage 2 alone: stage 1 is the run above).
