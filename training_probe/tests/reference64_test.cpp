@@ -99,7 +99,9 @@ TEST(Reference64, SeesAnUnreducedBucket) {
   o.timeout = std::chrono::seconds(20);
   TrainOptions broken = o;
   broken.faults.unreduced_bucket = 1;
-  for (const auto& [run, equivalent] : {std::pair{o, true}, std::pair{broken, false}}) {
+  for (const auto& run_and_verdict : {std::pair{o, true}, std::pair{broken, false}}) {
+    const TrainOptions& run =
+        run_and_verdict.first;  // (a lambda cannot capture a binding in clang < 16)
     std::vector<double> curve;
     InProcessTransport::run(2, [&](PointToPoint& p2p) {
       auto comm = make_ring_communicator(p2p);
@@ -107,7 +109,7 @@ TEST(Reference64, SeesAnUnreducedBucket) {
       if (p2p.rank() == 0) curve = losses(r);
     });
     const EquivalenceResult e = compare_with_reference64(curve, reference64_losses(o), 1e-4);
-    EXPECT_EQ(e.equivalent, equivalent) << e.summary();
+    EXPECT_EQ(e.equivalent, run_and_verdict.second) << e.summary();
   }
 }
 
