@@ -29,6 +29,13 @@ Field<R, R> member_field(std::string_view name, std::string_view unit, std::stri
   };
 }
 
+// `field` as added by schema version `since`.
+template <typename F>
+F since_version(F field, int since) {
+  field.since = since;
+  return field;
+}
+
 inline Cell schema_cell(const std::string& id) {
   Cell c;
   c.present = true;

@@ -56,10 +56,10 @@ const TrainRunKind& train_run_kind() {
   using R = TrainRunRecord;
   static const TrainRunKind kind{
       "ccscope.train_run",
-      1,
+      2,
       {
           TrainRunField{"schema", "", FieldType::kText, FieldScope::kRecord, 1, "", true,
-                        "record kind and version (ccscope.train_run/1)",
+                        "record kind and version (ccscope.train_run/2)",
                         [](const R&) { return schema_cell(train_run_kind().schema_id()); },
                         [](const R&) { return schema_cell(train_run_kind().schema_id()); },
                         [](R&, const Cell& c) { check_schema(train_run_kind(), c); }},
@@ -136,19 +136,19 @@ const TrainRunKind& train_run_kind() {
               "loss_equivalent", "",
               "1 when loss_max_rel_diff and loss_f64_max_rel_diff are within loss_tolerance and "
               "grad_max_rel_diff within its own"),
-          member_field<R, &R::loss_f64_max_rel_diff>(
+          since_version(member_field<R, &R::loss_f64_max_rel_diff>(
               "loss_f64_max_rel_diff", "",
               "largest relative difference of a step's loss from the independent float64 "
-              "reference (reference64.h); empty without --check-loss or where it does not apply"),
-          member_field<R, &R::grad_max_rel_diff>(
+              "reference (reference64.h); empty without --check-loss or where it does not apply"), 2),
+          since_version(member_field<R, &R::grad_max_rel_diff>(
               "grad_max_rel_diff", "",
               "the first applied step's gradients (reduced, unscaled, clipped) against single's, "
               "the largest layer's normwise relative difference; empty where the strategy does "
-              "not gather them (tp, pp, 3d, ep)"),
-          member_field<R, &R::loss_f64_steps>(
+              "not gather them (tp, pp, 3d, ep)"), 2),
+          since_version(member_field<R, &R::loss_f64_steps>(
               "loss_f64_steps", "",
               "steps compared with the float64 reference: all, or up to the first step whose "
-              "ReLU input lay within the format's rounding of 0"),
+              "ReLU input lay within the format's rounding of 0"), 2),
           member_field<R, &R::speedup>("speedup", "",
                                        "against one rank: T(1) / T(N) (strong) or N T(1) / T(N) in "
                                        "samples/s (weak); ideal N"),

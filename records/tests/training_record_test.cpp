@@ -86,10 +86,10 @@ void expect_every_field_once(const Kind& kind, const std::string& id) {
 
 TEST(TrainingRecords, EveryFieldNamedOnceAndDescribed) {
   expect_every_field_once(train_step_kind(), "ccscope.train_step/1");
-  expect_every_field_once(train_run_kind(), "ccscope.train_run/1");
-  // One column per member of the structs (13 + schema, 40 + schema).
+  expect_every_field_once(train_run_kind(), "ccscope.train_run/2");
+  // One column per member of the structs (13 + schema, 43 + schema).
   EXPECT_EQ(train_step_kind().fields.size(), 14u);
-  EXPECT_EQ(train_run_kind().fields.size(), 41u);
+  EXPECT_EQ(train_run_kind().fields.size(), 44u);
 }
 
 TEST(TrainingRecords, RankKindRoundTripsEveryField) {
@@ -142,7 +142,7 @@ TEST(TrainingRecords, RunCsvRoundTripThroughTheTable) {
   text += csv_row(kind, train_run_cells(measured));
   text += csv_row(kind, train_run_cells(bare));
   EXPECT_EQ(text.substr(0, text.find(',')), "schema");
-  EXPECT_EQ(text.substr(text.find('\n') + 1, 20), "ccscope.train_run/1,");
+  EXPECT_EQ(text.substr(text.find('\n') + 1, 20), "ccscope.train_run/2,");
   const std::vector<TrainRunRecord> back = read_train_run_csv(text);
   ASSERT_EQ(back.size(), 2u);
   // Every cell reads back to the same text.
@@ -240,7 +240,7 @@ TEST(TrainingRecords, TruncatedRowIsRefusedWithItsLine) {
 // another kind.
 TEST(TrainingRecords, NewerVersionOrOtherKindRefused) {
   try {
-    read_train_run_csv("schema,run_id\nccscope.train_run/1,a\nccscope.train_run/2,b\n");
+    read_train_run_csv("schema,run_id\nccscope.train_run/2,a\nccscope.train_run/3,b\n");
     FAIL() << "no error";
   } catch (const CsvError& e) {
     EXPECT_EQ(e.line, 3u);

@@ -539,11 +539,11 @@ class Impl {
     std::vector<T> recomputed(probs.empty() ? S * S : 0), dp(S * S);
     for (size_t n = 0; n < b_; ++n)
       for (size_t j = 0; j < heads_; ++j) {
-        const T* pr = probs.data() + (n * heads_ + j) * S * S;
-        if (probs.empty()) {  // selective recomputation
+        const T* pr = recomputed.data();
+        if (probs.empty())  // selective recomputation
           attention_probs(qkv, n, j, recomputed.data());
-          pr = recomputed.data();
-        }
+        else  // (no offset taken from an empty vector's null data)
+          pr = probs.data() + (n * heads_ + j) * S * S;
         const size_t off = n * 3 * hl_ + j * d_;
         const T* q = qkv.data() + off;
         const T* k = q + hl_;

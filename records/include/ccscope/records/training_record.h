@@ -2,7 +2,7 @@
 // The training probe's record kinds (`ccscope train --csv/--json`):
 //   ccscope.train_step/1  one row per optimizer step of one run: its loss and
 //                         where the time went (slowest rank's figures);
-//   ccscope.train_run/1   one row per run (strategy x rank count): medians and
+//   ccscope.train_run/2   one row per run (strategy x rank count): medians and
 //                         p90 over the steps after warm-up, bytes moved and
 //                         memory against the formulas, loss equivalence
 //                         against single, and scaling against one rank;
