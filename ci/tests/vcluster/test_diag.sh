@@ -39,10 +39,18 @@ vc up --nodes 3 --ranks-per-node 2 --rate 100mbit
 for ((i = 1; i <= ${DIAG_HEALTHY_RUNS:-1}; i++)); do
   diag_run healthy$i CCSCOPE_DIAG_TEST=1 -- --bytes 1M --json "$WORK/healthy$i.json"
   [[ $rc == 0 ]] || { show healthy$i; fail "healthy run $i: exit $rc, want 0"; }
-  bad=$( { rows_with healthy$i WARN; rows_with healthy$i FAIL; } )
+  # Stage 1's per-rank speed checks (GEMM, memory bandwidth) compare 6 ranks
+  # sharing this machine's 2 cores: a rank measured while descheduled can fall
+  # 30% below the median (WARN in 2 of about 10 CI runs, e.g. 15.3 vs 22.1
+  # GB/s). That is contention, not a finding about the virtual links; every
+  # other WARN, and any FAIL, still is.
+  bad=$( { rows_with healthy$i WARN | grep -vE '^rank\.(gemm|memory_bandwidth) ';
+           rows_with healthy$i FAIL; } )
   [[ -z $bad ]] || { show healthy$i; fail "healthy run $i: false findings: $bad"; }
   for stage in 1 2 3 4; do
-    grep -q "^stage $stage [a-z]*: PASS" "$WORK/healthy$i.out" ||
+    verdicts=PASS
+    [[ $stage == 1 ]] && verdicts='(PASS|WARN)'
+    grep -qE "^stage $stage [a-z]*: $verdicts" "$WORK/healthy$i.out" ||
       { show healthy$i; fail "healthy run $i: stage $stage did not PASS"; }
   done
   grep -q '^ccscope_diag_check_status{stage="cluster",check="cluster.busbw"' "$WORK/healthy$i.prom" ||
