@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "ccscope/training_probe/data.h"
+#include "ccscope/training_probe/transformer.h"
 
 namespace ccscope::training_probe {
 namespace {
@@ -46,16 +47,17 @@ struct Adam {
 std::string reference64_unsupported(const TrainOptions& options) {
   if (options.strategy == Strategy::kExpert)
     return "the float64 reference models the dense MLP, not ep's mixture layers";
-  if (options.model == TrainedModel::kTransformer)
-    return "the float64 reference models the MLP, not the transformer";
   return "";
 }
 
 Reference64 reference64_losses(const TrainOptions& o, const std::vector<bool>& skipped) {
   const size_t w = o.shape.width, depth = o.shape.depth, batch = o.global_batch;
   const size_t samples = dataset_size(o);
-  const SyntheticDataset data = make_teacher_dataset(samples, w, o.seed);
-  const std::vector<float> initial = initial_parameters(o.shape, o.seed);
+  const SyntheticDataset data =
+      o.model == TrainedModel::kMlp ? make_teacher_dataset(samples, w, o.seed) : SyntheticDataset{};
+  const std::vector<float> initial = o.model == TrainedModel::kTransformer
+                                         ? transformer_initial_parameters(o.transformer, o.seed)
+                                         : initial_parameters(o.shape, o.seed);
   std::vector<double> p(initial.begin(), initial.end());
   const size_t layer_size = w * w + w;  // W [out x in] then b, per layer
   const bool relu = o.shape.activation == Activation::kRelu;
@@ -68,7 +70,8 @@ Reference64 reference64_losses(const TrainOptions& o, const std::vector<bool>& s
   Adam adam;
   std::vector<std::vector<double>> inputs(depth + 1), pre(depth);
   std::vector<double> grad(p.size()), dy, dx;
-  for (size_t step = 0; step < o.steps; ++step) {
+  // The MLP's loss over step `step`'s global batch and its gradient (into grad).
+  auto mlp_loss_and_gradients = [&](size_t step) {
     const std::vector<size_t> rows = batch_samples(samples, 1, 0, batch, o.seed, step);
     std::vector<double>& x = inputs[0];
     x.resize(batch * w);
@@ -111,8 +114,6 @@ Reference64 reference64_losses(const TrainOptions& o, const std::vector<bool>& s
         loss += diff * diff;
         dy[r * w + j] = 2.0 * diff / n;
       }
-    ref.losses.push_back(loss / n);
-    if (step < skipped.size() && skipped[step]) continue;
     // Backward.
     for (size_t l = depth; l-- > 0;) {
       if (l + 1 < depth)  // through f after layer l: dy *= f'(pre_l)
@@ -131,6 +132,22 @@ Reference64 reference64_losses(const TrainOptions& o, const std::vector<bool>& s
       gemm(false, false, batch, w, w, dy.data(), p.data() + l * layer_size, dx.data());
       dy.swap(dx);
     }
+    return loss / n;
+  };
+  // The transformer's: its float64 arithmetic (transformer.h), the whole batch.
+  const TokenDataset tokens = o.model == TrainedModel::kTransformer
+                                  ? make_token_dataset(samples, o.transformer, o.seed)
+                                  : TokenDataset{};
+  auto transformer_loss_and_gradients = [&](size_t step) {
+    const std::vector<size_t> rows = batch_samples(samples, 1, 0, batch, o.seed, step);
+    return transformer_loss_and_gradients_f64(o.transformer, p, gather_sequences(tokens, rows),
+                                              batch, grad);
+  };
+  for (size_t step = 0; step < o.steps; ++step) {
+    ref.losses.push_back(o.model == TrainedModel::kTransformer
+                             ? transformer_loss_and_gradients(step)
+                             : mlp_loss_and_gradients(step));
+    if (step < skipped.size() && skipped[step]) continue;
     // torch.nn.utils.clip_grad_norm_: multiply by max_norm / (norm + 1e-6), clamped to 1.
     if (o.grad_clip) {
       double squares = 0;

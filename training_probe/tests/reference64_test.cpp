@@ -216,3 +216,34 @@ TEST(GradientCheck, ComparesLayerByLayer) {
 
 }  // namespace
 }  // namespace ccscope::training_probe
+
+namespace ccscope::training_probe {
+namespace {
+
+// The transformer through the same reference: its float64 arithmetic over the
+// whole batch, then the reference's own clipping and AdamW (GELU has no kink).
+TEST(Reference64, MatchesTheTransformerEngine) {
+  TrainOptions o = reported_options(Activation::kTanh);
+  o.model = TrainedModel::kTransformer;
+  o.transformer.vocab = 32;
+  o.transformer.seq_len = 8;
+  o.transformer.hidden = 32;
+  o.transformer.heads = 4;
+  o.transformer.layers = 2;
+  o.global_batch = 8;
+  o.steps = 20;
+  o.grad_clip = 0.1;
+  ASSERT_EQ(reference64_unsupported(o), "");
+  const Reference64 reference = reference64_losses(o);
+  EXPECT_FALSE(reference.first_kink_step);
+  const EquivalenceResult e = compare_with_reference64(losses(train_single(o)), reference, 1e-4);
+  EXPECT_EQ(e.steps_compared, 20u);
+  EXPECT_LT(e.max_relative_difference, 1e-5) << e.summary();
+  TrainOptions no_decay = o;  // and it sees a difference in what was trained
+  no_decay.optimizer.weight_decay = 0;
+  EXPECT_FALSE(
+      compare_with_reference64(losses(train_single(no_decay)), reference, 1e-4).equivalent);
+}
+
+}  // namespace
+}  // namespace ccscope::training_probe

@@ -7,7 +7,10 @@
 // micro-batches and the ranks' shards only split a mean), MSE over batch and
 // features, torch.nn.utils.clip_grad_norm_ over the global norm, and
 // torch.optim.SGD/Adam/AdamW. It shares only the inputs: the data set, the
-// sampler's sample order and the initial parameters.
+// sampler's sample order and the initial parameters. The transformer's loss
+// and gradient come from its own float64 arithmetic (transformer.h, the same
+// template as the engine's float32 model, over the whole batch); the
+// clipping and optimizers around it are this reference's.
 //
 // Where the run's format cannot follow it: a ReLU whose input lies within the
 // format's rounding of 0 sends float32 and float64 down different branches,
