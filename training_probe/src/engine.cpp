@@ -183,7 +183,7 @@ class Engine {
     f.loss_scale = state_.precision == Precision::kFloat16 ? state_.scaler.scale() : 1.0;
     const auto start = Clock::now();
     const double local_loss = strategy_->forward_backward(step, f);
-    update(f);
+    const std::optional<std::span<const float>> applied = update(f);
     f.step_seconds = seconds_between(start, Clock::now());
     const CommCounters c = state_.comm.take();
     f.comm_seconds = c.busy_seconds;
@@ -193,8 +193,8 @@ class Engine {
     f.loss = strategy_->global_loss(local_loss);
     strategy_->add_figures(f);
     if (state_.options.check_consistency) f.consistent = strategy_->consistent();
-    if (state_.options.capture_first_gradients && applied_ && !first_gradients_step_) {
-      first_gradients_ = strategy_->gathered_gradients(applied_gradients_);
+    if (state_.options.capture_first_gradients && applied && !first_gradients_step_) {
+      first_gradients_ = strategy_->gathered_gradients(*applied);
       first_gradients_step_ = step;
       // The norm clipping scaled by, as each rank computed it.
       first_norms_ = {state_.reduce(f.grad_norm, ReduceOp::kMin),
@@ -204,25 +204,23 @@ class Engine {
     return f;
   }
 
-  // After backward: fp16's overflow check and unscaling, clipping, the optimizer.
-  void update(StepFigures& f) {
+  // After backward: fp16's overflow check and unscaling, clipping, the
+  // optimizer. Returns the gradients the optimizer took (held until the next
+  // step zeroes them), none when fp16 skipped the step.
+  std::optional<std::span<const float>> update(StepFigures& f) {
     const ReducedGradients g = strategy_->reduce_gradients(f);
-    applied_ = false;
     const StepEnd end{
         state_.precision, state_.options, state_.scaler,
         [this, &g](double v) { return g.disjoint ? state_.reduce(v, ReduceOp::kSum) : v; },
         [this](double v) { return state_.reduce(v, ReduceOp::kMax); }};
-    if (!end.prepare(g.values, g.unique, f)) return;
+    if (!end.prepare(g.values, g.unique, f)) return std::nullopt;
     strategy_->apply(g.values, ++applied_steps_, f);
-    applied_ = true;
-    applied_gradients_ = g.values;  // still held until the next step zeroes them
+    return g.values;
   }
 
   EngineState state_;
   std::unique_ptr<StrategyHooks> strategy_;
   size_t applied_steps_ = 0;
-  bool applied_ = false;                      // this step reached the optimizer
-  std::span<const float> applied_gradients_;  // what it took
   std::vector<float> first_gradients_;
   std::optional<size_t> first_gradients_step_;
   std::pair<double, double> first_norms_{0, 0};
