@@ -1,0 +1,70 @@
+#include "adaptive.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+
+#include "ccscope/common/statistics.h"
+
+namespace ccscope::bench {
+
+double student_t_975(size_t degrees) {
+  // Exact to 3 decimals up to 30 degrees (the small samples a run stops at);
+  // beyond, the Cornish-Fisher expansion around the normal quantile.
+  static constexpr std::array<double, 31> kTable = {
+      0,     12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+      2.201, 2.179,  2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080,
+      2.074, 2.069,  2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042};
+  if (degrees == 0) return std::numeric_limits<double>::infinity();
+  if (degrees < kTable.size()) return kTable[degrees];
+  const double z = 1.959964, v = static_cast<double>(degrees);
+  const double z3 = z * z * z, z5 = z3 * z * z;
+  return z + (z3 + z) / (4 * v) + (5 * z5 + 16 * z3 + 3 * z) / (96 * v * v);
+}
+
+MeanInterval mean_interval(std::span<const double> samples) {
+  MeanInterval out;
+  out.samples = samples.size();
+  out.mean = mean(samples);
+  const double inf = std::numeric_limits<double>::infinity();
+  out.half_width = out.relative_half_width = inf;
+  if (samples.size() < 2) return out;
+  double squares = 0;
+  for (double x : samples) squares += (x - out.mean) * (x - out.mean);
+  const double n = static_cast<double>(samples.size());
+  const double standard_error = std::sqrt(squares / (n - 1) / n);
+  out.half_width = student_t_975(samples.size() - 1) * standard_error;
+  out.relative_half_width = out.mean > 0 ? out.half_width / out.mean : inf;
+  return out;
+}
+
+bool drifts(std::span<const double> samples, double relative) {
+  if (samples.size() < 4) return false;
+  const size_t half = samples.size() / 2;
+  const double first = mean(samples.first(half)), second = mean(samples.last(half));
+  const double all = mean(samples);
+  return all > 0 && std::abs(second - first) > relative * all;
+}
+
+StopReason stopping_decision(std::span<const double> samples, bool budget_spent,
+                             const StoppingRule& rule) {
+  if (samples.size() >= std::max<size_t>(rule.min_samples, 2) &&
+      mean_interval(samples).relative_half_width <= rule.target_relative &&
+      !drifts(samples, 2 * rule.target_relative))
+    return StopReason::kConverged;
+  if (budget_spent) return StopReason::kBudgetSpent;
+  if (samples.size() >= rule.max_samples) return StopReason::kSampleLimit;
+  return StopReason::kContinue;
+}
+
+size_t batch_iterations(double iteration_seconds, double min_batch_seconds,
+                        double max_batch_seconds) {
+  if (!(iteration_seconds > 0)) return 1;
+  // (less a hair, so that 1 ms / 0.5 us is 2000, not 2001 by rounding error)
+  double wanted = std::ceil(min_batch_seconds / iteration_seconds - 1e-9);
+  wanted = std::min(wanted, std::floor(max_batch_seconds / iteration_seconds));
+  return wanted < 1 ? 1 : static_cast<size_t>(std::min(wanted, 1e9));
+}
+
+}  // namespace ccscope::bench
