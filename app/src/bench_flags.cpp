@@ -33,6 +33,7 @@ struct RawArguments {
   std::string csv, json, output_file;
   std::string corrupt_rank = "-1", shift_block_rank = "-1";
   std::string repeats = "1";
+  std::string target_ci, max_seconds_per_size = "3";
   // nccl-tests flags (0/1 switches and counts).
   std::string threads = "1", gpus = "1", aggregate = "1", parallel_init = "0", blocking = "0",
               stream_null = "0", graph = "0", cputime = "0", timestamps = "0", local_register = "0",
@@ -57,7 +58,17 @@ void build_app(CLI::App& app, RawArguments& raw) {
                  "increment between sizes when -f is 1 (default 1M)");
   app.add_option("-f,--stepfactor", raw.step_factor,
                  "multiply sizes by this factor (default 1: add -i)");
-  app.add_option("-n,--iters", raw.iterations, "timed iterations per size (default 20)");
+  app.add_option("-n,--iters", raw.iterations,
+                 "timed iterations per size: nccl-tests' fixed count (default: adaptive "
+                 "sampling, --target-ci; 20 when run as all_reduce_perf & co.)");
+  app.add_option("--target-ci", raw.target_ci,
+                 "adaptive sampling: time batches of iterations until the 95% confidence "
+                 "interval of each row's time is within +-P% (default 2, unless -n, -C 1 or -G "
+                 "is given or ccscope runs as an nccl-tests program: then nccl-tests' fixed -n)");
+  app.add_option("--max-seconds-per-size", raw.max_seconds_per_size,
+                 "adaptive sampling: time budget of one row (warm-up and batches); a row that "
+                 "has not converged by then is reported with its interval and converged=0 "
+                 "(default 3)");
   app.add_option("-m,--agg_iters", raw.aggregate,
                  "operations per timed iteration, issued in one group; the time is per "
                  "operation (default 1)");
@@ -225,7 +236,24 @@ std::string bench_flags_help() {
   return app.help();
 }
 
+// A positive number of at most `most` (fractions allowed), else UsageError.
+double positive_number_argument(const std::string& flag, const std::string& text, double most,
+                                const std::string& example) {
+  double value = 0;
+  const char* end = text.data() + text.size();
+  auto [used, ec] = std::from_chars(text.data(), end, value);
+  if (ec != std::errc() || used != end || !std::isfinite(value) || value <= 0 || value > most)
+    bad(flag + " '" + text + "' is not a number above 0 and at most " +
+        std::to_string(static_cast<long long>(most)) + ": use e.g. " + example);
+  return value;
+}
+
 ParsedBenchFlags parse_bench_flags(const std::vector<std::string>& args) {
+  return parse_bench_flags(args, BenchInvocation{});
+}
+
+ParsedBenchFlags parse_bench_flags(const std::vector<std::string>& args,
+                                   const BenchInvocation& invocation) {
   CLI::App app("ccscope bench", "ccscope bench");
   RawArguments raw;
   build_app(app, raw);
@@ -308,6 +336,24 @@ ParsedBenchFlags parse_bench_flags(const std::vector<std::string>& args) {
                       "use 0 (time to complete) or 1 (host time to issue)") == 1;
   options.graph_launches =
       static_cast<int>(integer_argument("-G/--cudagraph", raw.graph, 0, 1000000));
+  // Adaptive sampling or nccl-tests' fixed count: see docs/bench.md, "Iterations".
+  const bool iterations_given = app.get_option("--iters")->count() > 0;
+  if (!raw.target_ci.empty()) {
+    options.target_ci_percent =
+        positive_number_argument("--target-ci", raw.target_ci, 50, "2 (percent)");
+    if (iterations_given)
+      bad("--target-ci and -n/--iters: give one (--target-ci samples each size until its "
+          "interval is narrow enough; -n times a fixed count)");
+    if (options.report_cputime)
+      bad("--target-ci with -C 1: the issue time is nccl-tests' fixed-count figure; drop one");
+    if (options.graph_launches > 0)
+      bad("--target-ci with -G: a graph replays a fixed -n; drop one");
+  } else if (!iterations_given && !invocation.as_nccl_tests_program && !options.report_cputime &&
+             options.graph_launches == 0) {
+    options.target_ci_percent = kDefaultTargetCiPercent;
+  }
+  options.max_seconds_per_size = positive_number_argument(
+      "--max-seconds-per-size", raw.max_seconds_per_size, 86400, "3 (seconds)");
   if (!raw.backend.empty() && job::find_backend(raw.backend) == nullptr) {
     std::string names;
     for (const job::Backend& b : job::registered_backends())

@@ -2,6 +2,7 @@
 // reporters rank 0 writes to, then bench::run_benchmark on every rank.
 #include <cstdio>
 #include <exception>
+#include <filesystem>
 #include <iostream>
 #include <stdexcept>
 #include <string>
@@ -12,6 +13,7 @@
 #include "ccscope/app/verbs.h"
 #include "ccscope/bench/benchmark.h"
 #include "ccscope/collectives/error.h"
+#include "ccscope/records/collective.h"
 #include "ccscope/reports/loaded_results.h"  // InputError
 #include "ccscope/reports/reporter.h"
 #include "ccscope/reports/user_files.h"
@@ -21,7 +23,14 @@ namespace ccscope::app {
 int bench_verb(const std::vector<std::string>& args, const std::vector<std::string>& command_line) {
   bench::BenchOptions options;
   try {
-    ParsedBenchFlags parsed = parse_bench_flags(args);
+    // As all_reduce_perf & co., nccl-tests' fixed iteration count by default.
+    BenchInvocation invocation;
+    if (!command_line.empty()) {
+      const std::string program = std::filesystem::path(command_line[0]).filename().string();
+      for (const auto& d : all_collectives())
+        invocation.as_nccl_tests_program |= program == d.nccl_tests_program;
+    }
+    ParsedBenchFlags parsed = parse_bench_flags(args, invocation);
     if (!parsed.options) {
       if (bench::launcher_says_rank_zero()) std::cout << parsed.help_text;
       return bench::kBenchOk;

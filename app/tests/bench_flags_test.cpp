@@ -41,6 +41,32 @@ TEST(Options, NcclTestsDefaults) {
   EXPECT_EQ(o.time_across_ranks, TimeAcrossRanks::kMaximum);
 }
 
+// Iterations: adaptive sampling by default for `ccscope bench`; nccl-tests'
+// fixed -n 20 with -n, -C 1, -G, or as all_reduce_perf & co.
+TEST(Options, AdaptiveSamplingIsTheDefaultOfCcscopeBench) {
+  const BenchOptions o = parse({"allreduce"});
+  EXPECT_EQ(o.target_ci_percent, kDefaultTargetCiPercent);
+  EXPECT_EQ(o.max_seconds_per_size, 3);
+  const BenchOptions tight =
+      parse({"allreduce", "--target-ci", "0.5", "--max-seconds-per-size", "10"});
+  EXPECT_EQ(tight.target_ci_percent, 0.5);
+  EXPECT_EQ(tight.max_seconds_per_size, 10);
+  EXPECT_EQ(parse({"allreduce", "-w", "0"}).target_ci_percent, kDefaultTargetCiPercent);
+}
+
+TEST(Options, NcclTestsFlagsOrProgramNamesKeepTheFixedCount) {
+  EXPECT_EQ(parse({"allreduce", "-n", "20"}).target_ci_percent, 0);
+  EXPECT_EQ(parse({"allreduce", "--iters", "5"}).target_ci_percent, 0);
+  EXPECT_EQ(parse({"allreduce", "-C", "1"}).target_ci_percent, 0);
+  const auto as_program = parse_bench_flags({"allreduce"}, BenchInvocation{true});
+  ASSERT_TRUE(as_program.options);
+  EXPECT_EQ(as_program.options->target_ci_percent, 0);
+  EXPECT_EQ(as_program.options->iterations, 20);
+  // ... unless asked for.
+  const auto asked = parse_bench_flags({"allreduce", "--target-ci", "3"}, BenchInvocation{true});
+  EXPECT_EQ(asked.options->target_ci_percent, 3);
+}
+
 TEST(Options, ShortAndLongFlags) {
   const BenchOptions o =
       parse({"allgather", "-b",   "8",     "-e",    "128M",   "-f",        "2",
@@ -128,6 +154,12 @@ TEST(Options, EveryBadInputIsOneClearLine) {
       {{"allreduce", "-m", "0"}, "-m/--agg_iters"},
       {{"allreduce", "-m", "x"}, "-m/--agg_iters 'x'"},
       {{"allreduce", "-n", "100000", "-m", "10000"}, "lower -n or -m"},
+      {{"allreduce", "--target-ci", "2", "-n", "20"}, "--target-ci and -n/--iters: give one"},
+      {{"allreduce", "--target-ci", "2", "-C", "1"}, "--target-ci with -C 1"},
+      {{"allreduce", "--target-ci", "0"}, "--target-ci '0' is not a number above 0"},
+      {{"allreduce", "--target-ci", "x"}, "--target-ci 'x'"},
+      {{"allreduce", "--target-ci", "51"}, "at most 50"},
+      {{"allreduce", "--max-seconds-per-size", "-1"}, "--max-seconds-per-size '-1'"},
       {{"allreduce", "-z", "2"}, "-z/--blocking 2"},
       {{"allreduce", "-z", "yes"}, "-z/--blocking yes"},
       {{"allreduce", "-C", "2"}, "-C/--report_cputime 2"},

@@ -141,7 +141,7 @@ TEST_F(ReportVerb, SchemaPrintsEveryFieldOfTheTable) {
   const std::string text = ::testing::internal::GetCapturedStdout();
   for (const auto& field : records::bench_kind().fields)
     EXPECT_NE(text.find("| " + std::string(field.name) + " |"), std::string::npos) << field.name;
-  EXPECT_NE(text.find("ccscope.bench/4"), std::string::npos);
+  EXPECT_NE(text.find("ccscope.bench/5"), std::string::npos);
 }
 
 TEST_F(ReportVerb, TwoOutputsOnStandardOutputAreRefused) {

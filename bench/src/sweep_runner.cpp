@@ -9,9 +9,11 @@
 #include <cstring>
 #include <ctime>
 #include <functional>
+#include <limits>
 #include <thread>
 #include <vector>
 
+#include "adaptive.h"
 #include "ccscope/collectives/error.h"
 #include "collective_calls.h"
 #include "memory_budget.h"
@@ -32,6 +34,13 @@ constexpr size_t kStampsPerClock = 4096;
 // operation faster than this is timed in samples of several iterations, so
 // that the stamps cost well under 1% of what they measure.
 constexpr double kMinSampleSeconds = 10e-6;
+// Adaptive sampling: a timed batch lasts at least this long, so that the
+// clock and the reduction over ranks after every batch (tens of microseconds
+// over MPI) cost a few percent of what a batch measures at most.
+constexpr double kMinBatchSeconds = 1e-3;
+// ... and the warm-up at most this share of the size's time budget (at least
+// one operation, at most -w).
+constexpr double kWarmupShareOfBudget = 0.1;
 
 // Reads or writes a region of a communicator buffer through host memory, in
 // chunks (direct for host buffers).
@@ -171,6 +180,12 @@ struct Timing {
   double issue_seconds = 0;     // per operation: host time to issue them (nccl-tests' -C)
   size_t group = 1;             // iterations per distribution sample
   std::vector<double> samples;  // per operation, one per sample of `group` iterations
+  size_t iterations = 0;        // timed iterations
+  size_t warmup = 0;            // untimed iterations before them
+  // Adaptive sampling: samples are the timed batches' reported statistic over
+  // ranks (the same on every rank), their mean is the reported time.
+  bool adaptive = false;
+  bool converged = false;
 };
 
 // One rank's checks of one (size, placement).
@@ -231,6 +246,7 @@ class Sweep {
   }
 
   Timing measure(const Layout& layout, bool in_place, const std::string& what);
+  Timing measure_adaptive(const Placement& at, const Layout& layout, const std::string& what);
   Checks check(const Layout& layout, bool in_place, const std::string& what);
   Figures reduce_across_ranks(const Timing& timing, const Checks& checks, int pending_signal) const;
   records::BenchRecord make_record(const Layout& layout, bool in_place, const Timing& timing,
@@ -338,16 +354,21 @@ Timing Sweep::measure(const Layout& layout, bool in_place, const std::string& wh
                            0, in_place);
   prepare(at, layout, in_place, inputs, true);
 
+  if (options_.target_ci_percent > 0) return measure_adaptive(at, layout, what);
   monitor_.begin_phase(what + ", warm-up");
-  const size_t warmup = static_cast<size_t>(options_.warmup_iterations);
+  // At least one untimed operation, as nccl-tests (its -w 0 still issues one):
+  // the first call of a size pays for connections and caches.
+  const size_t warmup = std::max<size_t>(1, static_cast<size_t>(options_.warmup_iterations));
   std::vector<double> warmup_seconds(warmup);
   run_stamped(at, layout, warmup, 1, &warmup_seconds);
   // Every rank must use the same sample size (samples are reduced element by
   // element across ranks): the fastest rank's median warm-up iteration sets it.
-  double typical = warmup_seconds.empty() ? 0.0 : median(warmup_seconds);
-  if (warmup > 0) control_.all_reduce_min({&typical, 1});  // (-w 0: 0 everywhere)
+  double typical = median(warmup_seconds);
+  control_.all_reduce_min({&typical, 1});
   const size_t iterations = static_cast<size_t>(options_.iterations);
   Timing timing;
+  timing.iterations = iterations;
+  timing.warmup = warmup;
   timing.group =
       iterations_per_sample(typical * options_.aggregate_iterations, iterations, kMinSampleSeconds);
 
@@ -390,6 +411,78 @@ Timing Sweep::measure(const Layout& layout, bool in_place, const std::string& wh
   monitor_.begin_phase(what + ", per-iteration distribution");
   timing.samples.assign((iterations + timing.group - 1) / timing.group, 0.0);
   run_stamped(at, layout, iterations, timing.group, &timing.samples);
+  monitor_.end_phase();
+  return timing;
+}
+
+// Adaptive sampling (--target-ci): a warm-up bounded by the time budget,
+// then timed batches (host wall clock over a batch of iterations issued back
+// to back plus one wait, as the fixed headline) until stopping_decision says
+// so. After each batch one reduction over ranks gives every rank the batch's
+// reported statistic (-a) and whether any rank's budget is spent, so every
+// rank decides alike and they stop together.
+Timing Sweep::measure_adaptive(const Placement& at, const Layout& layout, const std::string& what) {
+  const auto start = std::chrono::steady_clock::now();
+  const double budget = options_.max_seconds_per_size;
+  const double per_iteration = static_cast<double>(options_.aggregate_iterations);
+  monitor_.begin_phase(what + ", warm-up");
+  std::vector<double> first(1);
+  run_stamped(at, layout, 1, 1, &first);
+  // The warm-up count and batch length follow from agreed figures (every rank
+  // must issue as many operations): the slowest first call, the smallest budget.
+  double agreed_start[2] = {first[0], -budget};
+  control_.all_reduce_max(agreed_start);
+  const double one = agreed_start[0] * per_iteration;  // one iteration, slowest rank
+  const double sizing_budget = -agreed_start[1];
+  const double wanted = one > 0 ? std::floor(kWarmupShareOfBudget * sizing_budget / one) : 1e9;
+  const size_t warmup = static_cast<size_t>(
+      std::clamp(wanted, 1.0, static_cast<double>(std::max(1, options_.warmup_iterations))));
+  std::vector<double> warmup_seconds(warmup - 1);
+  run_stamped(at, layout, warmup - 1, 1, &warmup_seconds);
+  double typical = warmup_seconds.empty() ? agreed_start[0] : median(warmup_seconds);
+  control_.all_reduce_min({&typical, 1});
+
+  Timing timing;
+  timing.adaptive = true;
+  timing.warmup = warmup;
+  const StoppingRule rule{options_.target_ci_percent / 100};
+  // At least twice the minimum of batches fit the budget.
+  timing.group = batch_iterations(typical * per_iteration, kMinBatchSeconds,
+                                  sizing_budget / (2.0 * static_cast<double>(rule.min_samples)));
+  monitor_.begin_phase(what + ", timed batches");
+  control_.barrier();
+  double own_seconds = 0;
+  const TimeAcrossRanks mode = options_.time_across_ranks;
+  const bool by_maximum = mode == TimeAcrossRanks::kMaximum || mode == TimeAcrossRanks::kMinimum;
+  for (StopReason reason = StopReason::kContinue; reason == StopReason::kContinue;) {
+    const auto batch_start = std::chrono::steady_clock::now();
+    for (size_t i = 0; i < timing.group; ++i) {
+      issue_iteration(at, layout, timing.iterations + i);
+      if (options_.blocking) comm_.wait(wait_bound_);
+    }
+    comm_.wait(wait_bound_);
+    const double batch_seconds = seconds_since(batch_start);
+    monitor_.operation_started();
+    own_seconds += batch_seconds;
+    timing.iterations += timing.group;
+    const double mine = batch_seconds / (static_cast<double>(timing.group) * per_iteration);
+    // The statistic in the form its reduction takes, and the budget vote.
+    double agreed[2] = {mode == TimeAcrossRanks::kMinimum               ? -mine
+                        : mode == TimeAcrossRanks::kRank0 && rank_ != 0 ? 0.0
+                                                                        : mine,
+                        seconds_since(start) >= budget ? 1.0 : 0.0};
+    if (by_maximum)
+      control_.all_reduce_max(agreed);
+    else
+      control_.all_reduce_sum(agreed);
+    timing.samples.push_back(mode == TimeAcrossRanks::kMinimum   ? -agreed[0]
+                             : mode == TimeAcrossRanks::kAverage ? agreed[0] / ranks_
+                                                                 : agreed[0]);
+    reason = stopping_decision(timing.samples, agreed[1] > 0, rule);
+    timing.converged = reason == StopReason::kConverged;
+  }
+  timing.seconds = own_seconds / (static_cast<double>(timing.iterations) * per_iteration);
+  timing.issue_seconds = timing.seconds;  // (-C 1 is refused with --target-ci)
   monitor_.end_phase();
   return timing;
 }
@@ -572,15 +665,27 @@ records::BenchRecord Sweep::make_record(const Layout& layout, bool in_place, con
   record.ranks = ranks_;
   record.nodes = shape_.nodes;
   record.ranks_per_node = shape_.ranks_per_node;
-  record.iterations = options_.iterations;
-  record.warmup_iterations = options_.warmup_iterations;
+  record.iterations =
+      static_cast<int>(std::min<size_t>(timing.iterations, std::numeric_limits<int>::max()));
+  record.warmup_iterations = static_cast<int>(timing.warmup);
   record.iterations_per_sample = timing.group;
   record.rank_time_min_s = figures.rank_min;
   record.rank_time_avg_s = figures.rank_avg;
   record.rank_time_max_s = figures.rank_max;
-  record.time_s = figures.reported;
+  // The interval: of the batches' statistic whose mean is the reported time
+  // (adaptive), else of the stamped pass's samples, scaled to the headline.
+  const MeanInterval interval = mean_interval(figures.samples);
+  record.time_s = timing.adaptive ? interval.mean : figures.reported;
+  record.timing_samples = figures.samples.size();
+  record.ci_half_width_percent =
+      std::isfinite(interval.relative_half_width) ? 100 * interval.relative_half_width : 0;
+  record.target_ci_percent = timing.adaptive ? options_.target_ci_percent : 0;
+  record.converged = timing.converged;
   record.time_statistic = time_statistic_token(options_.time_across_ranks);
-  record.time_method = options_.report_cputime
+  record.time_method = timing.adaptive
+                           ? "host wall clock over timed batches + one sync each, until the 95% "
+                             "interval is within --target-ci (ccscope)"
+                       : options_.report_cputime
                            ? "host time to issue -n iterations (-C 1)"
                            : (options_.graph_launches > 0
                                   ? "host wall clock over -G graph launches of -n iterations + one "
@@ -632,8 +737,8 @@ std::string preflight(const BenchOptions& options, const World& world, const Com
   const auto available = on_host ? host_available_memory() : comm.device_memory_available();
   // Device memory is already this rank's share of its GPU's free memory.
   const int sharing_ranks = on_host ? world.local_size() : 1;
-  const std::string where = on_host ? "host " + world.hostname()
-                                    : comm.device_name() + " on host " + world.hostname();
+  const std::string where =
+      on_host ? "host " + world.hostname() : comm.device_name() + " on host " + world.hostname();
   const auto sizes =
       size_sequence(options.min_bytes, options.max_bytes, options.step_factor, options.step_bytes);
   for (Collective collective : options.collectives) {

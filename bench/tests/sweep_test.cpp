@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <mutex>
 #include <set>
 #include <string>
@@ -117,7 +118,7 @@ struct Result {
   std::vector<size_t> send_offsets;  // rank 0's all-reduce send offsets, in order
 };
 
-Result run_in_process(int ranks, const BenchOptions& options) {
+Result run_in_process(int ranks, const std::function<BenchOptions(int rank)>& options_of) {
   Result result;
   std::mutex mutex;
   InProcessTransport::run(ranks, [&](PointToPoint& p2p) {
@@ -126,6 +127,7 @@ Result run_in_process(int ranks, const BenchOptions& options) {
     NoWatchdog monitor;
     Collector collector;
     const JobShape shape{1, ranks, "threads"};
+    const BenchOptions options = options_of(p2p.rank());
     const SweepOutcome outcome =
         run_sweep(options, *control, shape, comm, monitor, p2p.rank() == 0 ? &collector : nullptr,
                   0, [] { return 0; });
@@ -136,6 +138,10 @@ Result run_in_process(int ranks, const BenchOptions& options) {
     result.send_offsets = comm.send_offsets;
   });
   return result;
+}
+
+Result run_in_process(int ranks, const BenchOptions& options) {
+  return run_in_process(ranks, [&](int) { return options; });
 }
 
 BenchOptions small_sweep(Collective collective, DataType type, ReduceOp op) {
@@ -299,6 +305,62 @@ TEST(Sweep, AggregatedIterationsCountEveryOperation) {
   EXPECT_EQ(r.send_offsets.size(), 2u * 28u);
   ASSERT_EQ(r.records.size(), 2u);
   EXPECT_EQ(r.records[0].aggregate_iterations, 3);
+}
+
+TEST(Sweep, AdaptiveRecordsCarryTheirInterval) {
+  BenchOptions o = small_sweep(Collective::kAllReduce, DataType::kFloat32, ReduceOp::kSum);
+  o.min_bytes = o.max_bytes = 1024;
+  o.target_ci_percent = 50;  // loose: threads on a loaded host still converge
+  o.max_seconds_per_size = 2;
+  const Result r = run_in_process(2, o);
+  ASSERT_EQ(r.records.size(), 2u);
+  for (const auto& record : r.records) {
+    EXPECT_EQ(record.target_ci_percent, 50);
+    EXPECT_GE(record.timing_samples, 1u);
+    EXPECT_EQ(static_cast<size_t>(record.iterations),
+              record.timing_samples * record.iterations_per_sample);
+    EXPECT_GT(record.time_s, 0);
+    EXPECT_EQ(record.wrong, 0);
+    // Converged means at least the minimum of samples and an interval within the target.
+    if (record.converged) {
+      EXPECT_GE(record.timing_samples, 5u);
+      EXPECT_LE(record.ci_half_width_percent, 50);
+    }
+    EXPECT_NE(record.time_method.find("--target-ci"), std::string::npos);
+  }
+}
+
+TEST(Sweep, RanksThatDisagreeOnStoppingStopTogether) {
+  // Rank 1's budget is spent at once, rank 0's never is and its target cannot
+  // be met: alone, rank 0 would time batches until the sample limit. The vote
+  // reduced with every batch stops both after the first.
+  const auto options_of = [](int rank) {
+    BenchOptions o = small_sweep(Collective::kAllReduce, DataType::kFloat32, ReduceOp::kSum);
+    o.min_bytes = o.max_bytes = 256;
+    o.target_ci_percent = 1e-9;
+    o.max_seconds_per_size = rank == 1 ? 1e-9 : 1e6;
+    return o;
+  };
+  const Result r = run_in_process(2, options_of);
+  ASSERT_EQ(r.records.size(), 2u);
+  for (const auto& record : r.records) {
+    EXPECT_EQ(record.timing_samples, 1u);
+    EXPECT_FALSE(record.converged);
+  }
+}
+
+TEST(Sweep, WarmUpZeroStillIssuesOneUntimedOperation) {
+  BenchOptions o = small_sweep(Collective::kAllReduce, DataType::kFloat32, ReduceOp::kSum);
+  o.min_bytes = o.max_bytes = 256;
+  o.iterations = 4;
+  o.warmup_iterations = 0;
+  o.check_iterations = 1;
+  const Result r = run_in_process(2, o);
+  // Per placement: warm-up 1 (nccl-tests' untimed first call), timed 4,
+  // distribution 4, check 1 = 10.
+  EXPECT_EQ(r.send_offsets.size(), 2u * 10u);
+  ASSERT_EQ(r.records.size(), 2u);
+  EXPECT_EQ(r.records[0].warmup_iterations, 1);
 }
 
 }  // namespace

@@ -86,7 +86,7 @@ BenchKind make_bench_kind() {
   using R = BenchRecord;
   using L = LoadedRecord;
   using M = RunMetadata;
-  BenchKind kind{"ccscope.bench", 4, {}};
+  BenchKind kind{"ccscope.bench", 5, {}};
   auto& f = kind.fields;
   // The schema id of the row; readers check it before any other field.
   f.push_back(BenchField{"schema", "", FieldType::kText, FieldScope::kRecord, 1, "", true,
@@ -234,6 +234,43 @@ BenchKind make_bench_kind() {
   f.push_back(run_field<&M::rank_devices>(
       {"rank_devices", "",
        "each rank's pid, host, device and bus id (nccl-tests' '# Using devices')", 4}));
+  f.push_back(record_field<&R::timing_samples, &L::timing_samples>(
+      {"timing_samples", "",
+       "timing samples behind the interval: timed batches (--target-ci), else the stamped pass's",
+       5}));
+  // Empty when there is no interval (fewer than 2 samples).
+  f.push_back(BenchField{
+      "ci_half_width_percent", "%", FieldType::kNumber, FieldScope::kRecord, 5, "", true,
+      "half-width of the 95% confidence interval of time_s, % of time_s; empty: no interval",
+      [](const BenchRow& row) {
+        return row.record.ci_half_width_percent > 0 ? cell_of(row.record.ci_half_width_percent)
+                                                    : Cell{};
+      },
+      [](const LoadedBenchRow& row) { return cell_of(row.record.ci_half_width_percent); },
+      [](LoadedBenchRow& row, const Cell& c) {
+        set_from<std::optional<double>, 0>(row.record.ci_half_width_percent, c);
+      }});
+  // Empty under fixed -n: no target to reach.
+  f.push_back(BenchField{
+      "target_ci_percent", "%", FieldType::kNumber, FieldScope::kRecord, 5, "", true,
+      "--target-ci the size was sampled to; empty: fixed -n iterations",
+      [](const BenchRow& row) {
+        return row.record.target_ci_percent > 0 ? cell_of(row.record.target_ci_percent) : Cell{};
+      },
+      [](const LoadedBenchRow& row) { return cell_of(row.record.target_ci_percent); },
+      [](LoadedBenchRow& row, const Cell& c) {
+        set_from<std::optional<double>, 0>(row.record.target_ci_percent, c);
+      }});
+  f.push_back(BenchField{
+      "converged", "", FieldType::kFlag, FieldScope::kRecord, 5, "", true,
+      "1: the interval reached --target-ci before --max-seconds-per-size; empty: fixed -n",
+      [](const BenchRow& row) {
+        return row.record.target_ci_percent > 0 ? cell_of(row.record.converged) : Cell{};
+      },
+      [](const LoadedBenchRow& row) { return cell_of(row.record.converged); },
+      [](LoadedBenchRow& row, const Cell& c) {
+        set_from<std::optional<bool>, 0>(row.record.converged, c);
+      }});
   f.push_back(
       run_field<&M::end_time_utc>({"end_time_utc", "", "ISO 8601 UTC end of the run"}, false));
   return kind;

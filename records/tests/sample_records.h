@@ -43,6 +43,10 @@ inline BenchRecord hostile_record() {
   r.failed_checks = 1;
   r.record_time_utc = "2026-12-01T13:31:10Z";
   r.repeat = 2;
+  r.timing_samples = 37;
+  r.ci_half_width_percent = 1.0 / 3;
+  r.target_ci_percent = 2.5;
+  r.converged = true;
   return r;
 }
 

@@ -37,7 +37,7 @@ TEST(Schema, EveryFieldIsNamedOnceAndDescribed) {
     EXPECT_NE(f.set, nullptr);
     EXPECT_LE(f.since, bench_kind().version) << f.name;
   }
-  EXPECT_EQ(bench_kind().schema_id(), "ccscope.bench/4");
+  EXPECT_EQ(bench_kind().schema_id(), "ccscope.bench/5");
 }
 
 TEST(Schema, EveryMeasuredFieldRoundTripsThroughCsvText) {

@@ -5,8 +5,6 @@
 // time for the same size and ranks), so OSU files, which carry no busbw, are
 // compared as well. Several samples of one size (several files per side, or
 // the `repeat` column of `bench --repeat K`) are pooled.
-#include "ccscope/common/sizes.h"
-#include "ccscope/common/statistics.h"
 #include "ccscope/reports/compare.h"
 
 #include <fmt/format.h>
@@ -17,6 +15,8 @@
 #include <map>
 #include <set>
 
+#include "ccscope/common/sizes.h"
+#include "ccscope/common/statistics.h"
 #include "ccscope/reports/comparison_stats.h"
 #include "ccscope/reports/user_files.h"
 
@@ -72,6 +72,7 @@ struct Sample {
   double time_s = 0;
   std::string time_statistic;  // "" unstated
   std::optional<double> min_s, avg_s, max_s;
+  std::optional<double> interval;  // time_s's 95% half-width, a fraction of it
 };
 
 std::optional<double> positive(const std::optional<double>& v) {
@@ -129,8 +130,11 @@ std::map<std::string, Series> group(const std::vector<LoadedRun>& runs) {
       s.shape = shape;
       s.ranks = r.ranks;
       s.nodes = r.nodes;
-      s.samples[r.size_bytes].push_back(Sample{*r.time_s, r.time_statistic, positive(r.time_min_s),
-                                               positive(r.time_avg_s), positive(r.time_max_s)});
+      const auto interval = positive(r.ci_half_width_percent);
+      s.samples[r.size_bytes].push_back(
+          Sample{*r.time_s, r.time_statistic, positive(r.time_min_s), positive(r.time_avg_s),
+                 positive(r.time_max_s),
+                 interval ? std::optional<double>(*interval / 100) : std::nullopt});
       s.time_s_statistics.insert(r.time_statistic);
       s.tools.insert(tool_of(run.format));
       note_method(r, s.method);
@@ -282,6 +286,19 @@ SeriesVerdict judge(const Series& base, const Series* cur,
       s.ci_high = ci.high;
     }
     s.slower = s.busbw_ratio < 1 - o.threshold;
+    // One record a side, each with the interval of its time_s: a difference
+    // inside both intervals is no change.
+    const auto& base_samples = base.samples.at(size);
+    const auto& cur_samples = cur->samples.at(size);
+    if (b.size() == 1 && c.size() == 1 && choice->base_field == "time_s" &&
+        choice->current_field == "time_s" && base_samples[0].interval && cur_samples[0].interval) {
+      s.base_interval = base_samples[0].interval;
+      s.current_interval = cur_samples[0].interval;
+      const double difference = std::abs(c[0] - b[0]);
+      s.within_intervals =
+          difference <= *s.base_interval * b[0] && difference <= *s.current_interval * c[0];
+      s.slower = s.slower && !s.within_intervals;
+    }
     if (b.size() >= 4 && c.size() >= 4) {
       s.p_value = mann_whitney_u(b, c).p_value;
       s.slower = s.slower && *s.p_value < 0.05;

@@ -67,7 +67,8 @@ std::string render_compare_text(const CompareResult& result) {
   out += fmt::format(
       "rule: a size is slower when busbw (baseline time / current time, medians) drops by more "
       "than {:g}%;"
-      " with >= 4 samples per side it must also differ by Mann-Whitney U (two-sided p < 0.05)\n",
+      " with >= 4 samples per side it must also differ by Mann-Whitney U (two-sided p < 0.05);"
+      " with one record per side that states its 95% interval, lie outside both intervals\n",
       o.threshold * 100);
   out += o.min_size || o.max_size
              ? fmt::format("window: sizes {} .. {}\n", format_exact_size(o.min_size.value_or(0)),
@@ -86,11 +87,15 @@ std::string render_compare_text(const CompareResult& result) {
       std::string ci = s.base_samples >= 2 && s.current_samples >= 2
                            ? fmt::format("{:.3f}..{:.3f}", s.ci_low, s.ci_high)
                            : "-";
-      out += fmt::format("{} {:>10}  {:>3}/{:<3}  {:>11.3f}  {:>15}  {:>8}{}{}\n",
-                         s.in_window ? "*" : " ", format_exact_size(s.size_bytes), s.base_samples,
-                         s.current_samples, s.busbw_ratio, ci,
-                         s.p_value ? fmt::format("{:.3g}", *s.p_value) : "-",
-                         s.slower ? "  slower" : "", s.in_window ? "" : "  (outside window)");
+      // A single record a side: its own interval in place of the bootstrap's.
+      if (s.base_interval && s.current_interval)
+        ci = fmt::format("+-{:.1f}%/+-{:.1f}%", *s.base_interval * 100, *s.current_interval * 100);
+      out += fmt::format(
+          "{} {:>10}  {:>3}/{:<3}  {:>11.3f}  {:>15}  {:>8}{}{}{}\n", s.in_window ? "*" : " ",
+          format_exact_size(s.size_bytes), s.base_samples, s.current_samples, s.busbw_ratio, ci,
+          s.p_value ? fmt::format("{:.3g}", *s.p_value) : "-", s.slower ? "  slower" : "",
+          s.within_intervals ? "  no change (inside both intervals)" : "",
+          s.in_window ? "" : "  (outside window)");
       if (s.slower) (s.in_window ? slower : slower_outside).push_back(s.size_bytes);
     }
     if (v.cannot_judge.empty()) out += model_text(v, o.threshold) + "\n";

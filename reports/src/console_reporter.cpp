@@ -126,6 +126,13 @@ class ConsoleReporter : public Reporter {
 
   void end(const RunMetadata& m) override {
     flush_pending();
+    if (not_converged_ > 0) {
+      line(
+          fmt::format("# * {} time(s) did not reach the target interval within "
+                      "--max-seconds-per-size (records: converged=0)",
+                      not_converged_));
+      line("#");
+    }
     if (!m.stopped_by.empty()) {
       line(fmt::format("# Stopped by {} after {} record(s): the sweep is incomplete", m.stopped_by,
                        records_));
@@ -157,18 +164,32 @@ class ConsoleReporter : public Reporter {
     if (!r.time_method.empty()) line(fmt::format("# time method: {}", r.time_method));
     line("#");
     const bool percent = expected_GBps_ > 0;
+    // Adaptive sampling (--target-ci): each time's 95% interval, two columns
+    // more, so that a fixed -n run prints nccl-tests' table.
+    interval_ = r.target_ci_percent > 0;
     line(std::string("#                                                              out-of-place  "
                      "            "
                      "         in-place          ") +
-         (percent ? "   busbw % of expected" : ""));
+         (percent ? "   busbw % of expected" : "") +
+         (interval_ ? fmt::format("   time 95% CI (target {:g}%)", r.target_ci_percent) : ""));
     line(std::string("#       size         count      type   redop    root     time   algbw   "
                      "busbw  #wrong    "
                      " time   algbw   busbw  #wrong ") +
-         (percent ? "  oop %exp  ip %exp" : ""));
+         (percent ? "  oop %exp  ip %exp" : "") + (interval_ ? "    oop +-     ip +-" : ""));
     line(std::string("#        (B)    (elements)                               (us)  (GB/s)  "
                      "(GB/s)            "
                      " (us)  (GB/s)  (GB/s)         ") +
-         (percent ? "       (%)      (%)" : ""));
+         (percent ? "       (%)      (%)" : "") + (interval_ ? "       (%)       (%)" : ""));
+  }
+
+  // "±1.3%"; "±6.1%*" when the interval did not reach the target (the time
+  // budget ran out); "N/A" without an interval (one sample).
+  std::string interval_text(const std::optional<BenchRecord>& r) const {
+    if (!r) return "N/A";
+    if (!interval_) return "";
+    const std::string mark = r->converged ? "" : "*";
+    if (!(r->ci_half_width_percent > 0)) return "N/A" + mark;
+    return fmt::format("\u00b1{:.1f}%{}", r->ci_half_width_percent, mark);
   }
 
   static std::string group(const std::optional<BenchRecord>& r) {
@@ -189,8 +210,15 @@ class ConsoleReporter : public Reporter {
       };
       percent = fmt::format("  {:>8}  {:>7}", share(out_of_place_), share(in_place_));
     }
-    line(fmt::format("{:>12}  {:>12}  {:>8}  {:>6}  {:>6}{}{}{}", r.size_bytes, r.count, r.dtype,
-                     r.op, r.root, group(out_of_place_), group(in_place_), percent));
+    std::string spread;
+    if (interval_)
+      spread =
+          fmt::format("  {:>8}  {:>8}", interval_text(out_of_place_), interval_text(in_place_));
+    line(fmt::format("{:>12}  {:>12}  {:>8}  {:>6}  {:>6}{}{}{}{}", r.size_bytes, r.count, r.dtype,
+                     r.op, r.root, group(out_of_place_), group(in_place_), percent, spread));
+    if (interval_)
+      not_converged_ +=
+          (out_of_place_ && !out_of_place_->converged) + (in_place_ && !in_place_->converged);
     out_of_place_.reset();
     in_place_.reset();
   }
@@ -201,6 +229,8 @@ class ConsoleReporter : public Reporter {
   std::optional<BenchRecord> in_place_;
   double busbw_sum_ = 0;
   double expected_GBps_ = 0;  // the run's expected busbw; 0 unknown
+  bool interval_ = false;     // the current table has the interval columns
+  int64_t not_converged_ = 0;
   int64_t records_ = 0;
   int64_t failed_checks_ = 0;  // "# Out of bounds values"
 };

@@ -96,6 +96,51 @@ TEST_F(Compare, LargeSizesTwentyPercentSlowerIsABandwidthRegression) {
   EXPECT_EQ(o.out.find("latency (alpha)"), std::string::npos) << o.out;
 }
 
+// Every record with a +-4% interval (ccscope.bench/5, adaptive sampling).
+std::vector<BenchRecord> with_interval(std::vector<BenchRecord> records, double percent) {
+  for (auto& r : records) {
+    r.timing_samples = 30;
+    r.ci_half_width_percent = percent;
+    r.target_ci_percent = percent;
+    r.converged = true;
+  }
+  return records;
+}
+
+TEST_F(Compare, ADifferenceInsideBothIntervalsIsNoChange) {
+  // 3% slower everywhere, each side +-4%: no change, although the 2% threshold
+  // alone would call it a regression (as it does without the intervals).
+  auto slower = [](size_t, int) { return 1.03; };
+  auto base = write("base.csv", with_interval(sweep(2, 1, same), 4));
+  auto cur = write("cur.json", with_interval(sweep(2, 1, slower), 4));
+  CompareOptions two_percent;
+  two_percent.threshold = 0.02;
+  Outcome o = compare(base, cur, two_percent);
+  EXPECT_EQ(o.code, 0) << o.out;
+  EXPECT_NE(o.out.find("no change (inside both intervals)"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("+-4.0%/+-4.0%"), std::string::npos) << o.out;
+  for (const auto& size : o.result.series.at(0).sizes) {
+    EXPECT_TRUE(size.within_intervals);
+    EXPECT_FALSE(size.slower);
+  }
+  auto plain_base = write("plain_base.csv", sweep(2, 1, same));
+  auto plain_cur = write("plain_cur.csv", sweep(2, 1, slower));
+  EXPECT_EQ(compare(plain_base, plain_cur, two_percent).code, 1);
+}
+
+TEST_F(Compare, ADifferenceOutsideTheIntervalsIsARegression) {
+  // 10% slower, +-4% each side: outside both, beyond the 5% threshold.
+  auto base = write("base.csv", with_interval(sweep(2, 1, same), 4));
+  auto cur = write("cur.csv", with_interval(sweep(2, 1, [](size_t, int) { return 1.10; }), 4));
+  Outcome o = compare(base, cur);
+  EXPECT_EQ(o.code, 1) << o.out;
+  EXPECT_NE(o.out.find("REGRESSION at"), std::string::npos) << o.out;
+  EXPECT_FALSE(o.result.series.at(0).sizes.at(0).within_intervals);
+  // Inside one interval only (+-12% baseline, +-4% current): still a regression.
+  auto wide = write("wide.csv", with_interval(sweep(2, 1, same), 12));
+  EXPECT_EQ(compare(wide, cur).code, 1);
+}
+
 TEST_F(Compare, OnlySmallSizesSlowerIsALatencyChange) {
   auto base = write("base.csv", sweep(2, 1, same));
   auto cur = write("cur.csv", sweep(2, 1, [](size_t s, int) { return s <= 16384 ? 1.5 : 1.0; }));

@@ -178,7 +178,7 @@ TEST(CsvReporter, RowRoundTripsAndIsOnDiskRightAfterAdd) {
     ADD_FAILURE() << "no column " << name;
     return std::string();
   };
-  EXPECT_EQ(col("schema"), "ccscope.bench/4");
+  EXPECT_EQ(col("schema"), "ccscope.bench/5");
   EXPECT_EQ(col("collective"), "allreduce");
   EXPECT_EQ(col("backend"), "mpi");
   EXPECT_EQ(col("dtype"), "float");
@@ -223,6 +223,11 @@ TEST(CsvReporter, RowRoundTripsAndIsOnDiskRightAfterAdd) {
   EXPECT_EQ(col("check_iterations"), "5");
   EXPECT_EQ(col("failed_checks"), "2");
   EXPECT_EQ(col("backend_resources"), "alloc=ncclMemAlloc, alltoall=ncclAlltoAll, blocking=0");
+  // Fixed -n (target 0): samples and interval, no target, no converged.
+  EXPECT_EQ(col("timing_samples"), "0");
+  EXPECT_EQ(col("ci_half_width_percent"), "");
+  EXPECT_EQ(col("target_ci_percent"), "");
+  EXPECT_EQ(col("converged"), "");
 
   BenchRecord r2 = sample_record(2048, false, 2.5);
   r2.checked = false;
@@ -277,7 +282,7 @@ TEST(JsonReporter, ValidAfterEveryStepAndCompleteAtEnd) {
   reporter->begin(m);
 
   json doc = json::parse(slurp(path));
-  EXPECT_EQ(doc.at("schema"), "ccscope.bench/4");
+  EXPECT_EQ(doc.at("schema"), "ccscope.bench/5");
   EXPECT_EQ(doc.at("complete"), false);
   EXPECT_TRUE(doc.at("records").is_array());
   EXPECT_TRUE(doc.at("records").empty());
@@ -559,6 +564,74 @@ TEST(ConsoleReporter, HeaderNamesTheTimeStatisticAndMethod) {
       << text;
   EXPECT_NE(text.find("\n# time: statistic not recorded\n"), std::string::npos) << text;
   EXPECT_EQ(data_lines(text).size(), 3u) << text;
+}
+
+// Adaptive sampling's records (--target-ci): the interval per row in two
+// more columns; a row that did not converge is marked and counted.
+BenchRecord adaptive_record(size_t size, bool in_place, double half_width, bool converged) {
+  BenchRecord r = sample_record(size, in_place, 1.0);
+  r.timing_samples = 40;
+  r.ci_half_width_percent = half_width;
+  r.target_ci_percent = 2;
+  r.converged = converged;
+  return r;
+}
+
+TEST(ConsoleReporter, AdaptiveRowsShowTheirInterval) {
+  std::ostringstream out;
+  auto reporter = make_console_reporter(out);
+  RunMetadata m = sample_metadata();
+  reporter->begin(m);
+  reporter->add(adaptive_record(8, false, 1.26, true));
+  reporter->add(adaptive_record(8, true, 6.04, false));
+  reporter->end(m);
+  const std::string text = out.str();
+  EXPECT_NE(text.find("time 95% CI (target 2%)"), std::string::npos) << text;
+  EXPECT_NE(text.find("    oop +-     ip +-\n"), std::string::npos) << text;
+  const auto lines = data_lines(text);
+  ASSERT_EQ(lines.size(), 1u) << text;
+  EXPECT_NE(lines[0].find("  \u00b11.3%  "), std::string::npos) << lines[0];
+  EXPECT_TRUE(lines[0].ends_with("  \u00b16.0%*")) << lines[0];
+  EXPECT_NE(text.find("# * 1 time(s) did not reach the target interval"), std::string::npos)
+      << text;
+
+  // CSV and JSON carry the same four fields.
+  TempDir dir;
+  auto csv = make_csv_reporter(dir.file("a.csv"));
+  auto json_out = make_json_reporter(dir.file("a.json"));
+  for (auto* reporter_of : {csv.get(), json_out.get()}) {
+    reporter_of->begin(m);
+    reporter_of->add(adaptive_record(8, true, 6.04, false));
+    reporter_of->end(m);
+  }
+  const auto rows = parse_csv(slurp(dir.file("a.csv")));
+  ASSERT_EQ(rows.size(), 2u);
+  auto col = [&](const std::string& name) {
+    const auto at = std::find(rows[0].begin(), rows[0].end(), name) - rows[0].begin();
+    return static_cast<size_t>(at) < rows[1].size() ? rows[1][at] : std::string("missing");
+  };
+  EXPECT_EQ(col("timing_samples"), "40");
+  EXPECT_EQ(col("ci_half_width_percent"), "6.04");
+  EXPECT_EQ(col("target_ci_percent"), "2");
+  EXPECT_EQ(col("converged"), "0");
+  const json record = json::parse(slurp(dir.file("a.json"))).at("records").at(0);
+  EXPECT_EQ(record.at("timing_samples"), 40);
+  EXPECT_EQ(record.at("ci_half_width_percent"), 6.04);
+  EXPECT_EQ(record.at("target_ci_percent"), 2);
+  EXPECT_EQ(record.at("converged"), false);
+}
+
+TEST(ConsoleReporter, FixedRowsKeepNcclTestsTable) {
+  std::ostringstream out;
+  auto reporter = make_console_reporter(out);
+  RunMetadata m = sample_metadata();
+  reporter->begin(m);
+  BenchRecord r = sample_record(8, false, 1.0);
+  r.ci_half_width_percent = 3;  // the stamped pass's interval: in the records only
+  reporter->add(r);
+  reporter->end(m);
+  EXPECT_EQ(out.str().find("+-"), std::string::npos) << out.str();
+  EXPECT_EQ(out.str().find("target interval"), std::string::npos) << out.str();
 }
 
 TEST(ConsoleReporter, NewTableWhenTheCollectiveChanges) {

@@ -14,8 +14,18 @@ struct ParsedBenchFlags {
   std::string help_text;
 };
 
+// How ccscope was started: as an nccl-tests program (all_reduce_perf & co.),
+// it keeps nccl-tests' fixed -n 20 by default; as `ccscope bench`, it samples
+// adaptively to kDefaultTargetCiPercent unless -n (or -C 1, -G) is given.
+struct BenchInvocation {
+  bool as_nccl_tests_program = false;
+};
+inline constexpr double kDefaultTargetCiPercent = 2;
+
 // `args` are the words after "bench". Throws UsageError with one line naming
 // the bad argument and what to do.
+ParsedBenchFlags parse_bench_flags(const std::vector<std::string>& args,
+                                   const BenchInvocation& invocation);
 ParsedBenchFlags parse_bench_flags(const std::vector<std::string>& args);
 std::string bench_flags_help();
 

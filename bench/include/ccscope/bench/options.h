@@ -25,7 +25,15 @@ struct BenchOptions {
   size_t step_bytes = size_t{1} << 20;
   size_t step_factor = 1;
   int iterations = 20;
+  // -w: untimed iterations before each size; 0 still issues one (nccl-tests
+  // always runs one operation before it starts the clock).
   int warmup_iterations = 5;
+  // --target-ci P (adaptive sampling): time batches of iterations until the 95%
+  // confidence interval of the reported time is within +-P% or the size's
+  // --max-seconds-per-size is spent; 0 = nccl-tests' fixed -n iterations.
+  // (`ccscope bench` picks the default, see docs/bench.md; other callers get -n.)
+  double target_ci_percent = 0;
+  double max_seconds_per_size = 3;
   // -d / -o: the types and ops to sweep ("all" = every one, in nccl-tests'
   // order); `type` and `op` are the ones being run.
   std::vector<DataType> types{DataType::kFloat32};

@@ -105,6 +105,15 @@ struct BenchRecord {
   int failed_checks = 0;     // of those, checks that found a wrong element on some rank
   std::string record_time_utc;
   int repeat = 0;  // which of the `bench --repeat K` sweeps (0-based): repeated samples
+  // The confidence of time_s (ccscope.bench/5): timing samples behind it (timed
+  // batches under --target-ci, else the stamped pass's samples), the half-width
+  // of its 95% interval in % of time_s (<= 0: fewer than 2 samples, no
+  // interval), the --target-ci it was measured to (0: fixed -n) and whether the
+  // interval reached it before the size's time budget ran out.
+  size_t timing_samples = 0;
+  double ci_half_width_percent = 0;
+  double target_ci_percent = 0;
+  bool converged = false;
 };
 
 // A record read back from a file (ccscope's own, nccl-tests', OSU's): the
@@ -157,6 +166,12 @@ struct LoadedRecord {
   std::string record_time_utc;
   // busbw_GBps / the run's expected_busbw_GBps x 100 (ccscope.bench/3).
   std::optional<double> busbw_percent_of_expected;
+  // BenchRecord's confidence fields (ccscope.bench/5); absent in older files
+  // and other tools' (converged and target_ci_percent also under fixed -n).
+  std::optional<size_t> timing_samples;
+  std::optional<double> ci_half_width_percent;
+  std::optional<double> target_ci_percent;
+  std::optional<bool> converged;
 };
 
 }  // namespace ccscope::records

@@ -27,7 +27,8 @@ inline constexpr int kCompareCannotJudge = 125;
 
 struct CompareOptions {
   // The smallest slowdown that counts (0.05 = busbw 5% lower). With repeated
-  // samples the slowdown must also be significant (Mann-Whitney p < 0.05).
+  // samples the slowdown must also be significant (Mann-Whitney p < 0.05);
+  // with one record per side that states its interval, outside both intervals.
   double threshold = 0.05;
   // Sizes judged; default: where the baseline's bandwidth is >= half its peak.
   std::optional<size_t> min_size, max_size;
@@ -39,6 +40,12 @@ struct SizeVerdict {
   double busbw_ratio = 1;          // median current / median baseline (from times)
   double ci_low = 0, ci_high = 0;  // 95% bootstrap interval (samples >= 2 per side)
   std::optional<double> p_value;   // Mann-Whitney, when both sides have >= 4 samples
+  // One record per side, each with its time's 95% interval (ccscope.bench/5's
+  // ci_half_width_percent, as a fraction): the half-widths, and whether the
+  // difference of the times lies inside both, which is "no change" whatever
+  // the threshold says.
+  std::optional<double> base_interval, current_interval;
+  bool within_intervals = false;
   bool in_window = false;
   bool slower = false;  // a regression at this size by the rule in use
 };
