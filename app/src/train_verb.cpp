@@ -290,8 +290,9 @@ int train_verb(const std::vector<std::string>& args, const std::vector<std::stri
   CLI::App app{
       "ccscope train: real training steps of an MLP or a transformer under a strategy (single,\n"
       "ddp, zero1-3, tp, pp, ep, 3d; the transformer: single, ddp, zero1-3, tp)\n"
-      "over MPI: step time, compute/communication/exposed split, bytes and memory against the\n"
-      "formulas, the loss against one rank's. Launch with mpiexec -n N.",
+      "over MPI, gloo or (--backend nccl) on GPUs: step time, compute/communication/exposed\n"
+      "split, bytes and memory against the formulas, the loss against one rank's. Launch with\n"
+      "mpiexec -n N (or srun, torchrun's environment).",
       "ccscope train"};
   app.add_option("--strategy", s.strategy, "single, ddp, zero1, zero2, zero3, tp, pp, ep, 3d")
       ->capture_default_str();
@@ -357,7 +358,12 @@ int train_verb(const std::vector<std::string>& args, const std::vector<std::stri
                     {0, 1e6});
   app.add_option("--deepspeed-config", f.deepspeed_config, "a DeepSpeed JSON config to run");
   app.add_option("--offload", s.offload,
-                 "optimizer or params (DeepSpeed's offload; GPU path only)");
+                 "optimizer (the GPU path: optimizer state and master weights in host memory, "
+                 "the step on the CPU, the copies measured) or params (DeepSpeed's offload)");
+  app.add_option("--backend", s.backend,
+                 "what the run communicates over: mpi or gloo (host memory; default: mpi under "
+                 "an MPI launcher, else gloo), or nccl: the GPU path (single, ddp; the MLP), "
+                 "model and gradients in GPU memory, cuBLAS, gradients over NCCL");
   app.add_option("--scaling", s.scaling,
                  "rank counts to run, e.g. 1,2,4 (on the job's first ranks)")
       ->delimiter(',');

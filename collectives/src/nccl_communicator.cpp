@@ -643,6 +643,8 @@ class NcclCommunicator : public Communicator {
   int size() const override { return size_; }
   MemoryKind memory_kind() const override { return MemoryKind::kDevice; }
   std::string device_name() const override { return device_name_; }
+  int device_ordinal() const override { return device_; }
+  void* device_stream() const override { return stream(); }
 
   std::unique_ptr<Buffer> allocate(size_t bytes) override {
     not_while_capturing("allocate");

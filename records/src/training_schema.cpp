@@ -56,10 +56,10 @@ const TrainRunKind& train_run_kind() {
   using R = TrainRunRecord;
   static const TrainRunKind kind{
       "ccscope.train_run",
-      2,
+      3,
       {
           TrainRunField{"schema", "", FieldType::kText, FieldScope::kRecord, 1, "", true,
-                        "record kind and version (ccscope.train_run/2)",
+                        "record kind and version (ccscope.train_run/3)",
                         [](const R&) { return schema_cell(train_run_kind().schema_id()); },
                         [](const R&) { return schema_cell(train_run_kind().schema_id()); },
                         [](R&, const Cell& c) { check_schema(train_run_kind(), c); }},
@@ -136,19 +136,60 @@ const TrainRunKind& train_run_kind() {
               "loss_equivalent", "",
               "1 when loss_max_rel_diff and loss_f64_max_rel_diff are within loss_tolerance and "
               "grad_max_rel_diff within its own"),
-          since_version(member_field<R, &R::loss_f64_max_rel_diff>(
-              "loss_f64_max_rel_diff", "",
-              "largest relative difference of a step's loss from the independent float64 "
-              "reference (reference64.h); empty without --check-loss or where it does not apply"), 2),
-          since_version(member_field<R, &R::grad_max_rel_diff>(
-              "grad_max_rel_diff", "",
-              "the first applied step's gradients (reduced, unscaled, clipped) against single's, "
-              "the largest layer's normwise relative difference; empty where the strategy does "
-              "not gather them (tp, pp, 3d, ep)"), 2),
-          since_version(member_field<R, &R::loss_f64_steps>(
-              "loss_f64_steps", "",
-              "steps compared with the float64 reference: all, or up to the first step whose "
-              "ReLU input lay within the format's rounding of 0"), 2),
+          since_version(
+              member_field<R, &R::loss_f64_max_rel_diff>(
+                  "loss_f64_max_rel_diff", "",
+                  "largest relative difference of a step's loss from the independent float64 "
+                  "reference (reference64.h); empty without --check-loss or where it does not "
+                  "apply"),
+              2),
+          since_version(
+              member_field<R, &R::grad_max_rel_diff>(
+                  "grad_max_rel_diff", "",
+                  "the first applied step's gradients (reduced, unscaled, clipped) against "
+                  "single's, "
+                  "the largest layer's normwise relative difference; empty where the strategy does "
+                  "not gather them (tp, pp, 3d, ep)"),
+              2),
+          since_version(
+              member_field<R, &R::loss_f64_steps>(
+                  "loss_f64_steps", "",
+                  "steps compared with the float64 reference: all, or up to the first step whose "
+                  "ReLU input lay within the format's rounding of 0"),
+              2),
+          since_version(
+              member_field<R, &R::device_peak_B>(
+                  "device_peak_B", "B",
+                  "GPU path: the largest rank's device memory the probe allocated at its highest "
+                  "(parameters, gradients, master weights, optimizer state, activations, scratch); "
+                  "empty on the host path"),
+              3),
+          since_version(
+              member_field<R, &R::device_used_B>(
+                  "device_used_B", "B",
+                  "GPU path: the largest rank's GPU memory in use (cudaMemGetInfo total - free) at "
+                  "its highest, the CUDA context and NCCL's and cuBLAS's buffers included"),
+              3),
+          since_version(member_field<R, &R::offload_bytes_per_step>(
+                            "offload_bytes_per_step", "B",
+                            "GPU path with --offload optimizer: bytes copied between device and "
+                            "host per step "
+                            "(gradients down, parameters up), median, per rank"),
+                        3),
+          since_version(
+              member_field<R, &R::offload_bytes_expected>(
+                  "offload_bytes_expected", "B",
+                  "the formula's: 2 x element bytes x the parameters this rank's optimizer steps"),
+              3),
+          since_version(
+              member_field<R, &R::offload_copy_median_s>(
+                  "offload_copy_median_s", "s",
+                  "median time per step of those copies on the device (CUDA events), slowest rank"),
+              3),
+          since_version(member_field<R, &R::host_optimizer_median_s>(
+                            "host_optimizer_median_s", "s",
+                            "median time per step of the optimizer step on the host, slowest rank"),
+                        3),
           member_field<R, &R::speedup>("speedup", "",
                                        "against one rank: T(1) / T(N) (strong) or N T(1) / T(N) in "
                                        "samples/s (weak); ideal N"),

@@ -48,6 +48,12 @@ TrainRunRecord sample_run() {
   r.loss_max_rel_diff = 3.1e-7;
   r.loss_tolerance = 1e-5;
   r.loss_equivalent = true;
+  r.device_peak_B = 1.5e9;
+  r.device_used_B = 2147483648;
+  r.offload_bytes_per_step = 33587200;
+  r.offload_bytes_expected = 33587200;
+  r.offload_copy_median_s = 0.0021;
+  r.host_optimizer_median_s = 0.0187;
   r.speedup = 3.42;
   r.efficiency = 0.855;
   return r;
@@ -86,10 +92,10 @@ void expect_every_field_once(const Kind& kind, const std::string& id) {
 
 TEST(TrainingRecords, EveryFieldNamedOnceAndDescribed) {
   expect_every_field_once(train_step_kind(), "ccscope.train_step/1");
-  expect_every_field_once(train_run_kind(), "ccscope.train_run/2");
-  // One column per member of the structs (13 + schema, 43 + schema).
+  expect_every_field_once(train_run_kind(), "ccscope.train_run/3");
+  // One column per member of the structs (13 + schema, 49 + schema).
   EXPECT_EQ(train_step_kind().fields.size(), 14u);
-  EXPECT_EQ(train_run_kind().fields.size(), 44u);
+  EXPECT_EQ(train_run_kind().fields.size(), 50u);
 }
 
 TEST(TrainingRecords, RankKindRoundTripsEveryField) {
@@ -142,7 +148,7 @@ TEST(TrainingRecords, RunCsvRoundTripThroughTheTable) {
   text += csv_row(kind, train_run_cells(measured));
   text += csv_row(kind, train_run_cells(bare));
   EXPECT_EQ(text.substr(0, text.find(',')), "schema");
-  EXPECT_EQ(text.substr(text.find('\n') + 1, 20), "ccscope.train_run/2,");
+  EXPECT_EQ(text.substr(text.find('\n') + 1, 20), "ccscope.train_run/3,");
   const std::vector<TrainRunRecord> back = read_train_run_csv(text);
   ASSERT_EQ(back.size(), 2u);
   // Every cell reads back to the same text.
@@ -240,7 +246,7 @@ TEST(TrainingRecords, TruncatedRowIsRefusedWithItsLine) {
 // another kind.
 TEST(TrainingRecords, NewerVersionOrOtherKindRefused) {
   try {
-    read_train_run_csv("schema,run_id\nccscope.train_run/2,a\nccscope.train_run/3,b\n");
+    read_train_run_csv("schema,run_id\nccscope.train_run/3,a\nccscope.train_run/4,b\n");
     FAIL() << "no error";
   } catch (const CsvError& e) {
     EXPECT_EQ(e.line, 3u);

@@ -173,6 +173,7 @@ class Engine {
     result.first_gradients = std::move(first_gradients_);
     result.first_gradients_step = first_gradients_step_.value_or(0);
     result.first_grad_norms = first_norms_;
+    strategy_->add_results(result);
     return result;
   }
 
@@ -185,7 +186,8 @@ class Engine {
     const double local_loss = strategy_->forward_backward(step, f);
     const std::optional<std::span<const float>> applied = update(f);
     f.step_seconds = seconds_between(start, Clock::now());
-    const CommCounters c = state_.comm.take();
+    CommCounters c = state_.comm.take();
+    strategy_->add_own_communication(c);
     f.comm_seconds = c.busy_seconds;
     f.exposed_comm_seconds = c.exposed_seconds;
     f.bytes_sent = strategy_->bytes_sent(f, c);
@@ -213,7 +215,9 @@ class Engine {
         state_.precision, state_.options, state_.scaler,
         [this, &g](double v) { return g.disjoint ? state_.reduce(v, ReduceOp::kSum) : v; },
         [this](double v) { return state_.reduce(v, ReduceOp::kMax); }};
-    if (!end.prepare(g.values, g.unique, f)) return std::nullopt;
+    HostGradients host(g.values, g.unique);
+    if (!end.prepare(g.device ? *g.device : static_cast<GradientArithmetic&>(host), f))
+      return std::nullopt;
     strategy_->apply(g.values, ++applied_steps_, f);
     return g.values;
   }

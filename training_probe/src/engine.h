@@ -94,6 +94,9 @@ struct ReducedGradients {
   std::span<float> values;
   std::span<const float> unique;
   bool disjoint = false;
+  // The GPU path's gradients, in device memory (values is then empty): the
+  // step's end works through it.
+  GradientArithmetic* device = nullptr;
 };
 
 // What a strategy changes in the step. Every rank calls the hooks in the
@@ -117,6 +120,11 @@ class StrategyHooks {
   virtual double global_loss(double local_loss) = 0;
   // Figures a strategy adds after the step (expert routing).
   virtual void add_figures(StepFigures&) {}
+  // Communication the strategy timed itself, not on the communication thread
+  // (the GPU path's: on its communication stream, by CUDA events).
+  virtual void add_own_communication(CommCounters&) {}
+  // What a strategy adds to the run's result at its end (the GPU path's measured memory).
+  virtual void add_results(TrainResult&) const {}
   // Whether the ranks that should hold the same parameters do.
   virtual bool consistent() = 0;
   virtual MemoryFootprint memory() const = 0;

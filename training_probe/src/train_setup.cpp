@@ -11,6 +11,7 @@
 #include <numeric>
 #include <utility>
 
+#include "ccscope/job/backend_registry.h"
 #include "ccscope/records/schema.h"
 #include "ccscope/training_probe/data.h"
 #include "ccscope/training_probe/parallel_trainer.h"
@@ -335,6 +336,55 @@ void refuse_overlap(TrainPlan& plan, bool serialized_threads) {
   plan.overlap_refused = true;
 }
 
+namespace {
+
+// --backend: a host backend trains over it as the default does; a device
+// backend (nccl) is the GPU path, whose communicator spans the whole job.
+std::string plan_backend(TrainPlan& plan, const std::string& name, size_t world_size) {
+  TrainOptions& o = plan.base;
+  o.backend = name;
+  if (name.empty()) return "";
+  const job::Backend* backend = job::find_backend(name);
+  if (backend == nullptr) {
+    std::vector<std::string> names;
+    for (const job::Backend& b : job::registered_backends()) names.push_back(b.name);
+    return fmt::format("--backend {}: not a backend; use one of {}", name, fmt::join(names, ", "));
+  }
+  if (!backend->built())
+    return fmt::format(
+        "--backend {}: not built into this ccscope ({} was not found when it was "
+        "built)",
+        name, backend->library);
+  if (backend->capabilities.device != job::DeviceKind::kDevice) {
+    if (!backend->capabilities.groups)
+      return fmt::format(
+          "--backend {}: the training probe needs a backend that makes group "
+          "communicators",
+          name);
+    return "";
+  }
+  if (const std::string why = device_training_unsupported(o); !why.empty())
+    return fmt::format("--backend {}: {}", name, why);
+  for (size_t ranks : plan.rank_counts)
+    if (o.strategy != Strategy::kSingle && ranks != world_size)
+      return fmt::format(
+          "--backend {}: its communicator spans every rank of the job, so each run "
+          "must too ({} of {}); drop --scaling or launch {} ranks",
+          name, ranks, world_size, ranks);
+  if (o.strategy == Strategy::kSingle && world_size != 1)
+    return fmt::format("--backend {} --strategy single runs in a job of one rank, not {}", name,
+                       world_size);
+  if (plan.offload == "params")
+    return fmt::format(
+        "--backend {}: offloading parameters (ZeRO-3's offload_param) is not run on "
+        "the GPU path; --offload optimizer is",
+        name);
+  o.offload_optimizer = plan.offload == "optimizer";
+  return "";
+}
+
+}  // namespace
+
 TrainPlan plan_runs(const TrainSettings& s, TrainOptions base, const std::vector<size_t>& scaling,
                     size_t world_size, const std::function<std::string()>& read_deepspeed,
                     bool serialized_threads) {
@@ -356,6 +406,8 @@ TrainPlan plan_runs(const TrainSettings& s, TrainOptions base, const std::vector
   }
   plan.offload = plan.deepspeed ? plan.deepspeed->offload : s.offload;
   plan.base = std::move(base);
+  plan.problem = plan_backend(plan, s.backend, world_size);
+  if (!plan.problem.empty()) return plan;
   plan.weak = s.weak;
   plan.check_loss = s.check_loss;
   plan.yielding_waits = !s.busy_poll;
@@ -498,7 +550,13 @@ std::vector<std::string> plan_notes(const TrainPlan& plan, const std::string& co
           fmt::format("deepspeed config: DeepSpeed's defaults for what it leaves out: {}",
                       fmt::join(ds.defaulted, ", ")));
   }
-  if (!plan.offload.empty())
+  if (plan.base.offload_optimizer)
+    notes.push_back(fmt::format(
+        "{}{}: fp32 master weights and optimizer state in host memory, the optimizer step on "
+        "the CPU; gradients copied down and parameters up each step, measured against 2 x "
+        "element x Psi bytes",
+        plan.deepspeed ? "offload " : "--offload ", plan.offload));
+  else if (!plan.offload.empty())
     notes.push_back(fmt::format(
         "{}{}: the CPU path keeps every state in host memory already; no host-device traffic to "
         "measure (0 B per step)",

@@ -488,7 +488,7 @@ TrainResult train(Communicator& communicator, const TrainOptions& options,
                   const std::function<void(const StepFigures&)>& on_step) {
   if (communicator.memory_kind() != MemoryKind::kHost)
     throw UsageError(
-        "the training probe's GPU path (cuBLAS) is not built yet; run it over the mpi backend");
+        "train() trains in host memory; a device communicator's run is train_on_device's");
   if (is_model_parallel(options.strategy))
     throw UsageError(fmt::format("strategy {} runs through train_parallel (parallel_trainer.h)",
                                  name(options.strategy)));

@@ -209,13 +209,50 @@ std::optional<GradientCheck> check_first_gradients(const TrainOptions& options,
   return g;
 }
 
+namespace {
+
+// Whether `options` run on the GPU path (--backend names a device backend).
+bool on_device_path(const TrainOptions& options) {
+  const job::Backend* b = options.backend.empty() ? nullptr : job::find_backend(options.backend);
+  return b && b->capabilities.device == job::DeviceKind::kDevice;
+}
+
+// The GPU path's figures of a run, each the largest over its ranks: device
+// memory at its highest, and the offload's per-step medians after warm-up.
+struct DeviceFigures {
+  double peak_bytes = 0, used_bytes = 0;
+  double offload_bytes = 0, offload_copy_s = 0, host_optimizer_s = 0;
+};
+
+DeviceFigures device_figures_over_ranks(Communicator& comm, const TrainResult& result,
+                                        std::span<const StepFigures> steps, size_t warmup) {
+  auto median_of = [&](double StepFigures::*figure) {
+    std::vector<double> values;
+    for (size_t i = std::min(warmup, steps.size() - 1); i < steps.size(); ++i)
+      values.push_back(steps[i].*figure);
+    return median(values);
+  };
+  double cells[5] = {result.device_peak_bytes, result.device_used_bytes,
+                     median_of(&StepFigures::offload_bytes),
+                     median_of(&StepFigures::offload_copy_seconds),
+                     median_of(&StepFigures::host_optimizer_seconds)};
+  comm.all_reduce(cells, cells, 5, DataType::kFloat64, ReduceOp::kMax);
+  return {cells[0], cells[1], cells[2], cells[3], cells[4]};
+}
+
+}  // namespace
+
 RunMeasurement measure_run(const World& world, const RunRequest& q, const RunHooks& hooks) {
   const TrainOptions& options = q.options;
   const size_t ranks = q.ranks;
   RunMeasurement m;
-  // The probe trains in host memory over groups of the world: the first host backend that
-  // makes group communicators (the registry's; MPI).
-  const job::Backend* backend = &job::group_backend("", world.channel_name() == "mpi");
+  // The host path trains in host memory over groups of the world: --backend's host backend,
+  // else the first that makes group communicators (the registry's; MPI). --backend with a
+  // device backend (nccl) is the GPU path: gradients over it, spanning the world, and the
+  // scalars (loss, norms, checks) over the host backend.
+  const bool on_device = on_device_path(options);
+  const job::Backend* backend =
+      &job::group_backend(on_device ? "" : options.backend, world.channel_name() == "mpi");
   job::BackendOptions first;
   first.first_ranks = static_cast<int>(ranks);
   first.yielding_waits = q.yielding_waits;
@@ -237,7 +274,9 @@ RunMeasurement measure_run(const World& world, const RunRequest& q, const RunHoo
     group.color = colors.dp;
     dp_comm = job::make_backend(backend->name, world, group);
   }
-  if (hooks.started) hooks.started(*comm);
+  std::unique_ptr<Communicator> device_comm;
+  if (on_device) device_comm = job::make_backend(options.backend, world, job::BackendOptions{});
+  if (hooks.started) hooks.started(device_comm ? *device_comm : *comm);
 
   std::vector<StepFigures> per_rank;  // this rank's own figures
   std::vector<double> all_to_all_s;   // the slowest rank's, per step
@@ -253,6 +292,7 @@ RunMeasurement measure_run(const World& world, const RunRequest& q, const RunHoo
   const TrainResult result =
       model_parallel ? train_parallel({comm.get(), tp_comm.get(), pp_comm.get(), dp_comm.get()},
                                       options, on_step)
+      : device_comm  ? train_on_device(*comm, *device_comm, options, on_step)
                      : train(*comm, options, on_step);
   double memory[3] = {result.memory.parameters, result.memory.gradients, result.memory.optimizer};
   comm->all_reduce(memory, memory, 3, DataType::kFloat64, ReduceOp::kMax);
@@ -266,6 +306,9 @@ RunMeasurement measure_run(const World& world, const RunRequest& q, const RunHoo
                         m.routed_tokens, m.dropped_tokens);
     m.rank_records = gather_rank_records(*comm, own, world.hostnames());
   }
+  // The GPU path's measured device memory and offload copies, the largest rank's.
+  std::optional<DeviceFigures> device_figures;
+  if (device_comm) device_figures = device_figures_over_ranks(*comm, result, per_rank, m.warmup);
   if (!m.leader) return m;
   for (const records::TrainRankRecord& r : m.rank_records) {
     m.largest_tp_bytes = std::max(m.largest_tp_bytes, r.tp_bytes);
@@ -318,7 +361,18 @@ RunMeasurement measure_run(const World& world, const RunRequest& q, const RunHoo
   const std::vector<std::string> hosts(
       world.hostnames().begin(), world.hostnames().begin() + static_cast<std::ptrdiff_t>(ranks));
   r.nodes = World::from_hostnames(0, hosts).node_count();
-  r.backend = comm->backend_name();
+  r.backend = device_comm ? device_comm->backend_name() : comm->backend_name();
+  if (device_figures) {
+    r.device_peak_B = device_figures->peak_bytes;
+    r.device_used_B = device_figures->used_bytes;
+    if (options.offload_optimizer) {
+      r.offload_bytes_per_step = device_figures->offload_bytes;
+      r.offload_bytes_expected =
+          2.0 * static_cast<double>(element_bytes(options.precision)) * static_cast<double>(psi);
+      r.offload_copy_median_s = device_figures->offload_copy_s;
+      r.host_optimizer_median_s = device_figures->host_optimizer_s;
+    }
+  }
   r.precision = std::string(name(options.precision));
   r.optimizer = std::string(name(options.optimizer.kind));
   r.width = static_cast<int64_t>(options.shape.width);
@@ -351,6 +405,7 @@ RunMeasurement measure_run(const World& world, const RunRequest& q, const RunHoo
   r.final_loss = result.steps.back().loss;
   if (q.reference) {
     m.equivalence = compare_losses(losses(result), *q.reference, loss_tolerance(options.precision));
+    if (device_comm) m.equivalence->reference = "single on one GPU";
     r.loss_max_rel_diff = m.equivalence->max_relative_difference;
     r.loss_tolerance = m.equivalence->tolerance;
     r.loss_equivalent = m.equivalence->equivalent;
@@ -394,7 +449,9 @@ bool run_plan(const World& world, const TrainPlan& plan, const PlanHooks& hooks)
       o.capture_first_gradients = true;
       if (references.count(o.global_batch)) continue;
       references[o.global_batch] = std::make_shared<const TrainResult>(
-          is_model_parallel(o.strategy) ? train_parallel_single(o) : train_single(o));
+          is_model_parallel(o.strategy) ? train_parallel_single(o)
+          : on_device_path(o)           ? train_single_on_device(o)
+                                        : train_single(o));
     }
   }
   // Ranks sitting a run out wait as long as a run may last: every step's

@@ -2,6 +2,7 @@
 // What the training engine (engine.h) and its strategies share below them:
 // the clock, the communicated number format, reusable scratch buffers, a
 // parameter hash, the end of a step (fp16 overflow, clipping, the optimizer).
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstddef>
@@ -177,12 +178,47 @@ inline uint64_t fnv1a(std::span<const float> values) {
   return hash & ((1ULL << 52) - 1);  // exact in a double
 }
 
+// The gradients the step's end works on, wherever they are (host floats, or
+// device memory on the GPU path): fp16's overflow check and unscaling,
+// clipping's sum of squares and its scaling.
+class GradientArithmetic {
+ public:
+  virtual ~GradientArithmetic() = default;
+  virtual bool any_nonfinite() = 0;
+  virtual void scale(float factor) = 0;  // every element *= factor
+  // The sum of each element's square weighted as ReducedGradients::unique says.
+  virtual double squares() = 0;
+};
+
+// GradientArithmetic over host floats. `unique` weighs each element's square
+// (0 for a copy another rank counts; empty: all 1).
+class HostGradients final : public GradientArithmetic {
+ public:
+  HostGradients(std::span<float> values, std::span<const float> unique)
+      : values_(values), unique_(unique) {}
+  bool any_nonfinite() override {
+    return std::any_of(values_.begin(), values_.end(), [](float g) { return !std::isfinite(g); });
+  }
+  void scale(float factor) override {
+    for (float& g : values_) g *= factor;
+  }
+  double squares() override {
+    double sum = 0;
+    for (size_t i = 0; i < values_.size(); ++i)
+      sum += (unique_.empty() ? 1.0 : static_cast<double>(unique_[i])) * values_[i] * values_[i];
+    return sum;
+  }
+
+ private:
+  std::span<float> values_;
+  std::span<const float> unique_;
+};
+
 // Before the optimizer: fp16's overflow check (every rank skips together)
-// and unscaling, then clipping by the global norm. `unique` weighs each
-// element's square in the norm (0 for a copy another rank counts; empty: all
-// 1); `reduce_sum` sums the norm's squares over the ranks that hold disjoint
-// parts (the identity when every rank holds all of them), `reduce_max` spans
-// every rank. Returns false when fp16 overflowed and the step is skipped.
+// and unscaling, then clipping by the global norm. `reduce_sum` sums the
+// norm's squares over the ranks that hold disjoint parts (the identity when
+// every rank holds all of them), `reduce_max` spans every rank. Returns false
+// when fp16 overflowed and the step is skipped.
 struct StepEnd {
   Precision precision;
   const TrainOptions& options;
@@ -190,26 +226,18 @@ struct StepEnd {
   std::function<double(double)> reduce_sum;
   std::function<double(double)> reduce_max;
 
-  bool prepare(std::span<float> grads, std::span<const float> unique, StepFigures& f) const {
+  bool prepare(GradientArithmetic& grads, StepFigures& f) const {
     if (precision == Precision::kFloat16) {
-      double overflow = 0;
-      for (float g : grads)
-        if (!std::isfinite(g)) overflow = 1;
-      overflow = reduce_max(overflow);
-      const float unscale = static_cast<float>(1.0 / f.loss_scale);
-      for (float& g : grads) g *= unscale;
+      const double overflow = reduce_max(grads.any_nonfinite() ? 1 : 0);
+      grads.scale(static_cast<float>(1.0 / f.loss_scale));
       f.skipped = scaler.update(overflow > 0);
       if (f.skipped) return false;
     }
     if (options.grad_clip) {
-      double squares = 0;
-      for (size_t i = 0; i < grads.size(); ++i)
-        squares += (unique.empty() ? 1.0 : static_cast<double>(unique[i])) * grads[i] * grads[i];
-      f.grad_norm = std::sqrt(reduce_sum(squares));
+      f.grad_norm = std::sqrt(reduce_sum(grads.squares()));
       // torch.nn.utils.clip_grad_norm_: scale by max_norm / (norm + 1e-6) when below 1.
       const double coefficient = *options.grad_clip / (f.grad_norm + 1e-6);
-      if (coefficient < 1.0)
-        for (float& g : grads) g *= static_cast<float>(coefficient);
+      if (coefficient < 1.0) grads.scale(static_cast<float>(coefficient));
     }
     return true;
   }

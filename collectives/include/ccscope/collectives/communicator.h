@@ -110,6 +110,12 @@ class Communicator {
     (void)type;
     return "";
   }
+  // Device backends: the GPU this rank's operations run on and the stream they
+  // are queued on (an opaque cudaStream_t), for a caller that orders its own
+  // device work with them by CUDA events (the training probe's GPU path: a
+  // gradient bucket's all-reduce after its backward). -1 and null for host backends.
+  virtual int device_ordinal() const { return -1; }
+  virtual void* device_stream() const { return nullptr; }
   virtual std::unique_ptr<Buffer> allocate(size_t bytes) = 0;
   virtual void copy_from_host(Buffer& dst, size_t dst_offset, const void* src, size_t bytes) = 0;
   virtual void copy_to_host(void* dst, const Buffer& src, size_t src_offset, size_t bytes) = 0;

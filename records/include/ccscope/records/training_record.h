@@ -2,7 +2,7 @@
 // The training probe's record kinds (`ccscope train --csv/--json`):
 //   ccscope.train_step/1  one row per optimizer step of one run: its loss and
 //                         where the time went (slowest rank's figures);
-//   ccscope.train_run/2   one row per run (strategy x rank count): medians and
+//   ccscope.train_run/3   one row per run (strategy x rank count): medians and
 //                         p90 over the steps after warm-up, bytes moved and
 //                         memory against the formulas, loss equivalence
 //                         against single, and scaling against one rank;
@@ -80,6 +80,15 @@ struct TrainRunRecord {
   std::optional<double> loss_f64_max_rel_diff;  // against the float64 reference
   std::optional<int64_t> loss_f64_steps;        // steps compared with it (up to a ReLU kink)
   std::optional<double> grad_max_rel_diff;      // the first step's gradients against single's
+  // The GPU path (since version 3; empty on the host path): device memory
+  // measured per rank (the largest rank's), and with --offload optimizer the
+  // host<->device copies per step (medians after warm-up) against the formula.
+  std::optional<double> device_peak_B;  // the probe's allocator high-water mark
+  std::optional<double> device_used_B;  // cudaMemGetInfo total - free, at its highest
+  std::optional<double> offload_bytes_per_step;
+  std::optional<double> offload_bytes_expected;   // 2 x element x Psi (grads down, params up)
+  std::optional<double> offload_copy_median_s;    // the copies on the device (CUDA events)
+  std::optional<double> host_optimizer_median_s;  // the optimizer step on the CPU
   std::optional<double> speedup;     // T(1) / T(N) (strong) or N T(1) / T(N) in samples/s (weak)
   std::optional<double> efficiency;  // T(1) / (N T(N)) strong, T(1) / T(N) weak
 };

@@ -50,6 +50,9 @@ struct TrainSettings {
   // A DeepSpeed config's name in messages ("": none); it sets the batch (the
   // caller reads the file).
   std::string deepspeed_config;
+  // --backend: "" the host default (MPI, gloo without MPI); a host backend's
+  // name; a device backend's (nccl): the GPU path.
+  std::string backend;
   bool export_data = false;   // --export was given
   bool rank_records = false;  // --ranks-csv was given
   std::string offload;

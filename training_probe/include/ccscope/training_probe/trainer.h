@@ -92,6 +92,14 @@ struct TrainOptions {
   LossScalerOptions loss_scaler;    // fp16 only
   std::chrono::milliseconds timeout{std::chrono::minutes(5)};  // any one wait
   bool check_consistency = false;  // after each step, compare parameters across ranks
+  // The backend the run's communication travels over, as --backend names it:
+  // "" the host default; a device backend (nccl) is the GPU path (train_on_device).
+  std::string backend;
+  // The GPU path (train_on_device): the optimizer step on the host over
+  // fp32 master weights and optimizer state there, gradients copied down and
+  // parameters up each step (DeepSpeed's offload_optimizer.device "cpu").
+  bool offload_optimizer = false;
+  bool tf32 = false;  // the GPU path's fp32 GEMMs with TF32 inputs (off for the loss check)
   // --check-loss: keep the first applied step's gradients as the optimizer saw
   // them (reduced, unscaled, clipped), gathered whole on every rank, and the
   // global norm clipping used there, as the ranks computed it.
@@ -143,6 +151,12 @@ struct StepFigures {
   size_t routed_tokens = 0;   // expert parallel: (token, expert) assignments wanted, all ranks
   size_t dropped_tokens = 0;  //   of them dropped for capacity, all ranks
   double load_imbalance = 0;  //   max / mean tokens per expert, all ranks
+  // The GPU path with offload_optimizer: bytes copied between device and host
+  // this step (gradients down, parameters up), the copies' time on the device
+  // (CUDA events) and the host optimizer step's.
+  double offload_bytes = 0;
+  double offload_copy_seconds = 0;
+  double host_optimizer_seconds = 0;
 };
 
 struct TrainResult {
@@ -156,6 +170,12 @@ struct TrainResult {
   std::vector<float> first_gradients;
   size_t first_gradients_step = 0;
   std::pair<double, double> first_grad_norms{0, 0};  // smallest and largest over ranks
+  // The GPU path: this rank's device memory, measured: the high-water mark of
+  // what the probe allocated (its allocator) and of what the GPU had in use
+  // (cudaMemGetInfo's total - free, taken at each step's fullest point: the
+  // CUDA context, NCCL's and cuBLAS's buffers included). 0 on the host path.
+  double device_peak_bytes = 0;
+  double device_used_bytes = 0;
 };
 
 // Each step's loss, in step order (the curve compare_losses takes).
@@ -166,6 +186,27 @@ std::vector<double> losses(const TrainResult& result);
 // flushed as measured. Throws UsageError for options that cannot run.
 TrainResult train(Communicator& communicator, const TrainOptions& options,
                   const std::function<void(const StepFigures&)>& on_step = {});
+
+// The GPU path (single or DDP, the MLP): parameters, gradients, activations
+// and optimizer state in the device memory of `device`'s GPU, GEMMs through
+// cuBLAS, the rest as kernels; gradient buckets all-reduced over `device` (a
+// device communicator, NCCL) on its stream while backward runs; scalars (the
+// loss, fp16's overflow, clipping's norm, the checks) over `control`, a host
+// communicator over the same ranks. Throws UsageError for what the GPU path
+// does not run (device_training_unsupported) or where it was not built.
+TrainResult train_on_device(Communicator& control, Communicator& device,
+                            const TrainOptions& options,
+                            const std::function<void(const StepFigures&)>& on_step = {});
+// The GPU path's single-rank reference of `options` on this process's GPU
+// (the current CUDA device): the same kernels and GEMMs as the run it is
+// compared with, as train_single is the host path's; the optimizer on the
+// device (an offloaded run is held against it).
+TrainResult train_single_on_device(const TrainOptions& options,
+                                   const std::function<void(const StepFigures&)>& on_step = {});
+// Why `options` cannot run on the GPU path ("" when they can).
+std::string device_training_unsupported(const TrainOptions& options);
+// Whether this ccscope was built with the GPU path (CUDA and cuBLAS).
+bool device_training_built();
 
 // The single-rank reference of `options` (strategy single, same data, model,
 // optimizer and precision) without a communicator.

@@ -1,0 +1,521 @@
+// The training engine's GPU path (trainer.h: train_on_device): single and
+// DDP over the MLP with everything a step touches in device memory. The
+// engine (engine.h) runs the step loop as for the host path; this file is the
+// strategy's hooks: the layers' forward and backward through device_ops.h
+// (cuBLAS GEMMs, kernels) on a compute stream, DDP's gradient buckets
+// all-reduced on the device communicator's stream as backward completes them
+// (an event per bucket orders the two streams, as DDP's reducer does), the
+// step's end (fp16's overflow check, unscaling, clipping) on the device, the
+// optimizer as kernels or, offloaded, on the host (DeepSpeed's CPU Adam).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "ccscope/collectives/error.h"
+#include "ccscope/training_probe/data.h"
+#include "ccscope/training_probe/layout.h"
+#include "ccscope/training_probe/trainer.h"
+#include "device_ops.h"
+#include "engine.h"
+#include "wire.h"
+
+namespace ccscope::training_probe {
+namespace {
+
+namespace dev = device;
+
+// Page-locked host memory (cudaMallocHost): the offloaded copies run
+// asynchronously from it at PCIe speed, as DeepSpeed pins its CPU buffers.
+template <class T>
+class PinnedBuffer {
+ public:
+  explicit PinnedBuffer(size_t count) : count_(count) {
+    void* p = nullptr;
+    if (count > 0) dev::check(cudaMallocHost(&p, count * sizeof(T)), "cudaMallocHost");
+    data_ = static_cast<T*>(p);
+  }
+  ~PinnedBuffer() {
+    if (data_ != nullptr) (void)cudaFreeHost(data_);
+  }
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+  std::span<T> span() { return {data_, count_}; }
+  T* data() { return data_; }
+
+ private:
+  T* data_ = nullptr;
+  size_t count_ = 0;
+};
+
+// The step's end over gradients in device memory (engine.h's GradientArithmetic).
+class DeviceGradients final : public GradientArithmetic {
+ public:
+  DeviceGradients(const dev::Context& context, float* values, size_t n, int* flag)
+      : c_(context), values_(values), n_(n), flag_(flag) {}
+  bool any_nonfinite() override { return dev::any_nonfinite(c_, values_, n_, flag_); }
+  void scale(float factor) override { dev::scale(c_, values_, n_, factor); }
+  double squares() override {
+    const double norm = dev::norm(c_, values_, n_);
+    return norm * norm;
+  }
+
+ private:
+  const dev::Context& c_;
+  float* values_;
+  size_t n_;
+  int* flag_;
+};
+
+// Selects the device communicator's GPU for this thread before anything is
+// made on it (streams and memory belong to the device current when made).
+int select_device(Communicator* data) {
+  int device = 0;
+  if (data != nullptr && data->device_ordinal() >= 0) device = data->device_ordinal();
+  dev::check(cudaSetDevice(device), "cudaSetDevice");
+  return device;
+}
+
+// One micro-batch's activations: each layer's input (x[l], x[depth] the
+// output), pre-activation, and their 16-bit copies for the GEMMs.
+struct DeviceActivations {
+  std::vector<dev::DeviceBuffer<float>> x, pre;
+  std::vector<dev::DeviceBuffer<uint16_t>> x16;
+};
+
+class DeviceReplicated final : public StrategyHooks {
+ public:
+  DeviceReplicated(EngineState& state, Communicator* data)
+      : s_(state),
+        o_(state.options),
+        device_(select_device(data)),
+        data_(data),
+        ranks_(data ? static_cast<size_t>(data->size()) : 1),
+        rank_(data ? static_cast<size_t>(data->rank()) : 0),
+        mixed_(state.mixed()),
+        slices_(layer_slices(o_.shape)),
+        psi_(slices_.back().end()),
+        blas_(compute_.get()),
+        c_{compute_.get(), blas_.get(), o_.tf32} {
+    std::vector<float> initial = initial_parameters(o_.shape, o_.seed);
+    params_ = dev::DeviceBuffer<float>(allocator_, psi_);
+    grads_ = dev::DeviceBuffer<float>(allocator_, psi_);
+    flag_ = dev::DeviceBuffer<int>(allocator_, 1);
+    params_.upload(initial, c_.stream);
+    dev::round_to(c_, o_.precision, params_.data(), psi_);
+    if (mixed_) {
+      params16_ = dev::DeviceBuffer<uint16_t>(allocator_, psi_);
+      dev::to_16(c_, o_.precision, params_.data(), params16_.data(), psi_);
+    }
+    if (o_.offload_optimizer) {
+      // Master weights and optimizer state on the host; the copies' staging pinned.
+      host_master_ = initial;
+      host_optimizer_ = std::make_unique<Optimizer>(o_.optimizer, psi_);
+      pinned_grads_ = std::make_unique<PinnedBuffer<float>>(psi_);
+      if (mixed_) pinned_words_ = std::make_unique<PinnedBuffer<uint16_t>>(psi_);
+    } else {
+      if (mixed_) {
+        master_ = dev::DeviceBuffer<float>(allocator_, psi_);
+        master_.upload(initial, c_.stream);
+      }
+      optimizer_ =
+          std::make_unique<dev::DeviceOptimizer>(allocator_, o_.optimizer, psi_, c_.stream);
+    }
+    if (data_ != nullptr) {
+      comm_stream_ = static_cast<cudaStream_t>(data_->device_stream());
+      if (comm_stream_ == nullptr)
+        throw UsageError("the GPU path needs a device communicator (nccl), not " +
+                         data_->backend_name());
+      comm_blas_ = std::make_unique<dev::BlasHandle>(comm_stream_);
+      comm_c_ = {comm_stream_, comm_blas_->get(), false};
+      buckets_ = assign_buckets(slices_, s_.element, o_.bucket_bytes, o_.first_bucket_bytes);
+      if (mixed_) wire16_ = dev::DeviceBuffer<uint16_t>(allocator_, psi_);
+      for (size_t k = 0; k < buckets_.size(); ++k) {
+        ready_.push_back(std::make_unique<dev::Event>());
+        started_.push_back(std::make_unique<dev::Event>(true));
+        finished_.push_back(std::make_unique<dev::Event>(true));
+      }
+    }
+    allocate_activations();
+    compute_.synchronize();  // the uploads' host vectors go out of scope
+  }
+
+  ~DeviceReplicated() override {
+    // Nothing queued may outlive the buffers it reads and writes.
+    if (comm_stream_ != nullptr) (void)cudaStreamSynchronize(comm_stream_);
+    (void)cudaStreamSynchronize(compute_.get());
+  }
+
+  size_t parameters() const override { return psi_; }
+  size_t communicated() const override { return psi_; }
+
+  double forward_backward(size_t step, StepFigures& f) override {
+    grads_.zero(c_.stream);
+    const size_t per_replica = o_.global_batch / ranks_;
+    const size_t micro = micro_;
+    const std::vector<size_t> samples = s_.step_samples(step, ranks_, rank_, per_replica);
+    step_bytes_ = 0;
+    double local_loss = 0;
+    for (size_t m = 0; m < o_.micro_batches; ++m) {
+      const bool last = m + 1 == o_.micro_batches;
+      gather_batch(s_.data, std::span(samples).subspan(m * micro, micro), s_.inputs, s_.targets);
+      forward();
+      // The loss synchronizes the compute stream: the host's inputs and targets
+      // are free again afterwards.
+      target_.upload(s_.targets, c_.stream);
+      local_loss +=
+          dev::mse_loss(c_, a_.x.back().data(), target_.data(), diff_.data(), dy_.data(), micro,
+                        o_.shape.width, per_replica, static_cast<float>(f.loss_scale));
+      backward(last && o_.overlap);
+      note_device_memory();
+    }
+    if (data_ != nullptr && !o_.overlap)  // --no-overlap: every bucket after backward
+      for (size_t k = 0; k < buckets_.size(); ++k) all_reduce_bucket(k);
+    if (data_ != nullptr) {
+      // The optimizer waits for the last bucket (DDP's finalize_backward).
+      backward_done_.record(c_.stream);
+      finished_.back()->wait_on(c_.stream);
+    }
+    return local_loss;
+  }
+
+  ReducedGradients reduce_gradients(StepFigures&) override {
+    gradients_ = std::make_unique<DeviceGradients>(c_, grads_.data(), psi_, flag_.data());
+    ReducedGradients g;
+    g.device = gradients_.get();
+    return g;
+  }
+
+  void apply(std::span<const float>, size_t step, StepFigures& f) override {
+    if (o_.offload_optimizer) {
+      apply_on_host(step, f);
+      return;
+    }
+    if (mixed_) {
+      optimizer_->step(c_, master_.data(), grads_.data(), step);
+      dev::round_copy(c_, o_.precision, master_.data(), params_.data(), params16_.data(), psi_);
+    } else {
+      optimizer_->step(c_, params_.data(), grads_.data(), step);
+    }
+    compute_.synchronize();  // the step's time includes the device's work
+  }
+
+  void add_own_communication(CommCounters& counters) override {
+    if (data_ == nullptr) return;
+    compute_.synchronize();  // the step's events have all been reached
+    for (size_t k = 0; k < buckets_.size(); ++k)
+      counters.busy_seconds += elapsed(*started_[k], *finished_[k]);
+    // Exposed: how long after backward's last kernel the last bucket finished
+    // (what the optimizer waited for).
+    counters.exposed_seconds += std::max(0.0, elapsed(backward_done_, *finished_.back()));
+    counters.bytes += step_bytes_;
+    counters.operations += buckets_.size();
+  }
+
+  double bytes_sent(const StepFigures&, const CommCounters& counters) const override {
+    return counters.bytes;
+  }
+  double global_loss(double local_loss) override {
+    return s_.reduce(local_loss, ReduceOp::kSum) / static_cast<double>(ranks_);
+  }
+  bool consistent() override {
+    const double hash = static_cast<double>(fnv1a(final_parameters()));
+    return s_.reduce(hash, ReduceOp::kMin) == s_.reduce(hash, ReduceOp::kMax);
+  }
+  // What the formulas count, in the formats frameworks hold them in: the
+  // compute-format parameters and gradients, the optimizer state (on the host
+  // when offloaded) and fp32 master weights. What the GPU really held is
+  // TrainResult's device_peak_bytes.
+  MemoryFootprint memory() const override {
+    const double e = static_cast<double>(s_.element), psi = static_cast<double>(psi_);
+    MemoryFootprint m;
+    m.parameters = e * psi;
+    m.gradients = e * psi;
+    m.optimizer = static_cast<double>(o_.offload_optimizer ? host_optimizer_->state_bytes()
+                                                           : optimizer_->state_bytes());
+    if (mixed_) m.optimizer += 4.0 * psi;
+    return m;
+  }
+  std::vector<float> final_parameters() override {
+    std::vector<float> host(psi_);
+    params_.download(host, c_.stream);
+    compute_.synchronize();
+    return host;
+  }
+  std::vector<float> gathered_gradients(std::span<const float>) override {
+    std::vector<float> host(psi_);
+    grads_.download(host, c_.stream);
+    compute_.synchronize();
+    return host;
+  }
+  void add_results(TrainResult& result) const override {
+    result.device_peak_bytes = static_cast<double>(allocator_.peak_bytes());
+    result.device_used_bytes = device_used_peak_;
+  }
+
+ private:
+  // One micro-batch's activations and the loss's scratch, held across steps
+  // (as a caching allocator would: no cudaMalloc, which synchronizes the
+  // device, inside a step).
+  void allocate_activations() {
+    const size_t width = o_.shape.width, depth = o_.shape.depth;
+    micro_ = o_.global_batch / ranks_ / o_.micro_batches;
+    const size_t n = micro_ * width;
+    for (size_t l = 0; l <= depth; ++l) {
+      a_.x.emplace_back(allocator_, n);
+      a_.x16.emplace_back(allocator_, mixed_ ? n : 0);
+      if (l < depth) a_.pre.emplace_back(allocator_, n);
+    }
+    target_ = dev::DeviceBuffer<float>(allocator_, n);
+    diff_ = dev::DeviceBuffer<float>(allocator_, n);
+    dy_ = dev::DeviceBuffer<float>(allocator_, n);
+    dx_ = dev::DeviceBuffer<float>(allocator_, n);
+    dy16_ = dev::DeviceBuffer<uint16_t>(allocator_, mixed_ ? n : 0);
+  }
+
+  void forward() {
+    const size_t width = o_.shape.width, depth = o_.shape.depth, micro = micro_;
+    DeviceActivations& a = a_;
+    a.x[0].upload(s_.inputs, c_.stream);
+    dev::round_to(c_, o_.precision, a.x[0].data(), micro * width);
+    if (mixed_) dev::to_16(c_, o_.precision, a.x[0].data(), a.x16[0].data(), micro * width);
+    for (size_t l = 0; l < depth; ++l) {
+      dev::linear_forward(c_, o_.precision, gemm_input(a, l), weights(l), a.pre[l].data(), micro,
+                          width, width);
+      const bool last = l + 1 == depth;
+      dev::bias_activation(c_, o_.precision,
+                           last ? std::nullopt : std::optional<Activation>(o_.shape.activation),
+                           a.pre[l].data(), params_.data() + slices_[l].bias_offset,
+                           a.x[l + 1].data(), mixed_ ? a.x16[l + 1].data() : nullptr, micro, width);
+    }
+  }
+
+  void backward(bool reduce_buckets) {
+    const size_t width = o_.shape.width, depth = o_.shape.depth, micro = micro_;
+    const DeviceActivations& a = a_;
+    float* dy = dy_.data();
+    float* dx = dx_.data();
+    next_bucket_ = 0;
+    for (size_t l = depth; l-- > 0;) {
+      if (l + 1 < depth)
+        dev::activation_backward(c_, o_.precision, o_.shape.activation, dy, a.pre[l].data(),
+                                 a.x[l + 1].data(), micro * width);
+      dev::linear_backward(c_, o_.precision, gemm_input(a, l), dy, dy16_.data(), weights(l),
+                           grads_.data() + slices_[l].weight_offset,
+                           grads_.data() + slices_[l].bias_offset, l > 0 ? dx : nullptr, micro,
+                           width, width);
+      std::swap(dy, dx);
+      // DDP: the buckets this layer completed go to the communication stream
+      // now, behind an event; backward goes on meanwhile.
+      if (reduce_buckets && data_ != nullptr)
+        while (next_bucket_ < buckets_.size() && buckets_[next_bucket_].first_layer >= l)
+          all_reduce_bucket(next_bucket_++);
+    }
+  }
+
+  // Bucket k's gradients averaged over the ranks, on the communication stream
+  // once the compute stream has produced them: divided by the ranks first and
+  // summed in the compute format, as the host path's all_reduce_values.
+  void all_reduce_bucket(size_t k) {
+    const Range r = buckets_[k].range;
+    ready_[k]->record(c_.stream);
+    ready_[k]->wait_on(comm_stream_);
+    started_[k]->record(comm_stream_);
+    float* grads = grads_.data() + r.begin;
+    dev::scale(comm_c_, grads, r.size(), 1.0f / static_cast<float>(ranks_));
+    if (mixed_) {
+      uint16_t* words = wire16_.data() + r.begin;
+      dev::to_16(comm_c_, o_.precision, grads, words, r.size());
+      data_->all_reduce(words, words, r.size(), wire_type(o_.precision), ReduceOp::kSum);
+      dev::from_16(comm_c_, o_.precision, words, grads, r.size());
+    } else {
+      data_->all_reduce(grads, grads, r.size(), DataType::kFloat32, ReduceOp::kSum);
+    }
+    finished_[k]->record(comm_stream_);
+    step_bytes_ += all_reduce_bytes(r.size(), ranks_, s_.element);
+  }
+
+  // DeepSpeed's CPU offload: the gradients down (in the compute format), the
+  // optimizer on the host over fp32 master weights, the parameters up.
+  void apply_on_host(size_t step, StepFigures& f) {
+    const Precision p = o_.precision;
+    dev::Event copy_start(true), copy_end(true);
+    copy_start.record(c_.stream);
+    double bytes = 0;
+    if (mixed_) {
+      dev::to_16(c_, p, grads_.data(), params16_.data(), psi_);  // params16_ is rewritten below
+      copy_words_down(params16_);
+      bytes += 2.0 * static_cast<double>(psi_);
+    } else {
+      dev::check(cudaMemcpyAsync(pinned_grads_->data(), grads_.data(), psi_ * sizeof(float),
+                                 cudaMemcpyDeviceToHost, c_.stream),
+                 "cudaMemcpyAsync gradients to the host");
+      bytes += 4.0 * static_cast<double>(psi_);
+    }
+    copy_end.record(c_.stream);
+    copy_end.synchronize();
+    f.offload_copy_seconds += elapsed(copy_start, copy_end);
+
+    const auto host_start = Clock::now();
+    std::span<float> grads = pinned_grads_->span();
+    if (mixed_) {
+      const std::span<const uint16_t> words = pinned_words_->span();
+      for (size_t i = 0; i < psi_; ++i)
+        grads[i] =
+            p == Precision::kBFloat16 ? bfloat16_to_float(words[i]) : half_to_float(words[i]);
+    }
+    host_optimizer_->step(host_master_, grads, step);
+    if (mixed_) {
+      const std::span<uint16_t> words = pinned_words_->span();
+      for (size_t i = 0; i < psi_; ++i)
+        words[i] = p == Precision::kBFloat16 ? float_to_bfloat16(host_master_[i])
+                                             : float_to_half(host_master_[i]);
+    } else {
+      std::copy(host_master_.begin(), host_master_.end(), grads.begin());
+    }
+    f.host_optimizer_seconds += seconds_between(host_start, Clock::now());
+
+    dev::Event up_start(true), up_end(true);
+    up_start.record(c_.stream);
+    if (mixed_) {
+      dev::check(cudaMemcpyAsync(params16_.data(), pinned_words_->data(), psi_ * 2,
+                                 cudaMemcpyHostToDevice, c_.stream),
+                 "cudaMemcpyAsync parameters to the device");
+      dev::from_16(c_, p, params16_.data(), params_.data(), psi_);
+      bytes += 2.0 * static_cast<double>(psi_);
+    } else {
+      dev::check(cudaMemcpyAsync(params_.data(), pinned_grads_->data(), psi_ * sizeof(float),
+                                 cudaMemcpyHostToDevice, c_.stream),
+                 "cudaMemcpyAsync parameters to the device");
+      bytes += 4.0 * static_cast<double>(psi_);
+    }
+    up_end.record(c_.stream);
+    up_end.synchronize();  // the pinned staging is reused next step
+    f.offload_copy_seconds += elapsed(up_start, up_end);
+    f.offload_bytes += bytes;
+  }
+
+  void copy_words_down(const dev::DeviceBuffer<uint16_t>& words) {
+    dev::check(cudaMemcpyAsync(pinned_words_->data(), words.data(), psi_ * 2,
+                               cudaMemcpyDeviceToHost, c_.stream),
+               "cudaMemcpyAsync gradients to the host");
+  }
+
+  const void* weights(size_t l) const {
+    return mixed_ ? static_cast<const void*>(params16_.data() + slices_[l].weight_offset)
+                  : params_.data() + slices_[l].weight_offset;
+  }
+  const void* gemm_input(const DeviceActivations& a, size_t l) const {
+    return mixed_ ? static_cast<const void*>(a.x16[l].data()) : a.x[l].data();
+  }
+
+  // What the GPU has in use at the step's fullest point (activations held).
+  void note_device_memory() {
+    const dev::DeviceMemoryInfo info = dev::device_memory_info();
+    device_used_peak_ =
+        std::max(device_used_peak_, static_cast<double>(info.total_bytes - info.free_bytes));
+  }
+
+  static double elapsed(const dev::Event& from, const dev::Event& to) {
+    float ms = 0;
+    dev::check(cudaEventElapsedTime(&ms, from.get(), to.get()), "cudaEventElapsedTime");
+    return ms / 1e3;
+  }
+
+  EngineState& s_;
+  const TrainOptions& o_;
+  int device_;
+  Communicator* data_;  // the gradients' (NCCL); null: one GPU
+  size_t ranks_, rank_;
+  bool mixed_;
+  std::vector<LayerSlice> slices_;
+  size_t psi_;
+  dev::DeviceAllocator allocator_;
+  dev::Stream compute_;
+  dev::BlasHandle blas_;
+  dev::Context c_;
+  dev::DeviceBuffer<float> params_, grads_, master_;
+  dev::DeviceBuffer<uint16_t> params16_, wire16_;
+  dev::DeviceBuffer<int> flag_;
+  size_t micro_ = 0;  // rows of a micro-batch on this rank
+  DeviceActivations a_;
+  dev::DeviceBuffer<float> target_, diff_, dy_, dx_;
+  dev::DeviceBuffer<uint16_t> dy16_;
+  std::unique_ptr<dev::DeviceOptimizer> optimizer_;
+  std::unique_ptr<DeviceGradients> gradients_;
+  // Offload: the optimizer's side on the host.
+  std::vector<float> host_master_;
+  std::unique_ptr<Optimizer> host_optimizer_;
+  std::unique_ptr<PinnedBuffer<float>> pinned_grads_;
+  std::unique_ptr<PinnedBuffer<uint16_t>> pinned_words_;
+  // DDP: the communication stream (the communicator's) and the buckets' events.
+  cudaStream_t comm_stream_ = nullptr;
+  std::unique_ptr<dev::BlasHandle> comm_blas_;
+  dev::Context comm_c_;
+  std::vector<Bucket> buckets_;
+  std::vector<std::unique_ptr<dev::Event>> ready_, started_, finished_;
+  dev::Event backward_done_{true};
+  size_t next_bucket_ = 0;
+  double step_bytes_ = 0;
+  double device_used_peak_ = 0;
+};
+
+}  // namespace
+
+bool device_training_built() { return true; }
+
+std::string device_training_unsupported(const TrainOptions& o) {
+  if (o.model != TrainedModel::kMlp)
+    return "the GPU path trains the MLP only so far; drop --model transformer or use "
+           "--backend mpi";
+  if (o.strategy != Strategy::kSingle && o.strategy != Strategy::kDdp)
+    return fmt::format("the GPU path runs single and ddp so far, not {}; use --backend mpi for it",
+                       name(o.strategy));
+  const Faults& f = o.faults;
+  if (f.sum_not_average || f.sampler_not_reseeded || f.unreduced_bucket || f.clip_per_shard)
+    return "the injected faults run on the host path only; use --backend mpi";
+  return "";
+}
+
+TrainResult train_single_on_device(const TrainOptions& options,
+                                   const std::function<void(const StepFigures&)>& on_step) {
+  TrainOptions single = options;
+  single.strategy = Strategy::kSingle;
+  // The plain run: an offloaded run is then held against the device's optimizer.
+  single.offload_optimizer = false;
+  const std::string unsupported = device_training_unsupported(single);
+  if (!unsupported.empty()) throw UsageError(unsupported);
+  const std::string problem = validate(single, 1);
+  if (!problem.empty()) throw UsageError(problem);
+  return run_engine(
+      single, nullptr, false,
+      [](EngineState& state) { return std::make_unique<DeviceReplicated>(state, nullptr); },
+      on_step);
+}
+
+TrainResult train_on_device(Communicator& control, Communicator& device,
+                            const TrainOptions& options,
+                            const std::function<void(const StepFigures&)>& on_step) {
+  const std::string unsupported = device_training_unsupported(options);
+  if (!unsupported.empty()) throw UsageError(unsupported);
+  if (device.memory_kind() != MemoryKind::kDevice)
+    throw UsageError("train_on_device needs a device communicator, not " + device.backend_name());
+  if (control.size() != device.size() || control.rank() != device.rank())
+    throw UsageError("train_on_device: the control and device communicators span other ranks");
+  const std::string problem = validate(options, static_cast<size_t>(device.size()));
+  if (!problem.empty()) throw UsageError(problem);
+  const bool single = options.strategy == Strategy::kSingle;
+  TrainResult result = run_engine(
+      options, single ? nullptr : &control, false,
+      [&](EngineState& state) {
+        return std::make_unique<DeviceReplicated>(state, single ? nullptr : &device);
+      },
+      on_step);
+  return result;
+}
+
+}  // namespace ccscope::training_probe

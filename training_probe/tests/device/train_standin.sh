@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# `ccscope train --backend nccl` (the GPU path) under the CUDA/cuBLAS/NCCL
+# stand-in: the real binary, the stand-in's libraries chosen by LD_LIBRARY_PATH,
+# the kernels run from their own source (libtraining_probe_kernels_emulation.so).
+# usage: train_standin.sh CCSCOPE MPIEXEC STANDIN_LIB_DIR READ_RECORDS
+# One CTest test (training_probe.train.standin): DDP at 2 ranks in fp32 (ReLU,
+# Adam, small buckets), bf16 (tanh, AdamW, 2 micro-batches, clipping) and fp16
+# (no overlap); single with the optimizer offloaded (fp32 and bf16); the
+# refusals. Each run's --check-loss must pass (exit 0) and its records say
+# what the GPU path measured.
+set -uo pipefail
+ccscope=$1 mpiexec=$2 lib=$3 read_records=$4
+[ -e "$lib/libnccl.so.2" ] && [ -e "$lib/libtraining_probe_kernels_emulation.so" ] || {
+  echo "SKIPPED: no stand-in or kernel emulation in $lib (built without CUDA or nvcc)"
+  exit 77
+}
+export LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+unset CCSCOPE_STANDIN_FAULTS NCCL_DEBUG NCCL_DEBUG_FILE
+export CCSCOPE_STANDIN_GPUS=2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+ok() { echo "ok: $*"; }
+
+# train RANKS NAME [train args...]: stdout+stderr in $work/NAME.out, runs CSV in
+# $work/NAME.csv; returns train's exit code.
+train() {
+  local ranks=$1 name=$2
+  shift 2
+  timeout 120 "$mpiexec" -n "$ranks" "$ccscope" train --backend nccl --print-every 0 \
+    --width 64 --depth 4 --global-batch 32 --steps 12 --check-loss \
+    --runs-csv "$work/$name.csv" "$@" >"$work/$name.out" 2>&1
+}
+
+# field NAME FIELD: the run record's FIELD.
+field() { python3 "$read_records" "$work/$1.csv" --fields "$2" 2>&1 | head -1; }
+
+# passed NAME: exit 0, the loss and gradients equivalent, over nccl, device memory measured.
+passed() {
+  local name=$1 code=$2
+  if [ "$code" -ne 0 ]; then
+    fail "$name exited $code"; grep -E '^# (loss|grad)|error' "$work/$name.out" | head -5; return
+  fi
+  local backend equivalent peak bytes expected
+  backend=$(field "$name" backend) equivalent=$(field "$name" loss_equivalent)
+  peak=$(field "$name" device_peak_B)
+  bytes=$(field "$name" bytes_per_step) expected=$(field "$name" bytes_per_step_expected)
+  if [ "$backend" != nccl ] || [ "$equivalent" != 1 ] || ! awk -v p="$peak" 'BEGIN {exit !(p > 0)}'; then
+    fail "$name: backend '$backend', loss_equivalent '$equivalent', device_peak_B '$peak'"
+  # (fp16 adds its overflow flag's 8 B all-reduce to the gradients')
+  elif ! awk -v b="$bytes" -v e="$expected" 'BEGIN {exit !(b >= e && b - e <= 8)}'; then
+    fail "$name: $bytes bytes per step, the formula's $expected"
+  else
+    ok "$name: equivalent over nccl, $bytes B per step (formula $expected), device peak $peak B"
+  fi
+}
+
+train 2 ddp_fp32 --strategy ddp --optimizer adam --bucket-mb 0.01
+passed ddp_fp32 $?
+# Several buckets: the first ones were reduced while backward ran.
+grep -q "gradients vs single" "$work/ddp_fp32.out" || fail "ddp_fp32: no gradient check"
+train 2 ddp_bf16 --strategy ddp --precision bf16 --activation tanh --optimizer adamw \
+  --weight-decay 0.1 --micro-batches 2 --grad-clip 0.05
+passed ddp_bf16 $?
+train 2 ddp_fp16 --strategy ddp --precision fp16 --activation tanh --no-overlap
+passed ddp_fp16 $?
+
+# Offload: the copies counted against 2 x element x Psi, the run held against
+# the device's own optimizer (single on one GPU, not offloaded).
+for precision in fp32 bf16; do
+  name=offload_$precision
+  train 1 "$name" --strategy single --offload optimizer --precision "$precision" \
+    --activation tanh --optimizer adamw
+  passed "$name" $?
+  moved=$(field "$name" offload_bytes_per_step) formula=$(field "$name" offload_bytes_expected)
+  host_s=$(field "$name" host_optimizer_median_s)
+  if [ -z "$moved" ] || ! awk -v m="$moved" -v f="$formula" -v h="$host_s" \
+      'BEGIN {exit !(m > 0 && m == f && h > 0)}'; then
+    fail "$name: offload $moved B per step, formula $formula, host optimizer $host_s s"
+  else
+    ok "$name: $moved B per step copied (formula $formula), host optimizer ${host_s} s"
+  fi
+done
+
+# Refusals: one line, exit 2.
+refused() {
+  local name=$1 want=$2
+  shift 2
+  timeout 60 "$mpiexec" -n 2 "$ccscope" train --print-every 0 --steps 2 "$@" >"$work/$name.out" 2>&1
+  local code=$?
+  if [ "$code" -ne 2 ] || ! grep -q -- "$want" "$work/$name.out"; then
+    fail "$name: exit $code, want 2 and '$want'"; head -3 "$work/$name.out"
+  else
+    ok "$name: $(grep -m1 -- "$want" "$work/$name.out")"
+  fi
+}
+refused zero2 "runs single and ddp so far" --backend nccl --strategy zero2
+refused bogus "not a backend" --backend bogus
+refused scaling "spans every rank" --backend nccl --scaling 1,2
+
+echo "$failures failure(s)"
+[ "$failures" -eq 0 ]
