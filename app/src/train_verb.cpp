@@ -173,6 +173,27 @@ void print_results(const TrainOptions& options, size_t ranks, bool weak, const R
         mb(m.memory_expected.gradients).c_str(), mb(m.memory_expected.optimizer).c_str(),
         m.memory_ok ? "ok" : "DIFFERS");
   }
+  const records::TrainRunRecord& r = m.run;
+  if (r.device_peak_B) {
+    // What the GPU held beyond the accounting's three: activations, the fp32
+    // working copies the kernels compute in, 16-bit copies and scratch.
+    const double states = m.memory.parameters + m.memory.gradients + m.memory.optimizer;
+    std::printf(
+        "# device memory per rank, measured: the probe's allocations peaked at %s (the "
+        "accounting's %s held on the device%s, the rest activations, fp32 working copies and "
+        "scratch); the GPU had %s in use (cudaMemGetInfo)\n",
+        mb(*r.device_peak_B).c_str(),
+        mb(options.offload_optimizer ? states - m.memory.optimizer : states).c_str(),
+        options.offload_optimizer ? ", the optimizer's on the host" : "",
+        mb(r.device_used_B.value_or(0)).c_str());
+  }
+  if (r.offload_bytes_per_step)
+    std::printf(
+        "# offload per step: %s copied between device and host (formula 2 x element x Psi = %s): "
+        "%s; copies %.3f ms on the device, the optimizer step %.3f ms on the host\n",
+        mb(*r.offload_bytes_per_step).c_str(), mb(r.offload_bytes_expected.value_or(0)).c_str(),
+        *r.offload_bytes_per_step == r.offload_bytes_expected ? "ok" : "DIFFERS",
+        r.offload_copy_median_s.value_or(0) * 1e3, r.host_optimizer_median_s.value_or(0) * 1e3);
   if (options.check_consistency) {
     if (!m.inconsistent_after_step)
       std::printf("# parameters agree across ranks after every step\n");
