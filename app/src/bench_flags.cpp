@@ -6,6 +6,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <utility>
 
 #include "ccscope/collectives/error.h"
 #include "ccscope/common/sizes.h"
@@ -443,6 +444,58 @@ ParsedBenchFlags parse_bench_flags(const std::vector<std::string>& args,
                               " is ignored for it (run once per type)");
   parsed.options = options;
   return parsed;
+}
+
+void apply_nccl_tests_environment(BenchOptions& options,
+                                  const std::function<const char*(const char*)>& get) {
+  if (const char* text = get("NCCL_TESTS_MIN_BW")) {
+    double value = 0;
+    const std::string s(trimmed(text));
+    auto [used, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+    if (s.empty() || ec != std::errc() || used != s.data() + s.size() || !std::isfinite(value) ||
+        value < 0)
+      bad("NCCL_TESTS_MIN_BW='" + std::string(text) +
+          "' is not a bus bandwidth in GB/s: give a number such as 150, or unset it");
+    options.min_avg_busbw_GBps = value;
+  }
+  // A whole number (decimal, or hexadecimal after 0x) after the operator.
+  const auto number = [](const std::string& variable, const std::string& text,
+                         const std::string& digits, int base) {
+    long long value = 0;
+    std::string d(trimmed(digits));
+    if (base == 16 && (d.starts_with("0x") || d.starts_with("0X"))) d = d.substr(2);
+    auto [used, ec] = std::from_chars(d.data(), d.data() + d.size(), value, base);
+    if (d.empty() || ec != std::errc() || used != d.data() + d.size() || value < 0)
+      bad(variable + "='" + text + "' is not a split nccl-tests reads: give " +
+          (base == 16 ? "a hexadecimal mask such as 0x1"
+                      : "AND, OR, MOD or DIV (or &, |, %, /) and a number, e.g. MOD2") +
+          ", or unset it");
+    return value;
+  };
+  if (const char* mask = get("NCCL_TESTS_SPLIT_MASK")) {
+    options.split = {SplitOp::kAnd, number("NCCL_TESTS_SPLIT_MASK", mask, mask, 16)};
+  } else if (const char* rule = get("NCCL_TESTS_SPLIT")) {
+    const std::string text(trimmed(rule));
+    static const std::vector<std::pair<std::string, SplitOp>> kOperators = {
+        {"and", SplitOp::kAnd}, {"&", SplitOp::kAnd}, {"or", SplitOp::kOr},   {"|", SplitOp::kOr},
+        {"mod", SplitOp::kMod}, {"%", SplitOp::kMod}, {"div", SplitOp::kDiv}, {"/", SplitOp::kDiv}};
+    bool known = false;
+    for (const auto& [word, op] : kOperators)
+      if (ascii_lower(text.substr(0, word.size())) == word) {
+        options.split = {op, number("NCCL_TESTS_SPLIT", rule, text.substr(word.size()), 10)};
+        known = true;
+        break;
+      }
+    if (!known) number("NCCL_TESTS_SPLIT", rule, "", 10);  // says what it takes
+    if ((options.split.op == SplitOp::kMod || options.split.op == SplitOp::kDiv) &&
+        options.split.value == 0)
+      bad("NCCL_TESTS_SPLIT='" + std::string(rule) +
+          "' divides by 0: give MOD or DIV a number above 0");
+  }
+  if (const char* device = get("NCCL_TESTS_DEVICE"))
+    bad("NCCL_TESTS_DEVICE=" + std::string(device) +
+        " is not supported: ccscope gives local rank r the r-th visible GPU; select GPUs with "
+        "CUDA_VISIBLE_DEVICES instead, or unset it");
 }
 
 }  // namespace ccscope::app

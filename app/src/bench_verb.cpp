@@ -1,6 +1,7 @@
 // `ccscope bench COLLECTIVE [flags]`: nccl-tests' flags into BenchOptions, the
 // reporters rank 0 writes to, then bench::run_benchmark on every rank.
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <filesystem>
 #include <iostream>
@@ -36,6 +37,7 @@ int bench_verb(const std::vector<std::string>& args, const std::vector<std::stri
       return bench::kBenchOk;
     }
     options = std::move(*parsed.options);
+    apply_nccl_tests_environment(options, [](const char* name) { return std::getenv(name); });
   } catch (const UsageError& error) {
     // Before MPI is up: the launcher's rank variable keeps it to one line.
     if (bench::launcher_says_rank_zero())

@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <string>
+
 #include "ccscope/collectives/error.h"
 
 namespace ccscope::app {
@@ -65,6 +68,61 @@ TEST(Options, NcclTestsFlagsOrProgramNamesKeepTheFixedCount) {
   // ... unless asked for.
   const auto asked = parse_bench_flags({"allreduce", "--target-ci", "3"}, BenchInvocation{true});
   EXPECT_EQ(asked.options->target_ci_percent, 3);
+}
+
+// nccl-tests' environment variables, through a fake environment.
+BenchOptions with_environment(const std::map<std::string, std::string>& environment) {
+  BenchOptions o;
+  apply_nccl_tests_environment(o, [&](const char* name) -> const char* {
+    auto it = environment.find(name);
+    return it == environment.end() ? nullptr : it->second.c_str();
+  });
+  return o;
+}
+
+std::string environment_error(const std::map<std::string, std::string>& environment) {
+  try {
+    with_environment(environment);
+  } catch (const UsageError& error) {
+    return error.what();
+  }
+  return "";
+}
+
+TEST(NcclTestsEnvironment, MinBwAndSplitAsNcclTestsReadsThem) {
+  EXPECT_FALSE(with_environment({}).min_avg_busbw_GBps);
+  EXPECT_EQ(with_environment({}).split.op, SplitOp::kNone);
+  EXPECT_EQ(with_environment({{"NCCL_TESTS_MIN_BW", "150.5"}}).min_avg_busbw_GBps, 150.5);
+  const auto split = [&](const std::string& rule, int rank) {
+    return split_color(with_environment({{"NCCL_TESTS_SPLIT", rule}}).split, rank);
+  };
+  EXPECT_EQ(split("AND1", 7), 1);
+  EXPECT_EQ(split("&6", 7), 6);
+  EXPECT_EQ(split("or8", 3), 11);
+  EXPECT_EQ(split("|1", 2), 3);
+  EXPECT_EQ(split("MOD2", 5), 1);
+  EXPECT_EQ(split("%4", 6), 2);
+  EXPECT_EQ(split("DIV4", 5), 1);
+  EXPECT_EQ(split("/2", 5), 2);
+  // The mask is hexadecimal and wins over NCCL_TESTS_SPLIT.
+  const BenchOptions masked =
+      with_environment({{"NCCL_TESTS_SPLIT_MASK", "0x10"}, {"NCCL_TESTS_SPLIT", "MOD2"}});
+  EXPECT_EQ(split_color(masked.split, 17), 16);
+  EXPECT_EQ(split_color(masked.split, 15), 0);
+  EXPECT_EQ(split_color(WorldSplit{}, 5), 0);
+}
+
+TEST(NcclTestsEnvironment, UnreadableValuesAndTheDeviceAreRefused) {
+  EXPECT_NE(environment_error({{"NCCL_TESTS_MIN_BW", "fast"}}).find("NCCL_TESTS_MIN_BW='fast'"),
+            std::string::npos);
+  EXPECT_NE(environment_error({{"NCCL_TESTS_SPLIT", "XOR1"}}).find("NCCL_TESTS_SPLIT='XOR1'"),
+            std::string::npos);
+  EXPECT_NE(environment_error({{"NCCL_TESTS_SPLIT", "MOD0"}}).find("divides by 0"),
+            std::string::npos);
+  EXPECT_NE(environment_error({{"NCCL_TESTS_SPLIT_MASK", "zz"}}).find("hexadecimal"),
+            std::string::npos);
+  EXPECT_NE(environment_error({{"NCCL_TESTS_DEVICE", "2"}}).find("CUDA_VISIBLE_DEVICES"),
+            std::string::npos);
 }
 
 TEST(Options, ShortAndLongFlags) {

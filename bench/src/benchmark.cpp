@@ -109,6 +109,12 @@ int bench_rank(job::JobContext& job, const World& world, bool carries_process,
       backend = choice.backend;
     }
     validate_for_backend(options, backend);  // every rank has the same backend: one answer
+    // NCCL_TESTS_SPLIT needs communicators over groups of ranks.
+    const job::Backend* chosen = job::find_backend(backend);
+    if (options.split.op != SplitOp::kNone && chosen && !chosen->capabilities.groups)
+      throw UsageError("NCCL_TESTS_SPLIT: the " + backend +
+                       " backend's communicator spans the whole world in ccscope; use "
+                       "--backend mpi (or gloo), or unset NCCL_TESTS_SPLIT");
   } catch (const UsageError& error) {
     return refuse(error.what());
   }
@@ -131,7 +137,11 @@ int bench_rank(job::JobContext& job, const World& world, bool carries_process,
   try {
     watchdog.begin_phase("start-up of the " + backend + " backend");
     watchdog.operation_started();
-    comm = job::make_backend(backend, world, {options.isolate_ranks, options.yielding_waits});
+    job::BackendOptions backend_options{options.isolate_ranks, options.yielding_waits};
+    // NCCL_TESTS_SPLIT: this rank's group (MPI_Comm_split's color, as nccl-tests).
+    if (options.split.op != SplitOp::kNone)
+      backend_options.color = split_color(options.split, world.rank());
+    comm = job::make_backend(backend, world, backend_options);
     watchdog.end_phase();
   } catch (const UsageError& error) {
     return refuse(error.what());  // every rank fails the same way; one line is enough
@@ -206,6 +216,7 @@ int bench_rank(job::JobContext& job, const World& world, bool carries_process,
                     repeat, &job::InterruptHandlers::pending_signal);
       outcome.wrong_elements += part.wrong_elements;
       outcome.records += part.records;
+      outcome.busbw_sum_GBps += part.busbw_sum_GBps;
       outcome.stopped_by_signal = part.stopped_by_signal;
       outcome.refused = part.refused;
       if (outcome.stopped_by_signal || !outcome.refused.empty()) break;
@@ -213,6 +224,12 @@ int bench_rank(job::JobContext& job, const World& world, bool carries_process,
     if (repeat == std::numeric_limits<int>::max() - 1) break;  // -N 0 for 2^31 sweeps
   }
   metadata.end_time_utc = utc_now_iso8601();
+  // NCCL_TESTS_MIN_BW: nccl-tests' verdict on the average busbw of the rows.
+  metadata.min_avg_busbw_GBps = options.min_avg_busbw_GBps;
+  const double average_busbw =
+      outcome.records > 0 ? outcome.busbw_sum_GBps / static_cast<double>(outcome.records) : 0.0;
+  const bool below_min_bw =
+      options.min_avg_busbw_GBps && average_busbw < 0.9 * *options.min_avg_busbw_GBps;
   if (outcome.stopped_by_signal) metadata.stopped_by = job::signal_name(outcome.stopped_by_signal);
   // The last write (the JSON's final version) failing on rank 0 is a failed
   // run, but every rank still ends normally: no abort, one line.
@@ -235,6 +252,14 @@ int bench_rank(job::JobContext& job, const World& world, bool carries_process,
   leave_together(kExitOk);
   if (!outcome.refused.empty()) return kExitUsage;  // rank 0 said what fits
   if (end_failed) return kExitFailed;
+  if (below_min_bw && !outcome.stopped_by_signal) {
+    if (leader)
+      std::fprintf(stderr,
+                   "ccscope bench: average busbw %g GB/s is below 90%% of NCCL_TESTS_MIN_BW=%g "
+                   "GB/s; exit 1\n",
+                   average_busbw, *options.min_avg_busbw_GBps);
+    return kExitFailed;
+  }
   if (outcome.stopped_by_signal) {
     const int code = job::exit_code_for_signal(outcome.stopped_by_signal);
     if (leader)

@@ -38,6 +38,23 @@ void validate_for_ranks(const BenchOptions& options, int ranks) {
         std::to_string(ranks) + " rank(s)");
 }
 
+int split_color(const WorldSplit& split, int world_rank) {
+  const long long r = world_rank, v = split.value;
+  switch (split.op) {
+    case SplitOp::kNone:
+      return 0;
+    case SplitOp::kAnd:
+      return static_cast<int>(r & v);
+    case SplitOp::kOr:
+      return static_cast<int>(r | v);
+    case SplitOp::kMod:
+      return v > 0 ? static_cast<int>(r % v) : 0;
+    case SplitOp::kDiv:
+      return v > 0 ? static_cast<int>(r / v) : 0;
+  }
+  return 0;
+}
+
 std::string time_statistic_description(TimeAcrossRanks mode) {
   switch (mode) {
     case TimeAcrossRanks::kRank0:

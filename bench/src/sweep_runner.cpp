@@ -467,16 +467,16 @@ Timing Sweep::measure_adaptive(const Placement& at, const Layout& layout, const 
     timing.iterations += timing.group;
     const double mine = batch_seconds / (static_cast<double>(timing.group) * per_iteration);
     // The statistic in the form its reduction takes, and the budget vote.
-    double agreed[2] = {mode == TimeAcrossRanks::kMinimum               ? -mine
-                        : mode == TimeAcrossRanks::kRank0 && rank_ != 0 ? 0.0
-                                                                        : mine,
+    double agreed[2] = {mode == TimeAcrossRanks::kMinimum                         ? -mine
+                        : mode == TimeAcrossRanks::kRank0 && control_.rank() != 0 ? 0.0
+                                                                                  : mine,
                         seconds_since(start) >= budget ? 1.0 : 0.0};
     if (by_maximum)
       control_.all_reduce_max(agreed);
     else
       control_.all_reduce_sum(agreed);
     timing.samples.push_back(mode == TimeAcrossRanks::kMinimum   ? -agreed[0]
-                             : mode == TimeAcrossRanks::kAverage ? agreed[0] / ranks_
+                             : mode == TimeAcrossRanks::kAverage ? agreed[0] / control_.size()
                                                                  : agreed[0]);
     reason = stopping_decision(timing.samples, agreed[1] > 0, rule);
     timing.converged = reason == StopReason::kConverged;
@@ -601,13 +601,15 @@ Figures Sweep::reduce_across_ranks(const Timing& timing, const Checks& checks,
   std::vector<double> maxima{mine, -mine, static_cast<double>(pending_signal)};
   maxima.insert(maxima.end(), timing.samples.begin(), timing.samples.end());
   control_.all_reduce_max(maxima);
-  double sums[4] = {mine, rank_ == 0 ? mine : 0.0, static_cast<double>(checks.wrong),
+  // Over the control plane's ranks: under NCCL_TESTS_SPLIT every group's (as
+  // nccl-tests reduces its times over MPI_COMM_WORLD).
+  double sums[4] = {mine, control_.rank() == 0 ? mine : 0.0, static_cast<double>(checks.wrong),
                     checks.wrong > 0 ? 1.0 : 0.0};
   control_.all_reduce_sum(sums);
   f.rank_max = maxima[0];
   f.rank_min = -maxima[1];
   f.stop_signal = static_cast<int>(maxima[2]);
-  f.rank_avg = sums[0] / ranks_;
+  f.rank_avg = sums[0] / control_.size();
   f.samples.assign(maxima.begin() + 3, maxima.end());
   f.wrong = static_cast<int64_t>(sums[2]);  // exact: below 2^53 elements
   f.failed_checks = static_cast<int>(sums[3]);
@@ -806,7 +808,9 @@ SweepOutcome run_sweep(const BenchOptions& options, const ControlPlane& control,
       if (figures.wrong > 0) sweep.report_wrong(what, checks, figures.wrong);
       outcome.wrong_elements += figures.wrong;
       ++outcome.records;
-      if (reporter != nullptr) reporter->add(sweep.make_record(layout, in_place, timing, figures));
+      const records::BenchRecord record = sweep.make_record(layout, in_place, timing, figures);
+      outcome.busbw_sum_GBps += record.busbw_GBps;
+      if (reporter != nullptr) reporter->add(record);
       if (figures.stop_signal != 0) {
         outcome.stopped_by_signal = figures.stop_signal;
         return outcome;

@@ -363,5 +363,36 @@ TEST(Sweep, WarmUpZeroStillIssuesOneUntimedOperation) {
   EXPECT_EQ(r.records[0].warmup_iterations, 1);
 }
 
+// nccl-tests differences ccscope keeps on purpose (docs/bench.md, "Differences
+// from nccl-tests"): each held here.
+
+TEST(Sweep, AllToAllAndSendRecvRunOutOfPlaceOnly) {
+  // nccl-tests also times them in place (unchecked); ccscope reports only what
+  // it checks, and an in-place all-to-all has no defined result in MPI.
+  for (Collective c : {Collective::kAllToAll, Collective::kSendRecv}) {
+    BenchOptions o = small_sweep(c, DataType::kFloat32, ReduceOp::kSum);
+    o.min_bytes = o.max_bytes = 1024;
+    const Result r = run_in_process(2, o);
+    ASSERT_EQ(r.records.size(), 1u) << name(c);
+    EXPECT_FALSE(r.records[0].in_place);
+    EXPECT_EQ(r.records[0].op, "none");  // sendrecv runs once, whatever -o says
+  }
+}
+
+TEST(Sweep, ReportCputimeReportsTheIssueTimeReducedOverRanks) {
+  // -C 1: time_s and the bandwidths are the issue time's, by -a (nccl-tests
+  // prints the printing rank's issue time and keeps the completion bandwidth).
+  BenchOptions o = small_sweep(Collective::kAllReduce, DataType::kFloat32, ReduceOp::kSum);
+  o.min_bytes = o.max_bytes = 4096;
+  o.report_cputime = true;
+  const Result r = run_in_process(2, o);
+  ASSERT_EQ(r.records.size(), 2u);
+  for (const auto& record : r.records) {
+    EXPECT_EQ(record.time_s, record.rank_time_max_s);
+    EXPECT_DOUBLE_EQ(record.algbw_GBps, 4096 / record.time_s / 1e9);
+    EXPECT_NE(record.time_method.find("-C 1"), std::string::npos);
+  }
+}
+
 }  // namespace
 }  // namespace ccscope::bench

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "ccscope/records/collective.h"
 #include "ccscope/records/schema.h"
 #include "ccscope/reports/reporter.h"
 
@@ -145,8 +146,20 @@ class ConsoleReporter : public Reporter {
     // %g and the trailing space, as nccl-tests prints it.
     char avg_text[64];
     std::snprintf(avg_text, sizeof avg_text, "%g", avg);
-    line(fmt::format("# Avg bus bandwidth    : {} ", avg_text));
+    // NCCL_TESTS_MIN_BW: OK or FAILED against 90% of it, as nccl-tests.
+    const std::string verdict = !m.min_avg_busbw_GBps               ? ""
+                                : avg < 0.9 * *m.min_avg_busbw_GBps ? "FAILED"
+                                                                    : "OK";
+    line(fmt::format("# Avg bus bandwidth    : {} {}", avg_text, verdict));
     line("#");
+    // nccl-tests' closing line (scripts wait for it), naming the program of
+    // the last table's collective.
+    if (table_)
+      if (const auto collective = parse_collective(table_->collective)) {
+        line(fmt::format("# Collective test concluded: {}",
+                         describe(*collective).nccl_tests_program));
+        line("#");
+      }
     if (!m.end_time_utc.empty()) {
       line(fmt::format("# End: {}", m.end_time_utc));
       line("#");

@@ -715,6 +715,40 @@ TEST(ConsoleReporter, LargeFiguresShrinkToFitTheirColumns) {
   EXPECT_EQ(w[6], "275065");
 }
 
+TEST(ConsoleReporter, MinBwVerdictAndClosingLineAsNcclTests) {
+  for (const auto& [minimum, verdict] :
+       std::vector<std::pair<double, std::string>>{{3.0, "OK"}, {3.4, "FAILED"}}) {
+    std::ostringstream out;
+    auto reporter = make_console_reporter(out);
+    RunMetadata m = sample_metadata();
+    m.min_avg_busbw_GBps = minimum;
+    reporter->begin(m);
+    reporter->add(sample_record(8, false, 3.0));  // 3.0 >= 0.9 x 3.0, < 0.9 x 3.4
+    reporter->end(m);
+    const std::string text = out.str();
+    EXPECT_NE(text.find("# Avg bus bandwidth    : 3 " + verdict +
+                        "\n#\n"
+                        "# Collective test concluded: all_reduce_perf\n"),
+              std::string::npos)
+        << text;
+  }
+}
+
+TEST(ConsoleReporter, UsingDevicesLinesAsNcclTests) {
+  std::ostringstream out;
+  auto reporter = make_console_reporter(out);
+  RunMetadata m = sample_metadata();
+  m.rank_devices = {"Pid   4000 on node0 device  0 [0000:07:00] NVIDIA H100",
+                    "Pid   4001 on node0 device  1 [0000:08:00] NVIDIA H100"};
+  reporter->begin(m);
+  EXPECT_NE(out.str().find("# Using devices\n"
+                           "#  Rank  0 Group  0 Pid   4000 on node0 device  0 [0000:07:00] "
+                           "NVIDIA H100\n"
+                           "#  Rank  1 Group  0 Pid   4001 on node0 device  1"),
+            std::string::npos)
+      << out.str();
+}
+
 TEST(ConsoleReporter, EmptyRun) {
   std::ostringstream out;
   auto reporter = make_console_reporter(out);

@@ -3,7 +3,8 @@
 # and op (data movement once per type), -r -1 every root, -N K repeats the
 # sweep and -N 0 repeats it until stopped, -T 0 runs with one warning, -J
 # writes the JSON, and flags ccscope cannot honour (-G with the mpi backend,
-# -t/-g > 1) are refused with one line and exit 2, also under mpiexec -n 2.
+# -t/-g > 1) are refused with one line and exit 2, also under mpiexec -n 2;
+# NCCL_TESTS_MIN_BW fails a slow run, NCCL_TESTS_SPLIT splits the world.
 #
 # usage: nccl_flags.sh CCSCOPE MPIEXEC
 source "$(dirname "$0")/lib.sh"
@@ -73,6 +74,26 @@ status=0
 wait "$pid" || status=$?
 assert_eq 143 "$status" "-N 0 then SIGTERM: exit status"
 grep -q 'stopped by SIGTERM' "$WORK/forever.err" || { fail "-N 0: no 'stopped by SIGTERM' line"; show_file stderr "$WORK/forever.err"; }
+
+# NCCL_TESTS_MIN_BW: an average busbw below 90% of it fails the run (exit 1) with
+# nccl-tests' footer; at or above it the footer says OK. nccl-tests' closing line ends both.
+if run minbw 1 env NCCL_TESTS_MIN_BW=1000 "$CCSCOPE" bench allreduce "${common[@]}"; then
+  grep -qE '^# Avg bus bandwidth    : [0-9.e+-]+ FAILED$' "$WORK/minbw.out" ||
+    fail "NCCL_TESTS_MIN_BW=1000: no FAILED footer: $(grep 'Avg bus' "$WORK/minbw.out")"
+  grep -q 'below 90% of NCCL_TESTS_MIN_BW=1000' "$WORK/minbw.err" ||
+    fail "NCCL_TESTS_MIN_BW=1000: no line on stderr: $(cat "$WORK/minbw.err")"
+  grep -qx '# Collective test concluded: all_reduce_perf' "$WORK/minbw.out" ||
+    fail "no '# Collective test concluded' line"
+fi
+run minbw_ok 0 env NCCL_TESTS_MIN_BW=0 "$CCSCOPE" bench allreduce "${common[@]}" &&
+  { grep -qE '^# Avg bus bandwidth    : [0-9.e+-]+ OK$' "$WORK/minbw_ok.out" ||
+      fail "NCCL_TESTS_MIN_BW=0: no OK footer"; }
+
+# NCCL_TESTS_SPLIT=MOD2 at 2 ranks: two groups of one rank, each its own all-reduce.
+if run split 0 env NCCL_TESTS_SPLIT=MOD2 "$MPIEXEC" -n 2 "$CCSCOPE" bench allreduce "${common[@]}" \
+  --backend mpi --csv "$WORK/split.csv"; then
+  assert_eq 1 "$(read_records "$WORK/split.csv" --fields ranks | sort -u)" "NCCL_TESTS_SPLIT=MOD2: ranks"
+fi
 
 # Refusals: one line, exit 2, once under mpiexec -n 2.
 for launcher in none mpiexec; do

@@ -1,6 +1,7 @@
 #pragma once
 // `ccscope bench` flags: nccl-tests 2.19's (short and long spelling, getopt's
 // habits) and ccscope's own, parsed into bench::BenchOptions.
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,6 +28,15 @@ inline constexpr double kDefaultTargetCiPercent = 2;
 ParsedBenchFlags parse_bench_flags(const std::vector<std::string>& args,
                                    const BenchInvocation& invocation);
 ParsedBenchFlags parse_bench_flags(const std::vector<std::string>& args);
+
+// nccl-tests' environment variables into `options`: NCCL_TESTS_MIN_BW (GB/s),
+// NCCL_TESTS_SPLIT_MASK (hex, AND) or else NCCL_TESTS_SPLIT ("AND 3", "&3",
+// "OR", "|", "MOD", "%", "DIV", "/" and a number), as nccl-tests 2.19 reads
+// them; NCCL_TESTS_DEVICE is refused. `get` reads one (nullptr: unset).
+// Throws UsageError naming the variable when its value cannot be read (nccl-tests
+// reads a bad value as 0).
+void apply_nccl_tests_environment(bench::BenchOptions& options,
+                                  const std::function<const char*(const char*)>& get);
 std::string bench_flags_help();
 
 }  // namespace ccscope::app

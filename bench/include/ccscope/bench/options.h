@@ -12,6 +12,16 @@
 
 namespace ccscope::bench {
 
+// NCCL_TESTS_SPLIT / NCCL_TESTS_SPLIT_MASK (nccl-tests): world rank r runs in
+// the group of color r & v, r | v, r % v or r / v (MPI_Comm_split's color).
+enum class SplitOp { kNone, kAnd, kOr, kMod, kDiv };
+struct WorldSplit {
+  SplitOp op = SplitOp::kNone;
+  long long value = 0;
+};
+// The group color of `world_rank`; 0 for every rank without a split.
+int split_color(const WorldSplit& split, int world_rank);
+
 // -a: how the ranks' times become the reported time (nccl-tests' numbering).
 enum class TimeAcrossRanks { kRank0 = 0, kAverage = 1, kMinimum = 2, kMaximum = 3 };
 
@@ -72,6 +82,10 @@ struct BenchOptions {
   // Unset: job::wait_policy decides (yield when the host's ranks outnumber its CPUs).
   std::optional<bool> yielding_waits;
   double timeout_seconds = 300;  // -T/--timeout; 0 = no timeout (nccl-tests' -T 0)
+  // NCCL_TESTS_MIN_BW: the run fails (exit 1, "# Avg bus bandwidth : X FAILED")
+  // when the average busbw of its rows is below 90% of this, as nccl-tests.
+  std::optional<double> min_avg_busbw_GBps;
+  WorldSplit split;  // NCCL_TESTS_SPLIT(_MASK): each group runs its own collectives
   std::string csv_path;
   std::string json_path;
   bool progress = true;

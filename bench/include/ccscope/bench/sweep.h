@@ -10,8 +10,8 @@
 #include "ccscope/bench/options.h"
 #include "ccscope/collectives/communicator.h"
 #include "ccscope/collectives/control_plane.h"
-#include "ccscope/job/watchdog.h"
 #include "ccscope/collectives/world.h"
+#include "ccscope/job/watchdog.h"
 #include "ccscope/records/reporter.h"
 
 namespace ccscope::bench {
@@ -19,6 +19,7 @@ namespace ccscope::bench {
 struct SweepOutcome {
   int64_t wrong_elements = 0;  // over all ranks and sizes
   size_t records = 0;
+  double busbw_sum_GBps = 0;  // over the records (NCCL_TESTS_MIN_BW's average)
   int stopped_by_signal = 0;  // the signal every rank stopped for, after the last record; 0 = none
   std::string refused;        // why nothing was measured (buffers do not fit); printed by rank 0
 };
