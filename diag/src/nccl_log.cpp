@@ -127,8 +127,9 @@ std::string_view level_at(std::string_view line, size_t at) {
 }
 
 struct Header {
-  size_t start = 0;  // where "host:pid:tid" begins
-  bool cut = false;  // another NCCL line starts inside its message
+  size_t start = 0;    // where "host:pid:tid" begins
+  bool cut = false;    // another NCCL line starts inside its message
+  bool glued = false;  // other text (not a launcher's ':', '>', ']', '|') sits right before it
   NcclLinePrefix prefix;
 };
 
@@ -178,9 +179,10 @@ std::optional<Header> header_before(std::string_view line, size_t keyword) {
                             host[host_start - 1] == '.' || host[host_start - 1] == '-' ||
                             host[host_start - 1] == '_'))
     --host_start;
-  if (host_start > 0 &&
-      std::string_view(":>]|").find(host[host_start - 1]) == std::string_view::npos)
-    return std::nullopt;  // glued to other text: a line cut by another one
+  // Glued to other text ("[sevm:479:..."): a line cut by this one. The reader
+  // decides, with the hosts of the whole log, which part is the host.
+  h.glued = host_start > 0 &&
+            std::string_view(":>]|").find(host[host_start - 1]) == std::string_view::npos;
   host = host.substr(host_start);
   if (host.empty()) return std::nullopt;
   h.start = token_start + host_start;
@@ -217,7 +219,7 @@ std::vector<Header> find_headers(std::string_view line, size_t* keywords) {
 std::optional<NcclLinePrefix> parse_nccl_line(std::string_view line) {
   size_t keywords = 0;
   auto headers = nccl_log_detail::find_headers(line, &keywords);
-  if (headers.empty() || headers.back().cut) return std::nullopt;
+  if (headers.empty() || headers.back().cut || headers.back().glued) return std::nullopt;
   return std::move(headers.back().prefix);
 }
 
@@ -274,12 +276,423 @@ struct CommBuild {
 // that process and device (channel lines name no communicator).
 struct RankBuild {
   std::string current_comm;  // key into comms
+  std::string bus_id;        // "busId" of its init lines
+  int inferred_rank = -1;    // from lines that name it without "comm 0x.."
   size_t error_lines = 0;
+};
+
+bool ends_with(std::string_view text, std::string_view what) {
+  return text.size() >= what.size() && text.substr(text.size() - what.size()) == what;
+}
+std::vector<std::string_view> words(std::string_view text) {
+  std::vector<std::string_view> out;
+  for (size_t i = 0; i < text.size();) {
+    while (i < text.size() && is_space(text[i])) ++i;
+    size_t j = i;
+    while (j < text.size() && !is_space(text[j])) ++j;
+    if (j > i) out.push_back(text.substr(i, j - i));
+    i = j;
+  }
+  return out;
+}
+bool is_hex_word(std::string_view w) {
+  if (starts_with(w, "0x")) w.remove_prefix(2);
+  return !w.empty() && std::all_of(w.begin(), w.end(), [](char c) {
+    return std::isxdigit(static_cast<unsigned char>(c)) != 0;
+  });
+}
+// "2.28.3" or "2.28.3+cuda13.0".
+bool version_form(std::string_view v) {
+  const size_t plus = v.find('+');
+  std::string_view number = v.substr(0, plus);
+  int dots = 0;
+  for (const char c : number) {
+    if (c == '.')
+      ++dots;
+    else if (!is_digit(c))
+      return false;
+  }
+  if (dots != 2 || number.front() == '.' || number.back() == '.' || contains(number, ".."))
+    return false;
+  if (plus == std::string_view::npos) return true;
+  const auto cuda = v.substr(plus + 1);
+  return starts_with(cuda, "cuda") && cuda.size() > 4 && is_digit(cuda.back()) &&
+         std::all_of(cuda.begin() + 4, cuda.end(), [](char c) { return is_digit(c) || c == '.'; });
+}
+// "0[1c000]" or "0".
+bool channel_end_form(std::string_view w) {
+  const size_t open = w.find('[');
+  if (open == std::string_view::npos) return all_digits(w);
+  return all_digits(w.substr(0, open)) && w.back() == ']' &&
+         is_hex_word(w.substr(open + 1, w.size() - open - 2));
+}
+// "NET/IB/0(8)/GDRDMA", "P2P/CUMEM/read", "SHM/direct/direct", "P2P/direct pointer".
+bool via_form(std::string_view via) {
+  std::vector<std::string_view> parts;
+  size_t start = 0;
+  for (size_t slash; (slash = via.find('/', start)) != std::string_view::npos; start = slash + 1)
+    parts.push_back(via.substr(start, slash - start));
+  parts.push_back(via.substr(start));
+  for (const auto part : parts)
+    if (part.empty() || !std::all_of(part.begin(), part.end(), [](char c) {
+          return std::isalnum(static_cast<unsigned char>(c)) || c == '(' || c == ')' || c == '_' ||
+                 c == '-' || c == ' ';
+        }))
+      return false;
+  const auto kind = parts[0];
+  if (!std::all_of(kind.begin(), kind.end(), [](char c) {
+        return std::isupper(static_cast<unsigned char>(c)) || is_digit(c);
+      }))
+    return false;
+  if (kind == "NET" || kind == "COLLNET") {
+    if (parts.size() < 3 || !std::isalpha(static_cast<unsigned char>(parts[1][0]))) return false;
+    const auto nic = parts[2].substr(0, parts[2].find('('));
+    if (!all_digits(nic)) return false;
+    for (size_t i = 3; i < parts.size(); ++i)
+      if (!std::isalpha(static_cast<unsigned char>(parts[i][0]))) return false;
+  }
+  return true;
+}
+bool channel_form(std::string_view m) {
+  const size_t colon = m.find(" : ");
+  if (colon == std::string_view::npos) return false;
+  const auto head = words(m.substr(0, colon));
+  if (head.size() != 2) return false;
+  const size_t slash = head[1].find('/');
+  if (!all_digits(head[1].substr(0, slash)) ||
+      (slash != std::string_view::npos && !all_digits(head[1].substr(slash + 1))))
+    return false;
+  const auto rest = m.substr(colon + 3);
+  const size_t via_at = rest.find(" via ");
+  if (via_at == std::string_view::npos) {  // ring order: "0 1 2 3"
+    const auto ranks = words(rest);
+    return !ranks.empty() && std::all_of(ranks.begin(), ranks.end(), all_digits);
+  }
+  auto pair = words(rest.substr(0, via_at));
+  if (!pair.empty() && (pair.back() == "[send]" || pair.back() == "[receive]")) pair.pop_back();
+  if (pair.size() == 3) {
+    if (pair[1] != "->" || !channel_end_form(pair[0]) || !channel_end_form(pair[2])) return false;
+  } else if (pair.size() != 1 || !channel_end_form(pair[0])) {
+    return false;
+  }
+  return via_form(trim(rest.substr(via_at + 5)));
+}
+// "ncclCommInitRank comm 0x.. rank 0 nranks 2 ... commId 0x.. - Init START": each
+// key once with a number after it, and the line ends with its state.
+bool comm_form(std::string_view m) {
+  const size_t dash = m.rfind(" - ");
+  if (dash != std::string_view::npos) {
+    const auto state = trim(m.substr(dash + 3));
+    if (state != "Init START" && state != "Init COMPLETE" && state != "Destroy COMPLETE" &&
+        state != "Abort COMPLETE")
+      return false;
+    m = m.substr(0, dash);
+  }
+  const auto w = words(m);
+  // Before "comm": nothing, or the function ("ncclCommInitRank", "ncclCommInitRankConfig").
+  const size_t comm_at = std::find(w.begin(), w.end(), "comm") - w.begin();
+  if (comm_at > 1 ||
+      (comm_at == 1 && w[0] != "ncclCommInitRank" && w[0] != "ncclCommInitRankConfig" &&
+       w[0] != "ncclCommInitAll" && w[0] != "ncclCommSplit" && w[0] != "ncclCommInitRankScalable" &&
+       w[0] != "ncclCommShrink"))
+    return false;
+  std::set<std::string_view> keys;
+  for (size_t i = 0; i < w.size(); ++i) {
+    static constexpr std::string_view kKeys[] = {"comm",   "rank",       "nranks",    "nRanks",
+                                                 "nNodes", "cudaDev",    "nvmlDev",   "busId",
+                                                 "commId", "localRanks", "localRank", "MNNVL"};
+    if (std::find(std::begin(kKeys), std::end(kKeys), w[i]) == std::end(kKeys)) continue;
+    if (!keys.insert(w[i]).second || i + 1 >= w.size() || !is_hex_word(w[i + 1])) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+namespace {
+std::vector<std::string_view> indexed_items(std::string_view list);
+}  // namespace
+
+bool plausible_message(std::string_view m) {
+  if (starts_with(m, "NET/IB") && contains(m, ": Using ")) {
+    // "[0]mlx5_0:1/IB [1]mlx5_1:1/RoCE [RO]; OOB ib0:10.0.0.1<0>"
+    auto list = m.substr(m.find(": Using ") + 8);
+    list = list.substr(0, list.find(';'));
+    for (const auto item : indexed_items(list)) {
+      const size_t colon = item.find(':'), slash = item.find('/');
+      if (colon == std::string_view::npos || slash < colon || slash == std::string_view::npos ||
+          !all_digits(item.substr(colon + 1, slash - colon - 1)) ||
+          (item.substr(slash + 1) != "IB" && item.substr(slash + 1) != "RoCE"))
+        return false;
+    }
+  }
+  if (starts_with(m, "NCCL version ")) return version_form(trim(m.substr(13)));
+  if (starts_with(m, "cudaDriverVersion ")) return all_digits(trim(m.substr(18)));
+  if ((starts_with(m, "Bootstrap") || starts_with(m, "NET/Socket") || starts_with(m, "NET/IB")) &&
+      contains(m, "Using ") && !contains(m, "No device"))
+    return ends_with(m, ">");
+  if (starts_with(m, "Using network ")) {
+    const auto net = m.substr(14);
+    return !net.empty() && std::all_of(net.begin(), net.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || c == ' ' || c == '_' || c == '-';
+    });
+  }
+  if (const size_t at = m.find(" set by environment to "); at != std::string_view::npos) {
+    const auto var = m.substr(0, at), value = m.substr(at + 23);
+    return std::all_of(var.begin(), var.end(),
+                       [](char c) {
+                         return std::isupper(static_cast<unsigned char>(c)) || is_digit(c) ||
+                                c == '_';
+                       }) &&
+           !value.empty() && value.find(' ') == std::string_view::npos;
+  }
+  if (starts_with(m, "Channel ") || starts_with(m, "Ring ") || starts_with(m, "CollNet ") ||
+      starts_with(m, "Coll "))
+    return channel_form(m);
+  if (contains(m, "comm 0x") &&
+      (contains(m, " rank ") || contains(m, "- Init") || contains(m, "COMPLETE")))
+    return comm_form(m);
+  if (starts_with(m, "NET/Plugin") && contains(m, "Could not find: ")) {
+    const auto lib = trim(m.substr(m.find("Could not find: ") + 16));
+    return starts_with(lib, "libnccl-net") && (ends_with(lib, ".so") || ends_with(lib, ".so."));
+  }
+  if (contains(m, "GPU Direct RDMA ") && contains(m, "'"))
+    return std::count(m.begin(), m.end(), '\'') == 2;
+  if (contains(m, "NVLS multicast support is ")) return ends_with(m, "available");
+  return true;
+}
+
+namespace {
+
+// "cudaDev N" in the message is the device of the prefix ("[N]").
+bool same_device(const NcclLinePrefix& p) {
+  const auto dev = word_after(p.message, "cudaDev");
+  return dev.empty() || leading_number(dev) == p.cuda_device;
+}
+
+// Each non-empty line of `text`, colour escapes and CRs removed, with its number.
+template <typename Fn>
+void each_line(std::string_view text, Fn&& fn) {
+  size_t line_no = 0;
+  std::string clean;
+  for (size_t start = 0; start < text.size();) {
+    size_t end = start;
+    while (end < text.size() && text[end] != '\n' && text[end] != '\0') ++end;
+    std::string_view raw = text.substr(start, end - start);
+    start = end + 1;
+    ++line_no;
+    // Colour escapes ("\x1b[0m") of log collectors, and a CR of CRLF files.
+    clean.clear();
+    for (size_t i = 0; i < raw.size(); ++i) {
+      if (raw[i] == '\x1b' && i + 1 < raw.size() && raw[i + 1] == '[') {
+        size_t j = i + 2;
+        while (j < raw.size() && !std::isalpha(static_cast<unsigned char>(raw[j]))) ++j;
+        i = j;
+        continue;
+      }
+      if (raw[i] != '\r') clean += raw[i];
+    }
+    if (!trim(clean).empty()) fn(line_no, std::string_view(clean));
+  }
+}
+
+// Which hosts the prefixes name, over every input, before any line is read:
+// a fragment of another rank's line glued before a host ("86vm:478:478",
+// "nvlsPerRankSivm:478:478") is told from a host by the process id. A
+// candidate that ends with a host seen unglued, with the same pid and at
+// least as often, is that host; a glued candidate without one is unreadable.
+class HostResolver {
+ public:
+  void survey(std::string_view text, bool* interleaved) {
+    each_line(text, [&](size_t, std::string_view line) {
+      size_t keywords = 0;
+      const auto headers = find_headers(line, &keywords);
+      if (headers.size() > 1 || (headers.empty() && keywords > 0)) *interleaved = true;
+      for (const auto& h : headers) {
+        auto& seen = candidates_[{h.prefix.host, h.prefix.pid}];
+        ++seen.count;
+        ++devices_[{h.prefix.host, h.prefix.pid, h.prefix.cuda_device}];
+        ++threads_[{h.prefix.host, h.prefix.pid, h.prefix.tid}];
+        if (const auto comm = word_after(h.prefix.message, "comm"); starts_with(comm, "0x"))
+          ++comm_owners_[std::string(comm)][{h.prefix.host, h.prefix.pid}];
+        for (const auto& value : counted_values(trim(h.prefix.message))) ++values_[value];
+        if (const auto [var, value] = environment_value(trim(h.prefix.message)); !var.empty())
+          ++environment_[var][value];
+        if (h.glued || h.cut) *interleaved = true;
+        if (!h.glued) ++seen.unglued;
+      }
+    });
+    damaged_ |= *interleaved;
+  }
+  void resolve() {
+    std::map<long, std::vector<std::string>> hosts_of_pid;
+    for (const auto& [key, seen] : candidates_)
+      if (seen.unglued > 0) hosts_of_pid[key.second].push_back(key.first);
+    // Two hosts of one pid, one the end of the other ("e-a", "node-a"): a
+    // stream cut inside a prefix, even where no line shows two prefixes.
+    for (const auto& [pid, hosts] : hosts_of_pid)
+      for (const auto& x : hosts)
+        for (const auto& y : hosts)
+          damaged_ |= x.size() < y.size() && y.compare(y.size() - x.size(), x.size(), x) == 0;
+    // The longest host of the same pid, seen as often, that `candidate` ends with.
+    const auto shorter_host = [&](const std::string& candidate, long pid, size_t count,
+                                  const std::set<std::string>* among) {
+      std::string best;
+      for (const auto& host : hosts_of_pid[pid]) {
+        if (host.size() >= candidate.size() || host.size() <= best.size()) continue;
+        if (candidate.compare(candidate.size() - host.size(), host.size(), host) != 0) continue;
+        if (among && !among->count(host)) continue;
+        if (candidates_.at({host, pid}).count >= count) best = host;
+      }
+      return best;
+    };
+    // A host that starts with no letter or digit, or (damaged) the end of a
+    // host seen more often with that pid ("-b" of "node-b"), was cut in front.
+    const auto cut_in_front = [&](const std::string& candidate, long pid, size_t count) {
+      bool cut = !std::isalnum(static_cast<unsigned char>(candidate[0]));
+      for (const auto& host : hosts_of_pid[pid])
+        cut |= damaged_ && host.size() > candidate.size() &&
+               host.compare(host.size() - candidate.size(), candidate.size(), candidate) == 0 &&
+               candidates_.at({host, pid}).count > count;
+      return cut;
+    };
+    // Hosts that are no other host with a fragment before it ("86vm" is "vm").
+    std::map<long, std::set<std::string>> roots;
+    for (const auto& [pid, hosts] : hosts_of_pid)
+      for (const auto& host : hosts) {
+        const size_t count = candidates_.at({host, pid}).count;
+        if (shorter_host(host, pid, count, nullptr).empty() && !cut_in_front(host, pid, count))
+          roots[pid].insert(host);
+      }
+    for (const auto& [key, seen] : candidates_) {
+      const auto& [candidate, pid] = key;
+      std::string best = shorter_host(candidate, pid, seen.count, &roots[pid]);
+      // In a damaged stream, a process seen in one line only is more likely
+      // a prefix cut inside its pid ("node-a:3" + ":3401 [0] ...") than a
+      // process that printed one line.
+      if (best.empty() && seen.unglued > 0 && (seen.count > 1 || !damaged_) &&
+          !cut_in_front(candidate, pid, seen.count))
+        best = candidate;
+      if (best != candidate) {
+        alias_[key] = best;
+        aliased_ |= !best.empty();
+      }
+    }
+    // Devices and threads counted per host as resolved.
+    for (auto* counts : {&devices_, &threads_}) {
+      std::map<std::tuple<std::string, long, long>, size_t> by_host;
+      for (const auto& [key, n] : *counts) {
+        const auto& [host, pid, id] = key;
+        if (const auto h = resolved(host, pid); !h.empty()) by_host[{h, pid, id}] += n;
+      }
+      *counts = std::move(by_host);
+    }
+  }
+  std::string resolved(const std::string& host, long pid) const {
+    const auto it = alias_.find({host, pid});
+    return it == alias_.end() ? host : it->second;
+  }
+  // The host a prefix names, "" when it cannot be told. In a damaged stream a
+  // process's device or thread seen once is a prefix cut inside its tid
+  // ("node-b:3404:340" + "1 [0] NCCL INFO ...", "node-b:3404:34" + "3404 [3]
+  // ..."); a thread that printed one line is lost with them.
+  std::string host_of(const NcclLinePrefix& p) const {
+    const std::string host = resolved(p.host, p.pid);
+    if (damaged_ && !host.empty()) {
+      const auto d = devices_.find({host, p.pid, p.cuda_device});
+      if (d != devices_.end() && d->second < 2) return {};
+      const auto t = threads_.find({host, p.pid, p.tid});
+      if (t != threads_.end() && t->second < 2) return {};
+    }
+    return host;
+  }
+  bool any_alias() const { return aliased_ || damaged_; }
+  // In how many lines "key value" appears: every rank of a communicator
+  // prints its commId and size, so (two ranks or more) a value seen once in a
+  // damaged stream was cut and glued ("0x8a143" + "368 - Init COMPLETE",
+  // "nranks 8" + "6 cudaDev ...").
+  // The network ("Using network Socket") likewise.
+  static std::vector<std::string> counted_values(std::string_view msg) {
+    std::vector<std::string> out;
+    if (contains(msg, "comm 0x")) {
+      for (const char* key : {"commId", "nranks", "nRanks", "nNodes"})
+        if (const auto v = word_after(msg, key); !v.empty())
+          out.push_back(std::string(key) + " " + std::string(v));
+    }
+    if (starts_with(msg, "Using network ") || starts_with(msg, "NET/Plugin") ||
+        starts_with(msg, "NET/OFI"))
+      out.emplace_back(number_pattern(msg));
+    return out;
+  }
+  // "NCCL_X set by environment to V": a value seen once, where another value
+  // of the variable was seen more often ("eth0" + "10.0.0.1<0>"); values that
+  // differ on purpose (NCCL_HOSTID per rank) are each seen once and kept.
+  static std::pair<std::string, std::string> environment_value(std::string_view msg) {
+    const size_t at = msg.find(" set by environment to ");
+    if (at == std::string_view::npos) return {};
+    return {std::string(msg.substr(0, at)), std::string(msg.substr(at + 23))};
+  }
+  // A comm pointer is one process's: in a damaged stream, a line naming one
+  // that another process printed more often is a tail glued to this prefix.
+  bool comm_of_this_process(const NcclLinePrefix& p) const {
+    const auto comm = word_after(p.message, "comm");
+    const auto owners = comm_owners_.find(std::string(comm));
+    if (owners == comm_owners_.end()) return true;
+    const auto mine = owners->second.find({p.host, p.pid});
+    const size_t own = mine == owners->second.end() ? 0 : mine->second;
+    for (const auto& [process, n] : owners->second)
+      if (n > own) return false;
+    return true;
+  }
+  bool value_seen_twice(std::string_view msg) const {
+    for (const auto& value : counted_values(msg)) {
+      const auto it = values_.find(value);
+      if (it == values_.end() || it->second < 2) return false;
+    }
+    if (const auto [var, value] = environment_value(msg); !var.empty()) {
+      const auto values = environment_.find(var);
+      if (values == environment_.end()) return true;
+      const auto it = values->second.find(value);
+      size_t most = 0;
+      for (const auto& [v, n] : values->second) most = std::max(most, n);
+      return (it != values->second.end() && it->second > 1) || most < 2;
+    }
+    return true;
+  }
+  // The host of a process whose prefix starts `text` ("node-b:3404:3404 [3] NCCL IN",
+  // the head of a cut line), "" when `text` starts with no known process.
+  std::string process_at_start(std::string_view text) const {
+    const size_t c1 = text.find(':');
+    if (c1 == std::string_view::npos || c1 == 0) return {};
+    size_t c2 = c1 + 1;  // the pid ends at its tid's ':' or where the line was cut
+    while (c2 < text.size() && is_digit(text[c2])) ++c2;
+    if (c2 == c1 + 1 || c2 - c1 - 1 > 12) return {};
+    NcclLinePrefix p;
+    p.host = std::string(text.substr(0, c1));
+    p.pid = *leading_number(text.substr(c1 + 1));
+    if (!candidates_.count({p.host, p.pid})) return {};
+    return host_of(p) + ":" + std::to_string(p.pid);
+  }
+
+ private:
+  struct Seen {
+    size_t count = 0;
+    size_t unglued = 0;
+  };
+  std::map<std::pair<std::string, long>, Seen> candidates_;
+  std::map<std::pair<std::string, long>, std::string> alias_;
+  std::map<std::tuple<std::string, long, long>, size_t> devices_, threads_;
+  std::map<std::string, size_t> values_;
+  std::map<std::string, std::map<std::pair<std::string, long>, size_t>> comm_owners_;
+  std::map<std::string, std::map<std::string, size_t>> environment_;
+  bool aliased_ = false;
+  bool damaged_ = false;  // some input has lines written over each other
 };
 
 class Reader {
  public:
-  void read(const NcclLogInput& input);
+  explicit Reader(const HostResolver& hosts) : hosts_(hosts) {}
+  void read(const NcclLogInput& input, bool interleaved);
   Parsed finish();
 
  private:
@@ -287,13 +700,16 @@ class Reader {
   void nccl_line(size_t r, const NcclLinePrefix& p, const std::string& source, size_t line_no,
                  NcclInputSummary& summary);
   void other_line(std::string_view line);
-  void init_line(size_t r, std::string_view msg);
+  bool init_line(size_t r, std::string_view msg);
+  void init_timings_line(size_t r, std::string_view msg);
   bool channel_line(size_t r, std::string_view msg);
   void classify_error(std::string_view msg, ErrorEvent base);
   void raise(NcclRankInfo& info, NcclInitState state) {
     if (info.init < state) info.init = state;
   }
 
+  const HostResolver& hosts_;
+  bool strict_ = false;  // the input being read is damaged: check lines against each other
   Parsed parsed_;
   std::map<std::tuple<std::string, long, int>, size_t> index_;
   std::vector<RankBuild> builds_;
@@ -358,16 +774,24 @@ std::string cuda_version_of(long code) {  // 13000 -> "13.0", 12020 -> "12.2"
   return std::to_string(code / 1000) + "." + std::to_string((code % 1000) / 10);
 }
 
-void Reader::init_line(size_t r, std::string_view msg) {
+// False when the line contradicts what the rank said before (a damaged
+// stream's line glued to another rank's tail).
+bool Reader::init_line(size_t r, std::string_view msg) {
   auto& info = parsed_.analysis.ranks[r];
   const auto pointer = word_after(msg, "comm");
-  if (!starts_with(pointer, "0x")) return;
+  if (!starts_with(pointer, "0x")) return true;
   const std::string pointer_key =
       info.host + ":" + std::to_string(info.pid) + ":" + std::string(pointer);
   NcclCommMembership* m = nullptr;
   for (auto& c : info.communicators)
     if (c.comm == pointer) m = &c;
+  const auto bus = word_after(msg, "busId");
+  auto& known_bus = builds_[r].bus_id;
   const auto comm_id = word_after(msg, "commId");
+  if (strict_ && ((!bus.empty() && !known_bus.empty() && bus != known_bus) ||
+                  (m && m->init >= NcclInitState::kInitStart && contains(msg, "- Init START"))))
+    return false;  // another busId, a second Init START of one communicator, a cut value
+  if (known_bus.empty()) known_bus = std::string(bus);
   if (!m) {
     info.communicators.push_back({});
     m = &info.communicators.back();
@@ -376,7 +800,9 @@ void Reader::init_line(size_t r, std::string_view msg) {
   if (m->comm_id.empty() && starts_with(comm_id, "0x")) m->comm_id = std::string(comm_id);
   m->rank = number_after(msg, "rank", m->rank);
   m->nranks = number_after(msg, "nranks", number_after(msg, "nRanks", m->nranks));
-  const std::string key = m->comm_id;
+  // Before its commId is known (an Init START that was cut, or NCCL < 2.12),
+  // the rank's lines go to its comm pointer; finish() merges them.
+  const std::string key = m->comm_id.empty() ? "ptr " + pointer_key : m->comm_id;
   comm_key_of_pointer_[pointer_key] = key;
   auto& comm = comms_[key];
   if (m->nranks > comm.nranks) comm.nranks = m->nranks;
@@ -403,6 +829,23 @@ void Reader::init_line(size_t r, std::string_view msg) {
   if (state >= NcclInitState::kInitStart && state != NcclInitState::kAborted &&
       builds_[r].current_comm.empty())
     builds_[r].current_comm = key;
+  return true;
+}
+
+// "Init timings - ncclCommInitRank: rank 6 nranks 8 total 0.45 (...)": NCCL
+// prints it right after Init COMPLETE (2.23+), so it says init completed when
+// that line was lost.
+void Reader::init_timings_line(size_t r, std::string_view msg) {
+  auto& info = parsed_.analysis.ranks[r];
+  const int rank = number_after(msg, "rank", -1);
+  if (rank >= 0) builds_[r].inferred_rank = rank;
+  const std::string process = info.host + ":" + std::to_string(info.pid) + ":";
+  for (auto& m : info.communicators)
+    if (m.rank == rank && m.init < NcclInitState::kInitComplete &&
+        m.init >= NcclInitState::kInitStart &&
+        (m.comm_id == builds_[r].current_comm ||
+         "ptr " + process + m.comm == builds_[r].current_comm))
+      m.init = NcclInitState::kInitComplete;
 }
 
 // The class of a transport as logged: "P2P/CUMEM/read" -> "P2P/CUMEM";
@@ -490,11 +933,14 @@ bool Reader::channel_line(size_t r, std::string_view msg) {
     slot = slot.value_or(false) || *gdr;
   }
   if (proxy) link.pxn.insert(*proxy);
+  if (side_send) builds_[r].inferred_rank = static_cast<int>(*side_send ? *from : *to);
   auto& info = parsed_.analysis.ranks[r];
   raise(info, NcclInitState::kConnecting);
   for (auto& m : info.communicators)
-    if (m.comm_id == builds_[r].current_comm && m.init < NcclInitState::kConnecting &&
-        m.init >= NcclInitState::kInitStart)
+    if ((m.comm_id == builds_[r].current_comm ||
+         "ptr " + info.host + ":" + std::to_string(info.pid) + ":" + m.comm ==
+             builds_[r].current_comm) &&
+        m.init < NcclInitState::kConnecting && m.init >= NcclInitState::kInitStart)
       m.init = NcclInitState::kConnecting;
   return true;
 }
@@ -711,7 +1157,15 @@ void Reader::nccl_line(size_t r, const NcclLinePrefix& p, const std::string& sou
   }
   if (contains(msg, "comm 0x") &&
       (contains(msg, " rank ") || contains(msg, "- Init") || contains(msg, "COMPLETE"))) {
-    init_line(r, msg);
+    if (!init_line(r, msg)) {
+      --summary.nccl_lines;
+      ++summary.garbled_lines;
+      ++parsed_.process_unreadable[info.host + ":" + std::to_string(info.pid)];
+    }
+    return;
+  }
+  if (starts_with(msg, "Init timings - ")) {
+    init_timings_line(r, msg);
     return;
   }
   // An INFO line can carry an error too ("[Service thread] Connection closed by localRank").
@@ -744,7 +1198,7 @@ void Reader::other_line(std::string_view line) {
   classify_error(line, e);
 }
 
-void Reader::read(const NcclLogInput& input) {
+void Reader::read(const NcclLogInput& input, bool interleaved) {
   NcclInputSummary summary;
   summary.name = input.name;
   summary.bytes = input.text.size();
@@ -763,33 +1217,32 @@ void Reader::read(const NcclLogInput& input) {
                             " other control bytes: binary data; only its text lines were read");
   }
   if (!text.empty() && text.back() != '\n') summary.truncated_last_line = true;
-  size_t line_no = 0;
-  std::string clean;
-  for (size_t start = 0; start < text.size();) {
-    size_t end = start;
-    while (end < text.size() && text[end] != '\n' && text[end] != '\0') ++end;
-    std::string_view raw = text.substr(start, end - start);
-    start = end + 1;
-    ++line_no;
-    // Colour escapes ("\x1b[0m") of log collectors, and a CR of CRLF files.
-    clean.clear();
-    for (size_t i = 0; i < raw.size(); ++i) {
-      if (raw[i] == '\x1b' && i + 1 < raw.size() && raw[i + 1] == '[') {
-        size_t j = i + 2;
-        while (j < raw.size() && !std::isalpha(static_cast<unsigned char>(raw[j]))) ++j;
-        i = j;
-        continue;
-      }
-      if (raw[i] != '\r') clean += raw[i];
-    }
-    const std::string_view line = clean;
-    if (trim(line).empty()) continue;
+  strict_ = interleaved;
+  const auto process_of = [](const std::string& host, long pid) {
+    return host + ":" + std::to_string(pid);
+  };
+  // A line that cannot be read: counted against its process when its prefix
+  // says which, else against the input.
+  const auto unreadable = [&](const std::string& host, long pid) {
+    ++summary.garbled_lines;
+    if (host.empty())
+      ++parsed_.input_unattributed[input.name];
+    else
+      ++parsed_.process_unreadable[process_of(host, pid)];
+  };
+  const auto unreadable_process = [&](const std::string& process) {
+    ++summary.garbled_lines;
+    ++parsed_.process_unreadable[process];
+  };
+  each_line(text, [&](size_t line_no, std::string_view line) {
     ++summary.lines;
     size_t keywords = 0;
     const auto headers = find_headers(line, &keywords);
     if (headers.empty()) {
-      if (keywords > 0) {
-        ++summary.garbled_lines;
+      if (const auto process = hosts_.process_at_start(line); !process.empty()) {
+        unreadable_process(process);  // a prefix cut before or inside its level word
+      } else if (keywords > 0) {
+        unreadable({}, 0);
       } else if (const size_t at = line.find("NCCL version ");
                  at != std::string_view::npos && at < 48 &&
                  line.find(" NCCL INFO") == std::string_view::npos) {
@@ -802,20 +1255,33 @@ void Reader::read(const NcclLogInput& input) {
         ++summary.other_lines;
         other_line(line);
       }
-      continue;
+      return;
     }
     // Several prefixes in one line: output of ranks written over each other;
     // all but the last were cut.
-    summary.garbled_lines += headers.size() - 1;
-    if (headers.back().cut) {
-      ++summary.garbled_lines;
-      continue;
+    for (size_t i = 0; i + 1 < headers.size(); ++i)
+      unreadable(hosts_.host_of(headers[i].prefix), headers[i].prefix.pid);
+    // A fragment glued before the first prefix ("...NCCL INFnode-a:..",
+    // "86vm:478:.."): the head of a line cut there; its process when its own
+    // prefix is still readable.
+    const auto& first = headers.front();
+    if (const auto process = hosts_.process_at_start(line.substr(0, first.start)); !process.empty())
+      unreadable_process(process);
+    else if (first.glued || hosts_.host_of(first.prefix) != first.prefix.host)
+      unreadable({}, 0);
+    auto p = headers.back().prefix;
+    p.host = hosts_.host_of(p);
+    if (headers.back().cut || p.host.empty() ||
+        (interleaved &&
+         (!plausible_message(trim(p.message)) || !hosts_.value_seen_twice(trim(p.message)) ||
+          !same_device(p) || !hosts_.comm_of_this_process(headers.back().prefix)))) {
+      unreadable(p.host, p.pid);
+      return;
     }
-    const auto& p = headers.back().prefix;
     const size_t r = rank_for(p, input.name);
     ++summary.nccl_lines;
     nccl_line(r, p, input.name, line_no, summary);
-  }
+  });
   if (summary.truncated_last_line) summary.notes.push_back("the last line has no newline: cut");
   if (summary.garbled_lines > 0)
     summary.notes.push_back(std::to_string(summary.garbled_lines) +
@@ -846,6 +1312,19 @@ Parsed Reader::finish() {
       info.init = state;
     } else if (builds_[i].error_lines > 0 && info.init >= NcclInitState::kConnecting) {
       info.init = NcclInitState::kAborted;
+    }
+    // Every line with its communicator's rank number lost (a damaged stream):
+    // the number its Init timings or [send]/[receive] channel lines give.
+    if (info.rank < 0 && builds_[i].inferred_rank >= 0) {
+      info.rank = builds_[i].inferred_rank;
+      std::string key = builds_[i].current_comm;
+      if (key.empty()) {
+        std::vector<std::string> ids;
+        for (const auto& [k, build] : comms_)
+          if (!k.empty() && !starts_with(k, "ptr ")) ids.push_back(k);
+        if (ids.size() == 1) key = ids[0];
+      }
+      if (!key.empty()) comms_[key].ranks.insert(info.rank);
     }
     const std::string process = info.host + ":" + std::to_string(info.pid);
     auto& best_init = parsed_.process_best_init[process];
@@ -890,6 +1369,39 @@ Parsed Reader::finish() {
   a.hosts.assign(hosts.begin(), hosts.end());
   a.nccl_versions.assign(versions.begin(), versions.end());
   for (const auto& p : plugins) a.net_plugin += (a.net_plugin.empty() ? "" : ", ") + p;
+  // Lines kept under a comm pointer join its commId, or (none known) the
+  // communicator without one.
+  // A membership whose commId lines were all lost belongs to the one
+  // communicator of its size, when there is only one.
+  std::map<int, std::vector<std::string>> ids_of_size;
+  for (const auto& [key, build] : comms_)
+    if (!key.empty() && !starts_with(key, "ptr ")) ids_of_size[build.nranks].push_back(key);
+  for (auto& info : a.ranks)
+    for (auto& m : info.communicators) {
+      const auto ids = ids_of_size.find(m.nranks);
+      if (m.comm_id.empty() && ids != ids_of_size.end() && ids->second.size() == 1)
+        m.comm_id = ids->second.front();
+    }
+  for (const auto& info : a.ranks)
+    for (const auto& m : info.communicators) {
+      const auto from =
+          comms_.find("ptr " + info.host + ":" + std::to_string(info.pid) + ":" + m.comm);
+      if (from == comms_.end()) continue;
+      auto& into = comms_[m.comm_id];
+      into.nranks = std::max(into.nranks, from->second.nranks);
+      into.nnodes = std::max(into.nnodes, from->second.nnodes);
+      into.ranks.insert(from->second.ranks.begin(), from->second.ranks.end());
+      for (auto& [k, lb] : from->second.links) {
+        auto& link = into.links[k];
+        link.details.insert(lb.details.begin(), lb.details.end());
+        link.channels.insert(lb.channels.begin(), lb.channels.end());
+        for (auto [slot, value] :
+             {std::pair{&link.gdr_send, lb.gdr_send}, std::pair{&link.gdr_receive, lb.gdr_receive}})
+          if (value) *slot = slot->value_or(false) || *value;
+        link.pxn.insert(lb.pxn.begin(), lb.pxn.end());
+      }
+      comms_.erase(from);
+    }
   // Communicators, their links.
   std::set<std::string> link_networks;
   for (auto& [key, build] : comms_) {
@@ -956,8 +1468,17 @@ Parsed Reader::finish() {
 }  // namespace nccl_log_detail
 
 NcclLogAnalysis analyze_nccl_logs(const std::vector<NcclLogInput>& inputs) {
-  nccl_log_detail::Reader reader;
-  for (const auto& input : inputs) reader.read(input);
+  nccl_log_detail::HostResolver hosts;
+  std::vector<char> interleaved(inputs.size(), 0);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    bool flag = false;
+    hosts.survey(inputs[i].text, &flag);
+    interleaved[i] = flag;
+  }
+  hosts.resolve();
+  nccl_log_detail::Reader reader(hosts);
+  for (size_t i = 0; i < inputs.size(); ++i)
+    reader.read(inputs[i], interleaved[i] != 0 || hosts.any_alias());
   auto parsed = reader.finish();
   nccl_log_detail::add_findings(parsed);
   return std::move(parsed.analysis);

@@ -57,6 +57,21 @@ std::string rank_label(const NcclRankInfo& r) {
                      : fmt::format("{}:{} GPU {}", r.host, r.pid, r.cuda_device);
 }
 
+// Could lines of this rank's process that were not read have said more? Its
+// own cut lines, cut lines of unknown processes in its inputs, or an input
+// that ends inside a line.
+bool unreadable_lines_of(const Parsed& p, const NcclRankInfo& r) {
+  const auto own = p.process_unreadable.find(r.host + ":" + std::to_string(r.pid));
+  if (own != p.process_unreadable.end() && own->second > 0) return true;
+  for (const auto& source : r.sources) {
+    const auto it = p.input_unattributed.find(source);
+    if (it != p.input_unattributed.end() && it->second > 0) return true;
+    for (const auto& in : p.analysis.inputs)
+      if (in.name == source && in.truncated_last_line) return true;
+  }
+  return false;
+}
+
 void input_findings(Parsed& p) {
   auto& a = p.analysis;
   for (const auto& in : a.inputs) {
@@ -120,6 +135,13 @@ void version_findings(Parsed& p) {
           NcclSeverity::kInfo, "keep the driver the same across the cluster");
 }
 
+// Could a process (host:pid) have printed a line that was not read?
+bool unreadable_process(const Parsed& p, const std::string& process) {
+  for (const auto& r : p.analysis.ranks)
+    if (r.host + ":" + std::to_string(r.pid) == process && unreadable_lines_of(p, r)) return true;
+  return false;
+}
+
 void environment_findings(Parsed& p) {
   auto& a = p.analysis;
   std::map<std::string, std::map<std::string, std::vector<std::string>>> values;  // var->val->procs
@@ -151,10 +173,15 @@ void environment_findings(Parsed& p) {
       continue;
     }
     // Set on some processes only, while the others got through init without it.
-    std::vector<std::string> without;
+    std::vector<std::string> without, maybe;
     for (const auto& [process, best] : p.process_best_init)
       if (!p.process_environment.count(process) || !p.process_environment.at(process).count(var))
-        if (best >= NcclInitState::kInitComplete) without.push_back(process);
+        if (best >= NcclInitState::kInitComplete)
+          (unreadable_process(p, process) ? maybe : without).push_back(process);
+    if (!maybe.empty())
+      p.unreadable_could_change.push_back(fmt::format(
+          "{} on {}", var,
+          maybe.size() > 4 ? std::to_string(maybe.size()) + " processes" : join(maybe)));
     if (!without.empty() && processes > 0)
       a.findings.push_back(
           finding(NcclSeverity::kInfo, "env.partial",
@@ -177,6 +204,24 @@ bool uses_socket(const NcclLogAnalysis& a) {
   return false;
 }
 
+// When every rank that says something (`says`) says the same (the ranks in
+// `idx`), a rank that says nothing but whose line may be among the unreadable
+// ones is counted with them; the garbled finding says so (`otherwise`).
+template <typename Says>
+void assume_like_the_others(Parsed& p, std::vector<size_t>& idx, const char* otherwise, Says says) {
+  const auto& a = p.analysis;
+  for (size_t i = 0; i < a.ranks.size(); ++i)
+    if (says(a.ranks[i]) && std::find(idx.begin(), idx.end(), i) == idx.end()) return;
+  std::vector<std::string> assumed;
+  for (size_t i = 0; i < a.ranks.size(); ++i)
+    if (!says(a.ranks[i]) && unreadable_lines_of(p, a.ranks[i])) {
+      idx.push_back(i);
+      assumed.push_back(rank_label(a.ranks[i]));
+    }
+  if (!assumed.empty())
+    p.unreadable_could_change.push_back(std::string(otherwise) + " on " + join(assumed));
+}
+
 void network_findings(Parsed& p) {
   auto& a = p.analysis;
   std::vector<size_t> socket_ranks, ib_ranks;
@@ -184,6 +229,9 @@ void network_findings(Parsed& p) {
     if (a.ranks[i].network == "Socket") socket_ranks.push_back(i);
     if (!a.ranks[i].ib_devices.empty()) ib_ranks.push_back(i);
   }
+  if (a.network == "Socket")
+    assume_like_the_others(p, socket_ranks, "another network",
+                           [](const NcclRankInfo& r) { return !r.network.empty(); });
   const auto env_hint = [&]() {
     std::vector<std::string> hints;
     for (const auto& r : a.ranks) {
@@ -268,6 +316,13 @@ void network_findings(Parsed& p) {
   std::map<std::string, std::vector<size_t>> failures;
   for (size_t i = 0; i < a.ranks.size(); ++i)
     for (const auto& text : a.ranks[i].plugin_failures) failures[number_pattern(text)].push_back(i);
+  // When every rank that says anything of the plugin says the same, a rank
+  // whose plugin line may be among the unreadable ones is counted with them
+  // (and the garbled finding says so).
+  if (failures.size() == 1)
+    assume_like_the_others(
+        p, failures.begin()->second, "another network plugin result",
+        [](const NcclRankInfo& r) { return !r.plugin_failures.empty() || !r.net_plugin.empty(); });
   bool asked = false;
   for (const auto& r : a.ranks) asked |= r.environment.count("NCCL_NET_PLUGIN") > 0;
   for (const auto& [pattern, idx] : failures) {
@@ -384,11 +439,22 @@ void init_findings(Parsed& p) {
   std::map<std::string, std::vector<size_t>> incomplete;
   std::map<std::string, size_t> completed;
   std::map<std::string, std::map<size_t, NcclInitState>> state_of;
+  // A rank whose Init COMPLETE could be among the unreadable lines is not
+  // called incomplete (unless an error says it failed); the log.garbled_lines
+  // finding names it.
+  std::vector<std::string> unconfirmed;
+  const auto could_have_completed = [&](size_t i, NcclInitState state) {
+    if (state == NcclInitState::kAborted || !unreadable_lines_of(p, a.ranks[i])) return false;
+    unconfirmed.push_back(rank_label(a.ranks[i]));
+    return true;
+  };
   for (size_t i = 0; i < a.ranks.size(); ++i)
     for (const auto& m : a.ranks[i].communicators) {
       const std::string key = m.comm_id.empty() ? "" : m.comm_id;
       if (m.init == NcclInitState::kInitComplete || m.init == NcclInitState::kDestroyed) {
         ++completed[key];
+      } else if (could_have_completed(i, m.init)) {
+        continue;
       } else {
         incomplete[key].push_back(i);
         state_of[key][i] = m.init;
@@ -400,8 +466,15 @@ void init_findings(Parsed& p) {
   std::vector<size_t> never_started;
   for (size_t i = 0; i < a.ranks.size(); ++i)
     if (any_comm && a.ranks[i].communicators.empty() &&
-        a.ranks[i].init < NcclInitState::kInitComplete)
+        a.ranks[i].init < NcclInitState::kInitComplete && !could_have_completed(i, a.ranks[i].init))
       never_started.push_back(i);
+  if (!unconfirmed.empty())
+    p.unreadable_could_change.push_back(fmt::format(
+        "Init COMPLETE of {} (not called incomplete)",
+        join(unconfirmed.size() > 8
+                 ? std::vector<std::string>(unconfirmed.begin(), unconfirmed.begin() + 8)
+                 : unconfirmed,
+             "; ")));
   for (const auto& [key, idx] : incomplete) {
     std::vector<std::string> states;
     for (const size_t i : idx)
@@ -434,9 +507,19 @@ void init_findings(Parsed& p) {
     concern(f, a, never_started);
     a.findings.push_back(f);
   }
-  // Ranks a communicator has but no log shows.
+  // Ranks a communicator has but no log shows; not when as many processes
+  // whose rank is unknown had lines that could not be read (their init lines).
   for (const auto& c : a.communicators) {
     if (c.nranks <= 0 || c.ranks_seen.size() >= static_cast<size_t>(c.nranks)) continue;
+    size_t unnumbered = 0;
+    for (const auto& r : a.ranks)
+      unnumbered += unreadable_lines_of(p, r) &&
+                    !std::binary_search(c.ranks_seen.begin(), c.ranks_seen.end(), r.rank);
+    if (c.ranks_seen.size() + unnumbered >= static_cast<size_t>(c.nranks)) {
+      p.unreadable_could_change.push_back(
+          fmt::format("the rank numbers of {} process(es) (communicator {})", unnumbered, c.id));
+      continue;
+    }
     std::vector<int> missing;
     for (int r = 0, j = 0; r < c.nranks && missing.size() < 64; ++r) {
       while (j < static_cast<int>(c.ranks_seen.size()) && c.ranks_seen[j] < r) ++j;
@@ -659,6 +742,16 @@ void error_findings(Parsed& p) {
 
 }  // namespace
 
+// The garbled-lines finding says what the lines not read could have changed.
+void unreadable_note(Parsed& p) {
+  if (p.unreadable_could_change.empty()) return;
+  for (auto& f : p.analysis.findings)
+    if (f.code == "log.garbled_lines" || f.code == "log.truncated") {
+      f.message += "; they could have said: " + join(p.unreadable_could_change, "; ");
+      return;
+    }
+}
+
 void add_findings(Parsed& p) {
   input_findings(p);
   error_findings(p);
@@ -668,6 +761,7 @@ void add_findings(Parsed& p) {
   network_findings(p);
   transport_findings(p);
   warn_findings(p);
+  unreadable_note(p);
   std::stable_sort(p.analysis.findings.begin(), p.analysis.findings.end(),
                    [](const auto& x, const auto& y) {
                      return static_cast<int>(x.severity) > static_cast<int>(y.severity);

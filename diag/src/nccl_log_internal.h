@@ -49,10 +49,22 @@ struct Parsed {
   // Per process (host:pid), the NCCL_* variables it printed.
   std::map<std::string, std::map<std::string, std::string>> process_environment;
   std::map<std::string, NcclInitState> process_best_init;
+  // Interleaved output: per process (host:pid), its lines that were cut or
+  // failed their strict form; per input, cut lines whose process is unknown.
+  // A process with such lines may have said what the analysis misses.
+  std::map<std::string, size_t> process_unreadable;
+  std::map<std::string, size_t> input_unattributed;
+  // What unreadable lines could have changed, for the log.garbled_lines finding.
+  std::vector<std::string> unreadable_could_change;
 };
 
 // The findings of a parsed log, in analysis.findings.
 void add_findings(Parsed& parsed);
+
+// An interleaved input's line is used only when its message has the whole
+// form NCCL prints for that kind of line (a message cut and glued to another
+// rank's tail usually does not). Lines of kinds not listed pass.
+bool plausible_message(std::string_view message);
 
 // Text with every run of digits (and hex after 0x) replaced by '#'.
 std::string number_pattern(std::string_view text);
