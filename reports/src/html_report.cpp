@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <set>
 #include <string_view>
@@ -141,9 +142,11 @@ struct Frame {
 };
 
 // Grid, axes, tick labels, axis titles.
+// `y_label` names a y tick (default: its value at the step's decimals).
 void draw_axes(std::string& o, const Frame& f,
                const std::vector<std::pair<double, std::string>>& x_ticks, double y_step,
-               const std::string& x_title, const std::string& y_title) {
+               const std::string& x_title, const std::string& y_title,
+               const std::function<std::string(double)>& y_label = {}) {
   const double bottom = Frame::kTop + Frame::kPlotHeight, right = Frame::kWidth - Frame::kRight;
   o += "<g class=\"grid\">\n";
   for (double y = f.y_min; y <= f.y_max * (1 + 1e-9); y += y_step)
@@ -159,7 +162,8 @@ void draw_axes(std::string& o, const Frame& f,
                    Frame::kLeft, Frame::kTop, bottom);
   for (double y = f.y_min; y <= f.y_max * (1 + 1e-9); y += y_step)
     o += fmt::format("<text class=\"y-tick\" x=\"{:.1f}\" y=\"{:.1f}\">{}</text>\n",
-                     Frame::kLeft - 6, f.py(y) + 4, tick_label(y, y_step));
+                     Frame::kLeft - 6, f.py(y) + 4,
+                     y_label ? esc(y_label(y)) : tick_label(y, y_step));
   for (const auto& [x, label] : x_ticks)
     o += fmt::format("<text class=\"x-tick\" x=\"{:.1f}\" y=\"{:.1f}\">{}</text>\n", f.px(x),
                      bottom + 16, esc(label));
@@ -221,6 +225,32 @@ std::string series_label(const std::vector<LoadedRun>& runs, const std::vector<s
   return label;
 }
 
+// The log2 size axis from `lo` to `hi` bytes: its exponents and labelled ticks.
+std::vector<std::pair<double, std::string>> size_ticks(size_t lo, size_t hi, int& e0, int& e1) {
+  e0 = static_cast<int>(std::floor(std::log2(static_cast<double>(lo))));
+  e1 = static_cast<int>(std::ceil(std::log2(static_cast<double>(hi))));
+  if (e1 == e0) ++e1;
+  // Label every k-th power of two (k = 1, 2, 5 or 10: 1 KiB, 1 MiB, 1 GiB stay
+  // labelled) so that at most ~10 labels show, and both ends unless crowded.
+  int k = 1;
+  while ((e1 - e0) / k > 10) k = k == 1 ? 2 : k == 2 ? 5 : 10;
+  std::vector<std::pair<double, std::string>> ticks;
+  for (int e = e0; e <= e1; ++e)
+    if (e % k == 0 || (e == e0 && e % k <= k - 2) || (e == e1 && e % k >= 2))
+      ticks.push_back({std::ldexp(1.0, e), e < 64 ? format_size(size_t{1} << e)  // size_t's range
+                                                  : fmt::format("2^{} B", e)});
+  return ticks;
+}
+
+// A vertical error bar from value x (1 - share) to value x (1 + share), clipped to the frame.
+std::string error_bar(const Frame& f, double x, double low, double high, const char* c) {
+  const double top = f.py(std::min(high, f.y_max)), bottom = f.py(std::max(low, f.y_min));
+  return fmt::format(
+      "<line class=\"error-bar\" x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" "
+      "stroke=\"{3}\"/>\n",
+      x, top, bottom, c);
+}
+
 // busbw vs message size: log2 x axis with binary size labels, one series per
 // (run, variant): a polyline and one circle per size.
 void busbw_chart(std::string& o, const std::vector<LoadedRun>& runs,
@@ -240,18 +270,8 @@ void busbw_chart(std::string& o, const std::vector<LoadedRun>& runs,
                      esc(panel.collective));
     return;
   }
-  int e0 = static_cast<int>(std::floor(std::log2(static_cast<double>(lo))));
-  int e1 = static_cast<int>(std::ceil(std::log2(static_cast<double>(hi))));
-  if (e1 == e0) ++e1;
-  // Label every k-th power of two (k = 1, 2, 5 or 10: 1 KiB, 1 MiB, 1 GiB stay
-  // labelled) so that at most ~10 labels show, and both ends unless crowded.
-  int k = 1;
-  while ((e1 - e0) / k > 10) k = k == 1 ? 2 : k == 2 ? 5 : 10;
-  std::vector<std::pair<double, std::string>> ticks;
-  for (int e = e0; e <= e1; ++e)
-    if (e % k == 0 || (e == e0 && e % k <= k - 2) || (e == e1 && e % k >= 2))
-      ticks.push_back({std::ldexp(1.0, e), e < 64 ? format_size(size_t{1} << e)  // size_t's range
-                                                  : fmt::format("2^{} B", e)});
+  int e0 = 0, e1 = 0;
+  const auto ticks = size_ticks(lo, hi, e0, e1);
   const double y_step = nice_step(y_max > 0 ? y_max * 1.05 : 1, 5);
   const Frame f{static_cast<double>(e0), static_cast<double>(e1),
                 std::ceil((y_max > 0 ? y_max * 1.05 : 1) / y_step) * y_step, true};
@@ -275,6 +295,12 @@ void busbw_chart(std::string& o, const std::vector<LoadedRun>& runs,
     o += fmt::format(
         "<polyline class=\"series-line\" fill=\"none\" stroke=\"{}\"{} points=\"{}\"/>\n", c,
         dashed ? " stroke-dasharray=\"6 3\"" : "", pts);
+    // The 95% interval of each time (adaptive sampling's records): busbw's by the same share.
+    for (const Point& p : s.points)
+      if (p.ci_percent > 0)
+        o += error_bar(f, f.px(static_cast<double>(std::max<size_t>(p.size_bytes, 1))),
+                       p.busbw_GBps * (1 - p.ci_percent / 100),
+                       p.busbw_GBps * (1 + p.ci_percent / 100), c);
     for (const Point& p : s.points)
       o += fmt::format(
           "<circle class=\"point\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\" stroke=\"{}\" fill=\"{}\">"
@@ -288,7 +314,76 @@ void busbw_chart(std::string& o, const std::vector<LoadedRun>& runs,
   o += "</svg>\n";
   o += fmt::format(
       "<figcaption>{}: busbw (GB/s) per message size; solid = out-of-place, dashed with "
-      "hollow points = in-place.</figcaption>\n</figure>\n",
+      "hollow points = in-place; bars = the 95% interval where the records carry one."
+      "</figcaption>\n</figure>\n",
+      esc(panel.collective));
+}
+
+// Time vs message size, both on log scales (small messages are read as latency),
+// with the intervals as error bars.
+void latency_chart(std::string& o, const std::vector<LoadedRun>& runs,
+                   const std::vector<std::string>& names, const Panel& panel) {
+  size_t lo = SIZE_MAX, hi = 0;
+  double t_min = HUGE_VAL, t_max = 0;  // microseconds
+  for (const Series& s : panel.series)
+    for (const Point& p : s.points)
+      if (p.time_s > 0) {
+        lo = std::min(lo, std::max<size_t>(p.size_bytes, 1));
+        hi = std::max(hi, p.size_bytes);
+        t_min = std::min(t_min, p.time_s * 1e6 * (1 - p.ci_percent / 100));
+        t_max = std::max(t_max, p.time_s * 1e6 * (1 + p.ci_percent / 100));
+      }
+  if (hi == 0) return;  // no times (a busbw-only source)
+  o += fmt::format("<figure class=\"chart-box\" id=\"{}\">\n",
+                   element_id("latency-", panel.collective));
+  int e0 = 0, e1 = 0;
+  const auto ticks = size_ticks(lo, hi, e0, e1);
+  // y is log10(microseconds), a tick per decade.
+  Frame f{static_cast<double>(e0), static_cast<double>(e1), std::ceil(std::log10(t_max)), true,
+          std::floor(std::log10(std::max(t_min, 1e-3)))};
+  if (f.y_max <= f.y_min) f.y_max = f.y_min + 1;
+  const auto y = [&](double seconds) { return std::log10(std::max(seconds * 1e6, 1e-3)); };
+  o += svg_open("chart latency", chart_height(panel.series.size()),
+                panel.collective + ": time vs message size");
+  draw_axes(o, f, ticks, 1, "message size (log2 scale)", "time (us, log scale)",
+            [](double decade) { return fmt::format("{:g}", std::pow(10.0, decade)); });
+  std::vector<LegendEntry> legend;
+  for (const Series& s : panel.series) {
+    const bool dashed = s.in_place.value_or(false);
+    const char* c = color(s.run);
+    const std::string label = series_label(runs, names, s);
+    legend.push_back({label, c, dashed});
+    o += fmt::format("<g class=\"series run-{} {}\">\n<title>{}</title>\n", s.run,
+                     s.in_place ? in_place_name(s.in_place) : "variant-unknown", esc(label));
+    std::string pts;
+    for (const Point& p : s.points)
+      if (p.time_s > 0)
+        pts += fmt::format("{}{:.1f},{:.1f}", pts.empty() ? "" : " ",
+                           f.px(static_cast<double>(std::max<size_t>(p.size_bytes, 1))),
+                           f.py(y(p.time_s)));
+    o += fmt::format(
+        "<polyline class=\"series-line\" fill=\"none\" stroke=\"{}\"{} points=\"{}\"/>\n", c,
+        dashed ? " stroke-dasharray=\"6 3\"" : "", pts);
+    for (const Point& p : s.points) {
+      if (!(p.time_s > 0)) continue;
+      const double x = f.px(static_cast<double>(std::max<size_t>(p.size_bytes, 1)));
+      if (p.ci_percent > 0)
+        o += error_bar(f, x, y(p.time_s * (1 - p.ci_percent / 100)),
+                       y(p.time_s * (1 + p.ci_percent / 100)), c);
+      o += fmt::format(
+          "<circle class=\"point\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\" stroke=\"{}\" fill=\"{}\">"
+          "<title>{}: {:.4g} us{}</title></circle>\n",
+          x, f.py(y(p.time_s)), c, dashed ? "#ffffff" : c, esc(format_size(p.size_bytes)),
+          p.time_s * 1e6,
+          p.ci_percent > 0 ? fmt::format(" \u00b1{:.1f}%", p.ci_percent) : std::string());
+    }
+    o += "</g>\n";
+  }
+  draw_legend(o, legend);
+  o += "</svg>\n";
+  o += fmt::format(
+      "<figcaption>{}: time per operation (us) per message size, log-log; bars = the 95% "
+      "interval where the records carry one.</figcaption>\n</figure>\n",
       esc(panel.collective));
 }
 
@@ -349,7 +444,22 @@ void scaling_chart(std::string& o, const std::vector<std::string>& names, const 
     o += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.2f}</td><td>{:.0f}%</td></tr>\n",
                      row.ranks, esc(names[row.run]), format_GBps(row.busbw_GBps), row.speedup,
                      row.efficiency * 100);
-  o += "</tbody>\n</table>\n</figure>\n";
+  o += "</tbody>\n</table>\n";
+  // At the sizes a training job sends: the probe's gradient buckets.
+  for (const BucketScaling& at : sc.at_buckets) {
+    o += fmt::format(
+        "<table class=\"data bucket-scaling\">\n<caption>at {} (a gradient bucket of the "
+        "training probe; busbw interpolated between the measured sizes around it)</caption>\n"
+        "<thead><tr><th>ranks</th><th>run</th><th>busbw (GB/s)</th><th>speed-up</th>"
+        "<th>efficiency</th></tr></thead>\n<tbody>\n",
+        format_size(at.size_bytes));
+    for (const ScalingRow& row : at.rows)
+      o += fmt::format(
+          "<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.2f}</td><td>{:.0f}%</td></tr>\n", row.ranks,
+          esc(names[row.run]), format_GBps(row.busbw_GBps), row.speedup, row.efficiency * 100);
+    o += "</tbody>\n</table>\n";
+  }
+  o += "</figure>\n";
 }
 
 void summary_table(std::string& o, const std::vector<LoadedRun>& runs,
@@ -829,7 +939,10 @@ void bench_sections(std::string& o, const std::vector<LoadedRun>& runs) {
   summary_table(o, runs, names, panels);
 
   o += "<h2>Bus bandwidth vs message size</h2>\n";
-  for (const Panel& panel : panels) busbw_chart(o, runs, names, panel);
+  for (const Panel& panel : panels) {
+    busbw_chart(o, runs, names, panel);
+    latency_chart(o, runs, names, panel);
+  }
 
   if (!scaling.empty()) {
     o += "<h2>Speed-up and efficiency vs rank count</h2>\n<p class=\"note\">For each collective "

@@ -1,8 +1,6 @@
 // Grouping of loaded records into the panels and series both reports draw.
 #include "report_model.h"
 
-#include "ccscope/common/statistics.h"
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -12,9 +10,10 @@
 #include <set>
 #include <tuple>
 
+#include "ccscope/common/statistics.h"
+
 namespace ccscope::reports::report_model {
 namespace {
-
 
 // Out-of-place first, then in-place, then unknown.
 int variant_order(const std::optional<bool>& in_place) {
@@ -26,7 +25,9 @@ int variant_order(const std::optional<bool>& in_place) {
 std::vector<Panel> build_panels(const std::vector<LoadedRun>& runs) {
   std::vector<std::string> order;  // collectives by first appearance
   // (collective, run, variant) -> size -> busbw samples
-  std::map<std::tuple<std::string, size_t, int>, std::map<size_t, std::vector<double>>> samples;
+  std::map<std::tuple<std::string, size_t, int>, std::map<size_t, std::vector<double>>> samples,
+      times;
+  std::map<std::tuple<std::string, size_t, int>, std::map<size_t, double>> intervals;
   std::map<std::tuple<std::string, size_t, int>, Series> series;
   for (size_t r = 0; r < runs.size(); ++r) {
     for (const LoadedRecord& rec : runs[r].records) {
@@ -40,8 +41,14 @@ std::vector<Panel> build_panels(const std::vector<LoadedRun>& runs) {
         s.wrong += *rec.wrong;
         s.any_wrong_known = true;
       }
-      if (rec.busbw_GBps && std::isfinite(*rec.busbw_GBps))
+      if (rec.busbw_GBps && std::isfinite(*rec.busbw_GBps)) {
         samples[key][rec.size_bytes].push_back(*rec.busbw_GBps);
+        if (rec.time_s && *rec.time_s > 0) times[key][rec.size_bytes].push_back(*rec.time_s);
+        if (rec.ci_half_width_percent && std::isfinite(*rec.ci_half_width_percent)) {
+          double& widest = intervals[key][rec.size_bytes];
+          widest = std::max(widest, *rec.ci_half_width_percent);
+        }
+      }
     }
   }
   std::vector<Panel> panels;
@@ -49,8 +56,11 @@ std::vector<Panel> build_panels(const std::vector<LoadedRun>& runs) {
     Panel panel{collective, {}};
     for (auto& [key, s] : series) {
       if (std::get<0>(key) != collective) continue;
-      for (auto& [size, values] : samples[key])
-        s.points.push_back({size, median(values), static_cast<int>(values.size())});
+      for (auto& [size, values] : samples[key]) {
+        const auto& t = times[key][size];
+        s.points.push_back({size, median(values), static_cast<int>(values.size()),
+                            t.empty() ? 0.0 : median(t), intervals[key][size]});
+      }
       panel.series.push_back(s);
     }
     panels.push_back(std::move(panel));
@@ -91,14 +101,40 @@ std::vector<Scaling> build_scaling(const std::vector<LoadedRun>& runs,
       });
       scaling.rows.push_back({s->run, ranks, it->busbw_GBps, 0, 0});
     }
-    const ScalingRow& ref = scaling.rows.front();
-    for (ScalingRow& row : scaling.rows) {
-      row.efficiency = ref.busbw_GBps > 0 ? row.busbw_GBps / ref.busbw_GBps : 0;
-      row.speedup = row.efficiency * row.ranks / ref.ranks;
+    const auto relate = [](std::vector<ScalingRow>& rows) {
+      const ScalingRow ref = rows.front();
+      for (ScalingRow& row : rows) {
+        row.efficiency = ref.busbw_GBps > 0 ? row.busbw_GBps / ref.busbw_GBps : 0;
+        row.speedup = row.efficiency * row.ranks / ref.ranks;
+      }
+    };
+    relate(scaling.rows);
+    for (size_t bucket : kTrainingBucketSizes) {
+      BucketScaling at{bucket, {}};
+      for (const auto& [ranks, s] : by_ranks)
+        if (const auto busbw = interpolate_busbw(s->points, bucket))
+          at.rows.push_back({s->run, ranks, *busbw, 0, 0});
+      if (at.rows.size() < 2) continue;
+      relate(at.rows);
+      scaling.at_buckets.push_back(std::move(at));
     }
     out.push_back(std::move(scaling));
   }
   return out;
+}
+
+std::optional<double> interpolate_busbw(const std::vector<Point>& points, size_t size_bytes) {
+  for (size_t i = 0; i < points.size(); ++i) {
+    if (points[i].size_bytes == size_bytes) return points[i].busbw_GBps;
+    if (i + 1 < points.size() && points[i].size_bytes < size_bytes &&
+        size_bytes < points[i + 1].size_bytes && points[i].size_bytes > 0) {
+      const double x0 = std::log2(static_cast<double>(points[i].size_bytes));
+      const double x1 = std::log2(static_cast<double>(points[i + 1].size_bytes));
+      const double w = (std::log2(static_cast<double>(size_bytes)) - x0) / (x1 - x0);
+      return points[i].busbw_GBps + w * (points[i + 1].busbw_GBps - points[i].busbw_GBps);
+    }
+  }
+  return std::nullopt;
 }
 
 int run_ranks(const LoadedRun& run) {

@@ -18,6 +18,10 @@ struct Point {
   size_t size_bytes = 0;
   double busbw_GBps = 0;  // median over the samples (repeats) of this size
   int samples = 0;
+  double time_s = 0;  // median over the samples with a time; 0 when none has one
+  // The widest 95% interval of those samples' times, % (ccscope.bench/5's
+  // ci_half_width_percent; busbw's is the same share); 0 when none says.
+  double ci_percent = 0;
 };
 
 struct Series {
@@ -42,6 +46,12 @@ struct ScalingRow {
   double speedup = 0;     // (ranks x busbw) / (ranks0 x busbw0)
   double efficiency = 0;  // speedup / (ranks / ranks0) = busbw / busbw0
 };
+// The same at a size a training job sends (the probe's gradient buckets), its
+// busbw interpolated between the measured sizes around it (log2 of size).
+struct BucketScaling {
+  size_t size_bytes = 0;
+  std::vector<ScalingRow> rows;  // rank counts whose sweep covers the size
+};
 struct Scaling {
   std::string collective;
   std::optional<bool> in_place;
@@ -49,7 +59,17 @@ struct Scaling {
   // By increasing rank count; rows[0] is the reference. Empty when the runs
   // share no message size (size_bytes is then 0).
   std::vector<ScalingRow> rows;
+  std::vector<BucketScaling> at_buckets;  // at kTrainingBucketSizes, where >= 2 rows
 };
+
+// The gradient bucket sizes of the training probe (and PyTorch DDP): the first
+// bucket's 1 MiB and bucket_cap_mb's 25 MiB (TrainOptions' first_bucket_bytes
+// and bucket_bytes, training_probe/trainer.h).
+inline constexpr size_t kTrainingBucketSizes[] = {size_t{1} << 20, size_t{25} << 20};
+
+// busbw at `size_bytes`, linear in log2(size) between the two measured points
+// around it (exact at a measured size); nullopt outside the measured range.
+std::optional<double> interpolate_busbw(const std::vector<Point>& points, size_t size_bytes);
 
 std::vector<Panel> build_panels(const std::vector<LoadedRun>& runs);
 // Collectives whose runs cover at least two rank counts above 1 (the first run

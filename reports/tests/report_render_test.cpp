@@ -319,7 +319,8 @@ TEST(HtmlReport, SpeedupChartWhenRankCountsDiffer) {
   const double eff16 = busbw(16, 90) / busbw(8, 180);
   const std::string table = charts[0]->all("title")[0]->all_text();
   EXPECT_NE(table.find("1 GiB"), std::string::npos) << table;
-  const auto figure_rows = root->all("figure")[3]->all("tbody")[0]->all("tr");  // after 3 busbw
+  // after 3 busbw and 3 latency charts
+  const auto figure_rows = root->all("figure")[6]->all("tbody")[0]->all("tr");
   ASSERT_EQ(figure_rows.size(), 3u);
   const std::string row16 = figure_rows[1]->all_text();
   char expected[64];
@@ -337,6 +338,48 @@ TEST(HtmlReport, SpeedupChartWhenRankCountsDiffer) {
   const std::string one = render_html_report({runs[1], runs[3]}, {});
   EXPECT_EQ(parse_xml(one)->all("svg", "scaling").size(), 0u);
   EXPECT_EQ(one.find("Speed-up"), std::string::npos);
+}
+
+TEST(HtmlReport, LatencyChartsErrorBarsAndSpeedupAtTheProbesBuckets) {
+  auto runs = sample_runs();
+  for (auto& rec : runs[0].records) rec.ci_half_width_percent = 3;  // adaptive sampling's
+  std::unique_ptr<Element> root = parse_xml(render_html_report(runs, {}));
+  // A log-log time chart beside each busbw chart, decades as ticks.
+  const auto latency = root->all("svg", "latency");
+  ASSERT_EQ(latency.size(), 3u);
+  std::string y_ticks;
+  for (const Element* t : latency[0]->all("text", "y-tick")) y_ticks += t->all_text() + ";";
+  EXPECT_NE(y_ticks.find("10;100;"), std::string::npos) << y_ticks;
+  EXPECT_EQ(latency[0]->all("g", "series")[0]->all("circle", "point").size(), 28u);
+  // Error bars where the records carry an interval: run 0's two variants, 28 sizes.
+  EXPECT_EQ(latency[0]->all("line", "error-bar").size(), 56u);
+  EXPECT_EQ(root->all("svg", "busbw")[0]->all("line", "error-bar").size(), 56u);
+  // Speed-up and efficiency at the probe's 1 MiB and 25 MiB buckets.
+  const auto buckets = root->all("table", "bucket-scaling");
+  ASSERT_EQ(buckets.size(), 6u);  // 3 collectives x 2 bucket sizes
+  EXPECT_NE(buckets[0]->all("caption")[0]->all_text().find("1 MiB"), std::string::npos);
+  EXPECT_NE(buckets[1]->all("caption")[0]->all_text().find("25 MiB"), std::string::npos);
+  auto busbw = [](int ranks, double beta, double size) {
+    return size / (10e-6 + size / (beta * 1e9)) / 1e9 * 2.0 * (ranks - 1) / ranks;
+  };
+  const double mib = 1 << 20;
+  const double eff16 = busbw(16, 90, mib) / busbw(8, 180, mib);
+  const auto rows = buckets[0]->all("tbody")[0]->all("tr");
+  ASSERT_EQ(rows.size(), 3u);
+  char expected[64];
+  std::snprintf(expected, sizeof expected, "%.2f%.0f%%", eff16 * 2, eff16 * 100);
+  EXPECT_NE(rows[1]->all_text().find(expected), std::string::npos) << rows[1]->all_text();
+  // 25 MiB lies between the measured 16 and 32 MiB: linear in log2(size).
+  const auto at25 = [&](int ranks, double beta) {
+    const double w = std::log2(25.0 / 16.0);
+    return busbw(ranks, beta, 16 * mib) +
+           w * (busbw(ranks, beta, 32 * mib) - busbw(ranks, beta, 16 * mib));
+  };
+  const double eff25 = at25(16, 90) / at25(8, 180);
+  std::snprintf(expected, sizeof expected, "%.2f%.0f%%", eff25 * 2, eff25 * 100);
+  const auto rows25 = buckets[1]->all("tbody")[0]->all("tr");
+  ASSERT_EQ(rows25.size(), 3u);
+  EXPECT_NE(rows25[1]->all_text().find(expected), std::string::npos) << rows25[1]->all_text();
 }
 
 TEST(HtmlReport, UntrustedStringsAreEscaped) {
