@@ -380,6 +380,8 @@ std::string plan_backend(TrainPlan& plan, const std::string& name, size_t world_
         "the GPU path; --offload optimizer is",
         name);
   o.offload_optimizer = plan.offload == "optimizer";
+  if (const std::string why = device_training_unsupported(o); !why.empty())
+    return fmt::format("--backend {}: {}", name, why);
   return "";
 }
 

@@ -87,9 +87,15 @@ struct DeviceActivations {
   std::vector<dev::DeviceBuffer<uint16_t>> x16;
 };
 
-class DeviceReplicated final : public StrategyHooks {
+// single, DDP, and ZeRO-1/2 (`zero_stage`): every rank runs the whole model
+// over its part of the batch; the strategies differ in what each bucket's
+// gradients meet on the communication stream (an all-reduce, or a
+// reduce-scatter into this rank's shard whose optimizer step is followed by an
+// all-gather of the parameters) and when (ZeRO-1: after the last backward, as
+// DeepSpeed's stage 1; ZeRO-2: every micro-batch as backward fills a bucket).
+class DeviceDataParallel final : public StrategyHooks {
  public:
-  DeviceReplicated(EngineState& state, Communicator* data)
+  DeviceDataParallel(EngineState& state, Communicator* data)
       : s_(state),
         o_(state.options),
         device_(select_device(data)),
@@ -97,6 +103,9 @@ class DeviceReplicated final : public StrategyHooks {
         ranks_(data ? static_cast<size_t>(data->size()) : 1),
         rank_(data ? static_cast<size_t>(data->rank()) : 0),
         mixed_(state.mixed()),
+        zero_stage_(o_.strategy == Strategy::kZero1   ? 1
+                    : o_.strategy == Strategy::kZero2 ? 2
+                                                      : 0),
         slices_(layer_slices(o_.shape)),
         psi_(slices_.back().end()),
         blas_(compute_.get()),
@@ -111,7 +120,15 @@ class DeviceReplicated final : public StrategyHooks {
       params16_ = dev::DeviceBuffer<uint16_t>(allocator_, psi_);
       dev::to_16(c_, o_.precision, params_.data(), params16_.data(), psi_);
     }
-    if (o_.offload_optimizer) {
+    if (data_ != nullptr) {
+      buckets_ = assign_buckets(slices_, s_.element, o_.bucket_bytes, o_.first_bucket_bytes);
+      if (zero_stage_ > 0) shard_buckets(initial);
+    }
+    if (zero_stage_ > 0) {
+      // The optimizer over this rank's shard, in fp32 (master weights).
+      optimizer_ = std::make_unique<dev::DeviceOptimizer>(allocator_, o_.optimizer, shard_elements_,
+                                                          c_.stream);
+    } else if (o_.offload_optimizer) {
       // Master weights and optimizer state on the host; the copies' staging pinned.
       host_master_ = initial;
       host_optimizer_ = std::make_unique<Optimizer>(o_.optimizer, psi_);
@@ -132,8 +149,7 @@ class DeviceReplicated final : public StrategyHooks {
                          data_->backend_name());
       comm_blas_ = std::make_unique<dev::BlasHandle>(comm_stream_);
       comm_c_ = {comm_stream_, comm_blas_->get(), false};
-      buckets_ = assign_buckets(slices_, s_.element, o_.bucket_bytes, o_.first_bucket_bytes);
-      if (mixed_) wire16_ = dev::DeviceBuffer<uint16_t>(allocator_, psi_);
+      if (mixed_ && zero_stage_ == 0) wire16_ = dev::DeviceBuffer<uint16_t>(allocator_, psi_);
       for (size_t k = 0; k < buckets_.size(); ++k) {
         ready_.push_back(std::make_unique<dev::Event>());
         started_.push_back(std::make_unique<dev::Event>(true));
@@ -144,17 +160,18 @@ class DeviceReplicated final : public StrategyHooks {
     compute_.synchronize();  // the uploads' host vectors go out of scope
   }
 
-  ~DeviceReplicated() override {
+  ~DeviceDataParallel() override {
     // Nothing queued may outlive the buffers it reads and writes.
     if (comm_stream_ != nullptr) (void)cudaStreamSynchronize(comm_stream_);
     (void)cudaStreamSynchronize(compute_.get());
   }
 
   size_t parameters() const override { return psi_; }
-  size_t communicated() const override { return psi_; }
+  size_t communicated() const override { return zero_stage_ > 0 ? padded_elements_ : psi_; }
 
   double forward_backward(size_t step, StepFigures& f) override {
     grads_.zero(c_.stream);
+    if (zero_stage_ > 0) grad_shard_.zero(c_.stream);
     const size_t per_replica = o_.global_batch / ranks_;
     const size_t micro = micro_;
     const std::vector<size_t> samples = s_.step_samples(step, ranks_, rank_, per_replica);
@@ -170,11 +187,21 @@ class DeviceReplicated final : public StrategyHooks {
       local_loss +=
           dev::mse_loss(c_, a_.x.back().data(), target_.data(), diff_.data(), dy_.data(), micro,
                         o_.shape.width, per_replica, static_cast<float>(f.loss_scale));
-      backward(last && o_.overlap);
+      // ZeRO-2 reduces every micro-batch's gradients (its shard accumulates
+      // them), the others the sum over micro-batches after the last one.
+      const bool reduce = zero_stage_ == 2 || last;
+      // (ZeRO-1's default is after backward: DeepSpeed's stage 1 without overlap_comm.)
+      const bool during = reduce && o_.overlap;
+      backward(during);
       note_device_memory();
+      if (data_ != nullptr && reduce && !during)
+        for (size_t k = 0; k < buckets_.size(); ++k) reduce_bucket(k);
+      if (zero_stage_ == 2 && !last) {
+        // The next micro-batch's gradients start from zero once these are reduced.
+        finished_.back()->wait_on(c_.stream);
+        grads_.zero(c_.stream);
+      }
     }
-    if (data_ != nullptr && !o_.overlap)  // --no-overlap: every bucket after backward
-      for (size_t k = 0; k < buckets_.size(); ++k) all_reduce_bucket(k);
     if (data_ != nullptr) {
       // The optimizer waits for the last bucket (DDP's finalize_backward).
       backward_done_.record(c_.stream);
@@ -184,8 +211,15 @@ class DeviceReplicated final : public StrategyHooks {
   }
 
   ReducedGradients reduce_gradients(StepFigures&) override {
-    gradients_ = std::make_unique<DeviceGradients>(c_, grads_.data(), psi_, flag_.data());
     ReducedGradients g;
+    if (zero_stage_ > 0) {
+      // The shards are disjoint (their padding zero): their squares sum over ranks.
+      gradients_ =
+          std::make_unique<DeviceGradients>(c_, grad_shard_.data(), shard_elements_, flag_.data());
+      g.disjoint = true;
+    } else {
+      gradients_ = std::make_unique<DeviceGradients>(c_, grads_.data(), psi_, flag_.data());
+    }
     g.device = gradients_.get();
     return g;
   }
@@ -193,6 +227,12 @@ class DeviceReplicated final : public StrategyHooks {
   void apply(std::span<const float>, size_t step, StepFigures& f) override {
     if (o_.offload_optimizer) {
       apply_on_host(step, f);
+      return;
+    }
+    if (zero_stage_ > 0) {
+      optimizer_->step(c_, master_.data(), grad_shard_.data(), step);
+      gather_parameters();
+      compute_.synchronize();
       return;
     }
     if (mixed_) {
@@ -212,6 +252,10 @@ class DeviceReplicated final : public StrategyHooks {
     // Exposed: how long after backward's last kernel the last bucket finished
     // (what the optimizer waited for).
     counters.exposed_seconds += std::max(0.0, elapsed(backward_done_, *finished_.back()));
+    // ZeRO's parameter all-gather: the next forward waits for all of it.
+    counters.busy_seconds += gather_seconds_;
+    counters.exposed_seconds += gather_seconds_;
+    gather_seconds_ = 0;
     counters.bytes += step_bytes_;
     counters.operations += buckets_.size();
   }
@@ -232,12 +276,15 @@ class DeviceReplicated final : public StrategyHooks {
   // TrainResult's device_peak_bytes.
   MemoryFootprint memory() const override {
     const double e = static_cast<double>(s_.element), psi = static_cast<double>(psi_);
+    const double shard = static_cast<double>(shard_elements_);
     MemoryFootprint m;
     m.parameters = e * psi;
-    m.gradients = e * psi;
+    // ZeRO-2 holds the gradient shard between steps (its full-size buffer is
+    // backward's workspace here, in device_peak_B).
+    m.gradients = e * (zero_stage_ == 2 ? shard : psi);
     m.optimizer = static_cast<double>(o_.offload_optimizer ? host_optimizer_->state_bytes()
                                                            : optimizer_->state_bytes());
-    if (mixed_) m.optimizer += 4.0 * psi;
+    if (mixed_) m.optimizer += 4.0 * (zero_stage_ > 0 ? shard : psi);
     return m;
   }
   std::vector<float> final_parameters() override {
@@ -247,6 +294,7 @@ class DeviceReplicated final : public StrategyHooks {
     return host;
   }
   std::vector<float> gathered_gradients(std::span<const float>) override {
+    if (zero_stage_ > 0) return gathered_shards();
     std::vector<float> host(psi_);
     grads_.download(host, c_.stream);
     compute_.synchronize();
@@ -313,20 +361,25 @@ class DeviceReplicated final : public StrategyHooks {
       // now, behind an event; backward goes on meanwhile.
       if (reduce_buckets && data_ != nullptr)
         while (next_bucket_ < buckets_.size() && buckets_[next_bucket_].first_layer >= l)
-          all_reduce_bucket(next_bucket_++);
+          reduce_bucket(next_bucket_++);
     }
   }
 
   // Bucket k's gradients averaged over the ranks, on the communication stream
   // once the compute stream has produced them: divided by the ranks first and
   // summed in the compute format, as the host path's all_reduce_values.
-  void all_reduce_bucket(size_t k) {
+  void reduce_bucket(size_t k) {
     const Range r = buckets_[k].range;
     ready_[k]->record(c_.stream);
     ready_[k]->wait_on(comm_stream_);
     started_[k]->record(comm_stream_);
     float* grads = grads_.data() + r.begin;
     dev::scale(comm_c_, grads, r.size(), 1.0f / static_cast<float>(ranks_));
+    if (zero_stage_ > 0) {
+      reduce_scatter_bucket(k, grads);
+      finished_[k]->record(comm_stream_);
+      return;
+    }
     if (mixed_) {
       uint16_t* words = wire16_.data() + r.begin;
       dev::to_16(comm_c_, o_.precision, grads, words, r.size());
@@ -337,6 +390,116 @@ class DeviceReplicated final : public StrategyHooks {
     }
     finished_[k]->record(comm_stream_);
     step_bytes_ += all_reduce_bytes(r.size(), ranks_, s_.element);
+  }
+
+  // ZeRO: bucket k's shards (Shard over the ranks, padded), each rank's chunk
+  // of every bucket one after another in the shard arrays; the master shard
+  // from the initial parameters (padding 0).
+  void shard_buckets(const std::vector<float>& initial) {
+    for (const Bucket& b : buckets_) {
+      shards_.push_back(shard_range(b.range, ranks_));
+      shard_offsets_.push_back(shard_elements_);
+      shard_elements_ += shards_.back().chunk;
+      padded_elements_ += shards_.back().padded_size(ranks_);
+      largest_padded_ = std::max(largest_padded_, shards_.back().padded_size(ranks_));
+    }
+    std::vector<float> master(shard_elements_, 0.0f);
+    for (size_t k = 0; k < shards_.size(); ++k) {
+      const Range mine = shards_[k].owned(rank_);
+      std::copy(initial.begin() + static_cast<std::ptrdiff_t>(mine.begin),
+                initial.begin() + static_cast<std::ptrdiff_t>(mine.end),
+                master.begin() + static_cast<std::ptrdiff_t>(shard_offsets_[k]));
+    }
+    master_ = dev::DeviceBuffer<float>(allocator_, shard_elements_);
+    master_.upload(master, c_.stream);
+    grad_shard_ = dev::DeviceBuffer<float>(allocator_, shard_elements_);
+    shard_words_ = dev::DeviceBuffer<uint16_t>(allocator_, mixed_ ? shard_elements_ : 0);
+    received_ = dev::DeviceBuffer<float>(allocator_, largest_padded_ / ranks_);
+    padded_ = dev::DeviceBuffer<float>(allocator_, largest_padded_);
+    padded16_ = dev::DeviceBuffer<uint16_t>(allocator_, mixed_ ? largest_padded_ : 0);
+    gathered_ = dev::DeviceBuffer<float>(allocator_, mixed_ ? 0 : largest_padded_);
+    compute_.synchronize();  // `master` goes out of scope
+  }
+
+  // Bucket k's gradients (already divided by the ranks), padded with zeros,
+  // reduce-scattered in the compute format; this rank's chunk added to its
+  // shard (micro-batches accumulate). On the communication stream.
+  void reduce_scatter_bucket(size_t k, const float* grads) {
+    const Shard& shard = shards_[k];
+    const size_t size = shard.unit.size(), padded = shard.padded_size(ranks_);
+    const size_t chunk = shard.chunk;
+    dev::check(cudaMemsetAsync(padded_.data(), 0, padded * sizeof(float), comm_stream_),
+               "cudaMemsetAsync");
+    dev::check(cudaMemcpyAsync(padded_.data(), grads, size * sizeof(float),
+                               cudaMemcpyDeviceToDevice, comm_stream_),
+               "cudaMemcpyAsync");
+    if (mixed_) {
+      dev::to_16(comm_c_, o_.precision, padded_.data(), padded16_.data(), padded);
+      data_->reduce_scatter(padded16_.data(), padded16_.data() + rank_ * chunk, chunk,
+                            wire_type(o_.precision), ReduceOp::kSum);
+      dev::from_16(comm_c_, o_.precision, padded16_.data() + rank_ * chunk, received_.data(),
+                   chunk);
+    } else {
+      data_->reduce_scatter(padded_.data(), received_.data(), chunk, DataType::kFloat32,
+                            ReduceOp::kSum);
+    }
+    // shard += received (cublasSaxpy on the communication stream).
+    const float one = 1.0f;
+    dev::check(cublasSaxpy(comm_c_.blas, static_cast<int>(chunk), &one, received_.data(), 1,
+                           grad_shard_.data() + shard_offsets_[k], 1),
+               "cublasSaxpy");
+    step_bytes_ += reduce_scatter_bytes(padded, ranks_, s_.element);
+  }
+
+  // After the optimizer stepped the master shard: each bucket's parameters,
+  // rounded to the compute format, all-gathered into the full parameters.
+  // On the compute stream (the next forward reads them), timed as communication.
+  void gather_parameters() {
+    const Precision p = o_.precision;
+    if (mixed_) dev::to_16(c_, p, master_.data(), shard_words_.data(), shard_elements_);
+    dev::Event stepped, start(true), end(true);
+    stepped.record(c_.stream);
+    stepped.wait_on(comm_stream_);
+    start.record(comm_stream_);
+    for (size_t k = 0; k < shards_.size(); ++k) {
+      const Shard& shard = shards_[k];
+      const size_t chunk = shard.chunk, begin = shard.unit.begin, size = shard.unit.size();
+      if (mixed_) {
+        data_->all_gather(shard_words_.data() + shard_offsets_[k], padded16_.data(), chunk,
+                          wire_type(p));
+        dev::check(cudaMemcpyAsync(params16_.data() + begin, padded16_.data(), size * 2,
+                                   cudaMemcpyDeviceToDevice, comm_stream_),
+                   "cudaMemcpyAsync");
+        dev::from_16(comm_c_, p, params16_.data() + begin, params_.data() + begin, size);
+      } else {
+        data_->all_gather(master_.data() + shard_offsets_[k], gathered_.data(), chunk,
+                          DataType::kFloat32);
+        dev::check(cudaMemcpyAsync(params_.data() + begin, gathered_.data(), size * 4,
+                                   cudaMemcpyDeviceToDevice, comm_stream_),
+                   "cudaMemcpyAsync");
+      }
+      step_bytes_ += all_gather_bytes(shard.padded_size(ranks_), ranks_, s_.element);
+    }
+    end.record(comm_stream_);
+    end.wait_on(c_.stream);  // the next forward reads them
+    end.synchronize();
+    gather_seconds_ = elapsed(start, end);
+  }
+
+  // The shards' gradients whole on every rank (--check-loss's gradient
+  // check): downloaded, then all-gathered bucket by bucket over the host communicator.
+  std::vector<float> gathered_shards() {
+    std::vector<float> shard(shard_elements_), whole(psi_), chunk_all(largest_padded_);
+    grad_shard_.download(shard, c_.stream);
+    compute_.synchronize();
+    for (size_t k = 0; k < shards_.size(); ++k) {
+      const Shard& unit = shards_[k];
+      s_.world->all_gather(shard.data() + shard_offsets_[k], chunk_all.data(), unit.chunk,
+                           DataType::kFloat32);
+      std::copy_n(chunk_all.begin(), unit.unit.size(),
+                  whole.begin() + static_cast<std::ptrdiff_t>(unit.unit.begin));
+    }
+    return whole;
   }
 
   // DeepSpeed's CPU offload: the gradients down (in the compute format), the
@@ -432,6 +595,7 @@ class DeviceReplicated final : public StrategyHooks {
   Communicator* data_;  // the gradients' (NCCL); null: one GPU
   size_t ranks_, rank_;
   bool mixed_;
+  int zero_stage_;  // 0: single, DDP
   std::vector<LayerSlice> slices_;
   size_t psi_;
   dev::DeviceAllocator allocator_;
@@ -458,6 +622,14 @@ class DeviceReplicated final : public StrategyHooks {
   dev::Context comm_c_;
   std::vector<Bucket> buckets_;
   std::vector<std::unique_ptr<dev::Event>> ready_, started_, finished_;
+  // ZeRO-1/2: the buckets' shards, this rank's part of each (master weights,
+  // reduced gradients), the padded staging of a bucket.
+  std::vector<Shard> shards_;
+  std::vector<size_t> shard_offsets_;
+  size_t shard_elements_ = 0, padded_elements_ = 0, largest_padded_ = 0;
+  dev::DeviceBuffer<float> grad_shard_, received_, padded_, gathered_;
+  dev::DeviceBuffer<uint16_t> shard_words_, padded16_;
+  double gather_seconds_ = 0;
   dev::Event backward_done_{true};
   size_t next_bucket_ = 0;
   double step_bytes_ = 0;
@@ -472,9 +644,14 @@ std::string device_training_unsupported(const TrainOptions& o) {
   if (o.model != TrainedModel::kMlp)
     return "the GPU path trains the MLP only so far; drop --model transformer or use "
            "--backend mpi";
-  if (o.strategy != Strategy::kSingle && o.strategy != Strategy::kDdp)
-    return fmt::format("the GPU path runs single and ddp so far, not {}; use --backend mpi for it",
-                       name(o.strategy));
+  if (o.strategy != Strategy::kSingle && o.strategy != Strategy::kDdp &&
+      o.strategy != Strategy::kZero1 && o.strategy != Strategy::kZero2)
+    return fmt::format(
+        "the GPU path runs single, ddp, zero1 and zero2 so far, not {}; use --backend mpi for it",
+        name(o.strategy));
+  if (o.offload_optimizer && o.strategy != Strategy::kSingle && o.strategy != Strategy::kDdp)
+    return "the GPU path offloads the optimizer of single and ddp so far; drop --offload or use "
+           "--strategy ddp";
   const Faults& f = o.faults;
   if (f.sum_not_average || f.sampler_not_reseeded || f.unreduced_bucket || f.clip_per_shard)
     return "the injected faults run on the host path only; use --backend mpi";
@@ -493,7 +670,7 @@ TrainResult train_single_on_device(const TrainOptions& options,
   if (!problem.empty()) throw UsageError(problem);
   return run_engine(
       single, nullptr, false,
-      [](EngineState& state) { return std::make_unique<DeviceReplicated>(state, nullptr); },
+      [](EngineState& state) { return std::make_unique<DeviceDataParallel>(state, nullptr); },
       on_step);
 }
 
@@ -512,7 +689,7 @@ TrainResult train_on_device(Communicator& control, Communicator& device,
   TrainResult result = run_engine(
       options, single ? nullptr : &control, false,
       [&](EngineState& state) {
-        return std::make_unique<DeviceReplicated>(state, single ? nullptr : &device);
+        return std::make_unique<DeviceDataParallel>(state, single ? nullptr : &device);
       },
       on_step);
   return result;
