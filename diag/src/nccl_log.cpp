@@ -143,8 +143,12 @@ std::optional<Header> header_before(std::string_view line, size_t keyword) {
     const size_t space = head.find_last_of(" \t");
     const std::string_view token = space == std::string_view::npos ? head : head.substr(space + 1);
     const size_t colon = token.rfind(':');
-    if (colon == std::string_view::npos || !all_digits(token.substr(colon + 1)) ||
-        token.find_first_of("./") == std::string_view::npos)
+    // "misc/socket.cc:71", or a plugin's function ("nccl_net_ofi_rdma_init:7839").
+    if (colon == std::string_view::npos || colon == 0 || !all_digits(token.substr(colon + 1)) ||
+        !std::all_of(token.begin(), token.begin() + colon, [](char c) {
+          return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '/' ||
+                 c == '-';
+        }))
       return std::nullopt;
     h.prefix.location = std::string(token);
     head = space == std::string_view::npos ? std::string_view{} : head.substr(0, space);
@@ -700,6 +704,7 @@ class Reader {
   void nccl_line(size_t r, const NcclLinePrefix& p, const std::string& source, size_t line_no,
                  NcclInputSummary& summary);
   void other_line(std::string_view line);
+  void framework_version(std::string_view line);
   bool init_line(size_t r, std::string_view msg);
   void init_timings_line(size_t r, std::string_view msg);
   bool channel_line(size_t r, std::string_view msg);
@@ -976,6 +981,9 @@ void Reader::classify_error(std::string_view msg, ErrorEvent e) {
       std::string_view o = msg.substr(op + 7);
       e.op = std::string(o.substr(0, o.find_first_of(", )")));
     }
+    const size_t numel = msg.find("NumelIn=");
+    if (numel != std::string_view::npos)
+      e.numel = leading_number(msg.substr(numel + 8)).value_or(-1);
     const size_t r = msg.find("[Rank ");
     if (r != std::string_view::npos && e.rank < 0) {
       const auto v = leading_number(msg.substr(r + 6));
@@ -992,6 +1000,10 @@ void Reader::classify_error(std::string_view msg, ErrorEvent e) {
     }
     return add(ErrorKind::kIbCompletion);
   }
+  // NCCL 2.29: a send posted outside a group before its peer's receive makes
+  // NET/Socket connect to the peer's local (AF_UNIX, family 1) address.
+  if (contains(msg, "ncclSocketInit: connecting to address") && contains(msg, "family 1 "))
+    return add(ErrorKind::kUngroupedSendRecv);
   if (contains(msg, "Connection refused")) return add(ErrorKind::kConnectionRefused);
   if (contains(msg, "Connection closed by remote peer") || contains(msg, "peer closed") ||
       contains(msg, "Connection reset by peer") || contains(msg, "remote process exited") ||
@@ -1008,7 +1020,8 @@ void Reader::classify_error(std::string_view msg, ErrorEvent e) {
   if (contains(msg, "ncclInvalidUsage") || contains(msg, "invalid usage") ||
       contains(msg, "ungrouped") || contains(msg, "without a matching") ||
       contains(msg, "invalid root") || contains(msg, "Invalid config") ||
-      contains(msg, "collective mismatch") || contains(msg, "argcheck"))
+      contains(msg, "collective mismatch") || contains(msg, "argcheck") ||
+      contains(msg, "Message truncated : received"))
     return add(ErrorKind::kInvalidUsage);
   if (contains(msg, "Cuda failure") || contains(msg, "CUDA error") ||
       contains(msg, "ncclUnhandledCudaError") || contains(msg, "unhandled cuda error"))
@@ -1025,6 +1038,15 @@ void Reader::nccl_line(size_t r, const NcclLinePrefix& p, const std::string& sou
   auto& info = parsed_.analysis.ranks[r];
   ++info.lines;
   std::string_view msg = trim(p.message);
+  if (p.level == "WARN" && starts_with(msg, "NET/OFI")) {
+    // The OFI (libfabric) plugin, loaded and failing on nodes that use
+    // another network: one finding, not an error.
+    ++parsed_.ofi_warn_lines;
+    parsed_.ofi_warn_ranks.insert(r);
+    if (parsed_.ofi_warn_example.empty())
+      parsed_.ofi_warn_example = std::string(msg.substr(0, 300));
+    return;
+  }
   if (p.level == "WARN" || p.level == "ABORT") {
     ++info.warn_lines;
     ++builds_[r].error_lines;
@@ -1080,7 +1102,8 @@ void Reader::nccl_line(size_t r, const NcclLinePrefix& p, const std::string& sou
   if (starts_with(msg, "NET/Plugin") || starts_with(msg, "NET/OFI")) {
     if (starts_with(msg, "NET/OFI")) {
       const size_t using_at = msg.find("Using ");
-      if (using_at != std::string_view::npos && info.net_plugin.empty())
+      if (using_at != std::string_view::npos && info.net_plugin.empty() &&
+          !contains(msg, "Using Libfabric version"))
         info.net_plugin = std::string(trim(msg.substr(using_at + 6)));
       return;
     }
@@ -1179,6 +1202,29 @@ void Reader::nccl_line(size_t r, const NcclLinePrefix& p, const std::string& sou
 
 // PyTorch and launcher output: only the errors it reports about NCCL.
 void Reader::other_line(std::string_view line) {
+  framework_version(line);
+  // PyTorch: "ProcessGroupNCCL initialization options: size: 4, global rank: 0, ..."
+  if (const size_t at = line.find("initialization options: size: "); at != std::string_view::npos)
+    if (const auto n = leading_number(line.substr(at + 30)); n && *n < (1L << 30))
+      parsed_.framework_world_size = std::max(parsed_.framework_world_size, static_cast<int>(*n));
+  if (contains(line, "Message truncated : received")) {
+    ErrorEvent e;
+    classify_error(line, e);
+    return;
+  }
+  // PyTorch's "Last error:" text under an ncclRemoteError names the peer.
+  if (contains(line, "remote peer ") && !parsed_.errors.empty() &&
+      parsed_.errors.back().kind == ErrorKind::kRemoteError && parsed_.errors.back().peer.empty()) {
+    parsed_.errors.back().peer = peer_in(line);
+    return;
+  }
+  // A program's own report of NCCL's result ("NCCL error ...: 'internal error - please
+  // report this issue to the NCCL developers'").
+  if (contains(line, "internal error - please report")) {
+    ErrorEvent e;
+    classify_error(line, e);
+    return;
+  }
   if (!contains(line, "Watchdog caught collective operation timeout") &&
       !contains(line, "ncclRemoteError") && !contains(line, "ncclSystemError") &&
       !contains(line, "ncclInvalidUsage") && !contains(line, "ncclUnhandledCudaError") &&
@@ -1196,6 +1242,40 @@ void Reader::other_line(std::string_view line) {
     }
   }
   classify_error(line, e);
+}
+
+// The NCCL version a framework prints: PyTorch's errors ("..., NCCL version
+// 2.20.5"), vLLM ("vLLM is using nccl==2.21.5"), DeepSpeed/Megatron/JAX
+// environment reports ("nccl version 2.18.1", "NCCL version: (2, 18, 1)").
+void Reader::framework_version(std::string_view line) {
+  const auto version_at = [&](size_t at, const char* source, bool tuple) {
+    std::string v;
+    if (tuple) {  // "(2, 18, 1)"
+      for (size_t i = at; i < line.size() && i < at + 16 && line[i] != ')'; ++i)
+        if (is_digit(line[i]) || line[i] == ',') v += line[i] == ',' ? '.' : line[i];
+    } else {
+      size_t end = at;
+      while (end < line.size() && (is_digit(line[end]) || line[end] == '.')) ++end;
+      v = std::string(line.substr(at, end - at));
+    }
+    while (!v.empty() && v.back() == '.') v.pop_back();
+    if (std::count(v.begin(), v.end(), '.') == 2) parsed_.framework_versions.emplace(v, source);
+  };
+  if (size_t at = line.find("nccl=="); at != std::string_view::npos)
+    return version_at(at + 6, "vLLM", false);
+  for (std::string_view key :
+       {"NCCL version ", "nccl version ", "NCCL version: ", "NCCL version=", "nccl_version "}) {
+    const size_t at = line.find(key);
+    if (at == std::string_view::npos) continue;
+    const bool tuple = at + key.size() < line.size() && line[at + key.size()] == '(';
+    const char* source = contains(line, "ProcessGroupNCCL") || contains(line, "torch") ? "PyTorch"
+                         : contains(line, "DeepSpeed") || contains(line, "deepspeed")  ? "DeepSpeed"
+                         : contains(line, "jax") || contains(line, "JAX")              ? "JAX"
+                         : contains(line, "megatron") || contains(line, "Megatron")
+                             ? "Megatron"
+                             : "framework output";
+    return version_at(at + key.size() + (tuple ? 1 : 0), source, tuple);
+  }
 }
 
 void Reader::read(const NcclLogInput& input, bool interleaved) {
@@ -1345,6 +1425,11 @@ Parsed Reader::finish() {
       e.rank_index = moved[e.rank_index];
       if (e.rank < 0) e.rank = a.ranks[e.rank_index].rank;
     }
+  {
+    std::set<size_t> ofi;
+    for (const size_t old : parsed_.ofi_warn_ranks) ofi.insert(moved[old]);
+    parsed_.ofi_warn_ranks = std::move(ofi);
+  }
   // Warning groups' ranks, now that every rank's number is known.
   for (size_t g = 0; g < a.warnings.size(); ++g) {
     std::set<int> numbers;
@@ -1366,6 +1451,8 @@ Parsed Reader::finish() {
   }
   if (versions.empty())
     for (const auto& v : parsed_.bare_versions) versions.insert(v);
+  if (versions.empty())
+    for (const auto& [v, source] : parsed_.framework_versions) versions.insert(v);
   a.hosts.assign(hosts.begin(), hosts.end());
   a.nccl_versions.assign(versions.begin(), versions.end());
   for (const auto& p : plugins) a.net_plugin += (a.net_plugin.empty() ? "" : ", ") + p;

@@ -105,6 +105,20 @@ void input_findings(Parsed& p) {
 
 void version_findings(Parsed& p) {
   auto& a = p.analysis;
+  // No NCCL line gave the version: the framework's output did.
+  bool own = !p.bare_versions.empty();
+  for (const auto& r : a.ranks) own |= !r.nccl_version.empty();
+  if (!own && !p.framework_versions.empty()) {
+    std::vector<std::string> parts;
+    for (const auto& [v, source] : p.framework_versions) parts.push_back(v + " (" + source + ")");
+    a.findings.push_back(finding(
+        p.framework_versions.size() > 1 ? NcclSeverity::kFail : NcclSeverity::kInfo,
+        p.framework_versions.size() > 1 ? "version.nccl_mismatch" : "version.from_framework",
+        "NCCL version " + join(parts, "; ") + ", from the framework's output (no NCCL line)",
+        p.framework_versions.size() > 1 ? "different NCCL builds in the job's processes"
+                                        : "NCCL_DEBUG was not set; the framework printed it",
+        p.framework_versions.size() > 1 ? "run one NCCL build on every node" : ""));
+  }
   auto compare = [&](auto field, const char* code, const char* what, NcclSeverity sev,
                      const char* remedy) {
     std::map<std::string, std::vector<size_t>> by_value;
@@ -418,6 +432,28 @@ void transport_findings(Parsed& p) {
 
 void warn_findings(Parsed& p) {
   auto& a = p.analysis;
+  if (p.ofi_warn_lines > 0) {
+    const bool ofi_used = a.network.find("Libfabric") != std::string::npos ||
+                          a.network.find("OFI") != std::string::npos ||
+                          a.net_plugin.find("OFI") != std::string::npos ||
+                          a.net_plugin.find("ofi") != std::string::npos;
+    auto f = finding(
+        ofi_used ? NcclSeverity::kWarn : NcclSeverity::kInfo, "net.ofi_plugin_warnings",
+        fmt::format(
+            "{} NET/OFI WARN line(s) of the libfabric plugin{}: {}", p.ofi_warn_lines,
+            ofi_used ? ""
+                     : ", harmless here (NCCL uses " +
+                           (a.network.empty() ? std::string("another network") : a.network) + ")",
+            p.ofi_warn_example),
+        ofi_used ? "the OFI plugin carries this job's traffic and reported a problem"
+                 : "aws-ofi-nccl is installed (EFA images) and probed at start on nodes without "
+                   "EFA; NCCL falls back to its own transport",
+        ofi_used ? "check the EFA/libfabric setup (fi_info -p efa)"
+                 : "none needed; NCCL_NET_PLUGIN=none stops the probe");
+    concern(f, a, std::vector<size_t>(p.ofi_warn_ranks.begin(), p.ofi_warn_ranks.end()));
+    f.count = p.ofi_warn_lines;
+    a.findings.push_back(f);
+  }
   for (const auto& g : a.warnings) {
     auto f = finding(NcclSeverity::kWarn, "nccl.warn",
                      fmt::format("NCCL WARN x{} on {} (ranks {}): {}", g.count, join(g.hosts),
@@ -664,8 +700,11 @@ void error_findings(Parsed& p) {
       }
       case ErrorKind::kInvalidUsage:
         f = finding(NcclSeverity::kFail, "error.invalid_usage", "invalid usage: " + example,
-                    "the program called NCCL wrongly (send/recv not grouped or unmatched, a "
-                    "wrong root or count, mismatched collectives between ranks)",
+                    first.message.find("Message truncated") != std::string::npos
+                        ? "a receive smaller than the send it matched: the ranks' send/recv "
+                          "counts or order differ (API misuse, not a network fault)"
+                        : "the program called NCCL wrongly (send/recv not grouped or unmatched, "
+                          "a wrong root or count, mismatched collectives between ranks)",
                     "fix the calling code on this rank; NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL "
                     "shows the calls");
         f.role = NcclRole::kRoot;
@@ -684,12 +723,28 @@ void error_findings(Parsed& p) {
                     "check /dev/shm size, ulimit -l (locked memory) and the WARN before it");
         f.role = NcclRole::kRoot;
         break;
-      case ErrorKind::kInternalError:
-        f = finding(NcclSeverity::kFail, "error.internal", "internal error: " + example,
-                    "an NCCL internal error (often after a network failure)",
-                    "look at the WARN lines before it");
-        f.role = NcclRole::kUnknown;
+      case ErrorKind::kUngroupedSendRecv:
+        f = finding(NcclSeverity::kFail, "error.ungrouped_send_recv",
+                    "API misuse, not a network fault: " + example,
+                    "ncclSend and ncclRecv called outside a group, each rank sending first: NCCL "
+                    "2.29's NET/Socket then connects to the peer's local (AF_UNIX) address and "
+                    "fails with an internal error",
+                    "put each rank's matching ncclSend/ncclRecv between ncclGroupStart() and "
+                    "ncclGroupEnd() (NCCL docs: Group Calls, point-to-point); in PyTorch, "
+                    "batch_isend_irecv");
+        f.role = NcclRole::kRoot;
         break;
+      case ErrorKind::kInternalError: {
+        const bool misuse = std::any_of(p.errors.begin(), p.errors.end(), [](const ErrorEvent& e) {
+          return e.kind == ErrorKind::kUngroupedSendRecv;
+        });
+        f = finding(NcclSeverity::kFail, "error.internal", "internal error: " + example,
+                    misuse ? "follows the ungrouped send/recv (error.ungrouped_send_recv)"
+                           : "an NCCL internal error (often after a network failure)",
+                    misuse ? "fix the grouping of send/recv" : "look at the WARN lines before it");
+        f.role = misuse ? NcclRole::kSecondary : NcclRole::kUnknown;
+        break;
+      }
       case ErrorKind::kBootstrapTimeout:
         f = finding(NcclSeverity::kFail, "error.bootstrap_timeout",
                     "bootstrap timed out: " + example,
@@ -707,7 +762,7 @@ void error_findings(Parsed& p) {
               fmt::format("{}SeqNum {} on ranks {}", seqs.empty() ? "" : "; ", seq, join_ranks(rs));
         }
         // Ranks the job has that did not time out: the suspects.
-        int nranks = 0;
+        int nranks = p.framework_world_size;
         for (const auto& c : a.communicators) nranks = std::max(nranks, c.nranks);
         std::vector<int> quiet;
         for (int r = 0; r < nranks && quiet.size() < 64; ++r)
@@ -716,9 +771,12 @@ void error_findings(Parsed& p) {
             "a collective waited past its timeout: some rank did not join it (crashed, stuck "
             "in other work, or called a different collective), or the network stalled";
         if (by_seq.size() > 1)
-          cause += "; ranks stopped at different SeqNum: the ranks at the lowest one are behind";
+          cause +=
+              fmt::format("; ranks stopped at different SeqNum: rank(s) {} at SeqNum {} are behind",
+                          join_ranks(by_seq.begin()->second), by_seq.begin()->first);
         f = finding(NcclSeverity::kFail, "error.watchdog_timeout",
-                    fmt::format("watchdog timeout ({} {}): {}", first.op.empty() ? "?" : first.op,
+                    fmt::format("watchdog timeout ({}{} {}): {}", first.op.empty() ? "?" : first.op,
+                                first.numel >= 0 ? fmt::format(", NumelIn {}", first.numel) : "",
                                 seqs, example),
                     cause,
                     quiet.empty() ? "find the rank that is not in the collective (py-spy dump, "

@@ -20,6 +20,7 @@ enum class ErrorKind {
   kPeerClosed,
   kIbCompletion,
   kInvalidUsage,
+  kUngroupedSendRecv,  // NCCL 2.29: NET/Socket given a local (AF_UNIX) peer address
   kCudaError,
   kSystemError,
   kRemoteError,
@@ -39,6 +40,7 @@ struct ErrorEvent {
   int ib_status = -1;   // ibv_wc_status of a completion error
   long seq = -1;        // watchdog: SeqNum
   std::string op;       // watchdog: OpType
+  long numel = -1;      // watchdog: NumelIn
 };
 
 struct Parsed {
@@ -46,6 +48,14 @@ struct Parsed {
   std::vector<ErrorEvent> errors;
   std::map<std::string, std::string> host_of_address;  // bootstrap address -> host
   std::vector<std::string> bare_versions;              // "NCCL version X" without prefix
+  // NCCL versions a framework printed (PyTorch's error text, vLLM's banner),
+  // with where: used when NCCL's own line is absent.
+  std::map<std::string, std::string> framework_versions;  // version -> "PyTorch", "vLLM"
+  int framework_world_size = 0;  // PyTorch's "ProcessGroupNCCL initialization options: size: N"
+  // The OFI (libfabric) plugin's WARN lines, kept out of the WARN groups.
+  size_t ofi_warn_lines = 0;
+  std::set<size_t> ofi_warn_ranks;  // rank indices (before sorting: mapped in finish)
+  std::string ofi_warn_example;
   // Per process (host:pid), the NCCL_* variables it printed.
   std::map<std::string, std::map<std::string, std::string>> process_environment;
   std::map<std::string, NcclInitState> process_best_init;

@@ -306,6 +306,68 @@ TEST(NcclLog, GarbledInterleavedAndCutLinesGiveAPartialResult) {
   EXPECT_EQ(codes(analyze_nccl_logs({{"x.log", text}})).front(), "init.incomplete:fail");
 }
 
+// "code:severity:role" of every finding, in order.
+std::vector<std::string> causes(const NcclLogAnalysis& a) {
+  std::vector<std::string> out;
+  for (const auto& f : a.findings)
+    out.push_back(f.code + ":" + nccl_severity_name(f.severity) + ":" + nccl_role_name(f.role));
+  return out;
+}
+
+// NCCL 2.29, P2P and SHM off, each rank calling ncclSend before ncclRecv
+// outside a group (NVIDIA/nccl#2057): NET/Socket is handed the peer's AF_UNIX
+// address. API misuse at the root, the internal error its echo.
+TEST(NcclLog, UngroupedSendRecvIsApiMisuseNotTheNetwork) {
+  const auto a = analyze_file("ungrouped-sendrecv-2.29.log");
+  EXPECT_EQ(causes(a), (Strings{"error.ungrouped_send_recv:fail:root",
+                                "error.internal:fail:secondary", "nccl.warn:warn:"}));
+  EXPECT_EQ(find(a, "error.ungrouped_send_recv")->ranks, (std::vector<int>{0, 1}));
+  EXPECT_NE(find(a, "error.ungrouped_send_recv")->message.find("not a network fault"),
+            std::string::npos);
+  EXPECT_NE(find(a, "error.internal")->cause.find("ungrouped"), std::string::npos);
+}
+
+// PyTorch's watchdog on 3 of 4 ranks (ProcessGroupNCCL.cpp's WorkNCCL text),
+// no NCCL_DEBUG: world size from ProcessGroupNCCL's options line, the NCCL
+// version from DistBackendError's text, rank 3 behind, rank 2 the suspect.
+TEST(NcclLog, PyTorchWatchdogNamesTheRankBehindAndTheVersion) {
+  const auto a = analyze_file("pytorch-watchdog-2.20.log");
+  EXPECT_EQ(causes(a), (Strings{"error.watchdog_timeout:fail:secondary",
+                                "log.no_nccl_lines:warn:", "version.from_framework:info:"}));
+  EXPECT_EQ(a.nccl_versions, Strings{"2.20.5"});
+  const auto* w = find(a, "error.watchdog_timeout");
+  EXPECT_EQ(w->ranks, (std::vector<int>{0, 1, 3}));
+  EXPECT_NE(w->message.find("ALLREDUCE, NumelIn 26214400"), std::string::npos) << w->message;
+  EXPECT_NE(w->cause.find("rank(s) 3 at SeqNum 411 are behind"), std::string::npos) << w->cause;
+  EXPECT_NE(w->remedy.find("ranks without a timeout (2)"), std::string::npos) << w->remedy;
+  EXPECT_NE(find(a, "version.from_framework")->message.find("2.20.5 (PyTorch)"), std::string::npos);
+}
+
+// aws-ofi-nccl installed on IB nodes: its WARNs are one harmless finding, not
+// WARN groups nor errors (init is not called aborted).
+TEST(NcclLog, OfiPluginWarningsOnAnIbClusterAreOneHarmlessFinding) {
+  const auto a = analyze_file("ofi-plugin-harmless-ib.log");
+  EXPECT_EQ(causes(a), Strings{"net.ofi_plugin_warnings:info:"});
+  EXPECT_EQ(find(a, "net.ofi_plugin_warnings")->count, 4u);
+  EXPECT_EQ(find(a, "net.ofi_plugin_warnings")->ranks, (std::vector<int>{0, 1}));
+  EXPECT_TRUE(a.warnings.empty());
+  EXPECT_EQ(a.net_plugin, "");
+  for (const auto& r : a.ranks) EXPECT_EQ(r.init, NcclInitState::kInitComplete);
+}
+
+// vLLM's banner gives the version; PyTorch's "Last error:" under
+// ncclRemoteError names the peer, whose log is missing.
+TEST(NcclLog, VllmBannerAndRemoteErrorWithItsPeer) {
+  const auto a = analyze_file("vllm-remote-error.log");
+  EXPECT_EQ(causes(a), (Strings{"error.remote:fail:secondary",
+                                "log.no_nccl_lines:warn:", "version.from_framework:info:"}));
+  EXPECT_EQ(a.nccl_versions, Strings{"2.21.5"});
+  EXPECT_EQ(find(a, "error.remote")->peer, "worker-2");
+  EXPECT_NE(find(a, "error.remote")->remedy.find("the log of worker-2 is not among the inputs"),
+            std::string::npos);
+  EXPECT_NE(find(a, "version.from_framework")->message.find("2.21.5 (vLLM)"), std::string::npos);
+}
+
 TEST(NcclLog, BinaryAndEmptyInputsAreReportedNotFatal) {
   const auto a = analyze_file("binary-core.bin");
   ASSERT_EQ(a.inputs.size(), 1u);
