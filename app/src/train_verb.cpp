@@ -189,11 +189,12 @@ void print_results(const TrainOptions& options, size_t ranks, bool weak, const R
   }
   if (r.offload_bytes_per_step)
     std::printf(
-        "# offload per step: %s copied between device and host (formula 2 x element x Psi = %s): "
+        "# offload per step: %s copied between device and host (formula 2 x element x Psi / "
+        "shards = %s): "
         "%s; copies %.3f ms on the device, the optimizer step %.3f ms on the host\n",
         mb(*r.offload_bytes_per_step).c_str(), mb(r.offload_bytes_expected.value_or(0)).c_str(),
-        *r.offload_bytes_per_step == r.offload_bytes_expected ? "ok" : "DIFFERS",
-        r.offload_copy_median_s.value_or(0) * 1e3, r.host_optimizer_median_s.value_or(0) * 1e3);
+        m.offload_ok ? "ok" : "DIFFERS", r.offload_copy_median_s.value_or(0) * 1e3,
+        r.host_optimizer_median_s.value_or(0) * 1e3);
   if (options.check_consistency) {
     if (!m.inconsistent_after_step)
       std::printf("# parameters agree across ranks after every step\n");

@@ -555,8 +555,8 @@ std::vector<std::string> plan_notes(const TrainPlan& plan, const std::string& co
   if (plan.base.offload_optimizer)
     notes.push_back(fmt::format(
         "{}{}: fp32 master weights and optimizer state in host memory, the optimizer step on "
-        "the CPU; gradients copied down and parameters up each step, measured against 2 x "
-        "element x Psi bytes",
+        "the CPU; gradients copied down and parameters up each step (ZeRO: this rank's shard), "
+        "measured against 2 x element x Psi / shards bytes",
         plan.deepspeed ? "offload " : "--offload ", plan.offload));
   else if (!plan.offload.empty())
     notes.push_back(fmt::format(

@@ -366,9 +366,17 @@ RunMeasurement measure_run(const World& world, const RunRequest& q, const RunHoo
     r.device_peak_B = device_figures->peak_bytes;
     r.device_used_B = device_figures->used_bytes;
     if (options.offload_optimizer) {
+      // ZeRO-Offload: each rank offloads its shard, padded as the buckets are.
+      const bool sharded =
+          options.strategy == Strategy::kZero1 || options.strategy == Strategy::kZero2;
+      const double owners = sharded ? static_cast<double>(ranks) : 1.0;
+      const double copy_bytes = 2.0 * static_cast<double>(element_bytes(options.precision));
       r.offload_bytes_per_step = device_figures->offload_bytes;
-      r.offload_bytes_expected =
-          2.0 * static_cast<double>(element_bytes(options.precision)) * static_cast<double>(psi);
+      r.offload_bytes_expected = copy_bytes * static_cast<double>(psi) / owners;
+      m.offload_ok =
+          agrees(*r.offload_bytes_per_step, *r.offload_bytes_expected,
+                 copy_bytes * static_cast<double>(result.communicated_elements - psi) / owners);
+      m.checks_pass = m.checks_pass && m.offload_ok;
       r.offload_copy_median_s = device_figures->offload_copy_s;
       r.host_optimizer_median_s = device_figures->host_optimizer_s;
     }

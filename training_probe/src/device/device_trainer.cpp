@@ -124,16 +124,18 @@ class DeviceDataParallel final : public StrategyHooks {
       buckets_ = assign_buckets(slices_, s_.element, o_.bucket_bytes, o_.first_bucket_bytes);
       if (zero_stage_ > 0) shard_buckets(initial);
     }
-    if (zero_stage_ > 0) {
+    if (o_.offload_optimizer) {
+      // Master weights (all, or this rank's shard) and optimizer state on the
+      // host; the copies' staging pinned.
+      const size_t n = zero_stage_ > 0 ? shard_elements_ : psi_;
+      if (zero_stage_ == 0) host_master_ = initial;  // (shard_buckets set the shard's)
+      host_optimizer_ = std::make_unique<Optimizer>(o_.optimizer, n);
+      pinned_grads_ = std::make_unique<PinnedBuffer<float>>(n);
+      if (mixed_) pinned_words_ = std::make_unique<PinnedBuffer<uint16_t>>(n);
+    } else if (zero_stage_ > 0) {
       // The optimizer over this rank's shard, in fp32 (master weights).
       optimizer_ = std::make_unique<dev::DeviceOptimizer>(allocator_, o_.optimizer, shard_elements_,
                                                           c_.stream);
-    } else if (o_.offload_optimizer) {
-      // Master weights and optimizer state on the host; the copies' staging pinned.
-      host_master_ = initial;
-      host_optimizer_ = std::make_unique<Optimizer>(o_.optimizer, psi_);
-      pinned_grads_ = std::make_unique<PinnedBuffer<float>>(psi_);
-      if (mixed_) pinned_words_ = std::make_unique<PinnedBuffer<uint16_t>>(psi_);
     } else {
       if (mixed_) {
         master_ = dev::DeviceBuffer<float>(allocator_, psi_);
@@ -412,6 +414,7 @@ class DeviceDataParallel final : public StrategyHooks {
     }
     master_ = dev::DeviceBuffer<float>(allocator_, shard_elements_);
     master_.upload(master, c_.stream);
+    if (o_.offload_optimizer) host_master_ = master;
     grad_shard_ = dev::DeviceBuffer<float>(allocator_, shard_elements_);
     shard_words_ = dev::DeviceBuffer<uint16_t>(allocator_, mixed_ ? shard_elements_ : 0);
     received_ = dev::DeviceBuffer<float>(allocator_, largest_padded_ / ranks_);
@@ -454,9 +457,11 @@ class DeviceDataParallel final : public StrategyHooks {
   // After the optimizer stepped the master shard: each bucket's parameters,
   // rounded to the compute format, all-gathered into the full parameters.
   // On the compute stream (the next forward reads them), timed as communication.
-  void gather_parameters() {
+  // `words_ready`: the 16-bit shard was uploaded (offload), not rounded here.
+  void gather_parameters(bool words_ready = false) {
     const Precision p = o_.precision;
-    if (mixed_) dev::to_16(c_, p, master_.data(), shard_words_.data(), shard_elements_);
+    if (mixed_ && !words_ready)
+      dev::to_16(c_, p, master_.data(), shard_words_.data(), shard_elements_);
     dev::Event stepped, start(true), end(true);
     stepped.record(c_.stream);
     stepped.wait_on(comm_stream_);
@@ -502,70 +507,71 @@ class DeviceDataParallel final : public StrategyHooks {
     return whole;
   }
 
-  // DeepSpeed's CPU offload: the gradients down (in the compute format), the
-  // optimizer on the host over fp32 master weights, the parameters up.
+  // DeepSpeed's CPU offload: the gradients the optimizer steps (all of them,
+  // or under ZeRO this rank's shard) down in the compute format, the optimizer
+  // on the host over fp32 master weights, the parameters up (ZeRO: then
+  // all-gathered).
   void apply_on_host(size_t step, StepFigures& f) {
     const Precision p = o_.precision;
-    dev::Event copy_start(true), copy_end(true);
-    copy_start.record(c_.stream);
-    double bytes = 0;
+    const bool sharded = zero_stage_ > 0;
+    const size_t n = sharded ? shard_elements_ : psi_;
+    float* grads = sharded ? grad_shard_.data() : grads_.data();
+    // 16-bit staging on the device: the shard's words (ZeRO's gather reads
+    // them), else the 16-bit parameters, rewritten by the upload below.
+    uint16_t* words = sharded ? shard_words_.data() : params16_.data();
+    // fp32: where the parameters land (ZeRO: the shard its gather reads).
+    float* fp32_parameters = sharded ? master_.data() : params_.data();
+    const double element = mixed_ ? 2.0 : 4.0;
+
+    dev::Event down_start(true), down_end(true);
+    down_start.record(c_.stream);
     if (mixed_) {
-      dev::to_16(c_, p, grads_.data(), params16_.data(), psi_);  // params16_ is rewritten below
-      copy_words_down(params16_);
-      bytes += 2.0 * static_cast<double>(psi_);
+      dev::to_16(c_, p, grads, words, n);
+      copy(pinned_words_->data(), words, n * 2, cudaMemcpyDeviceToHost, "gradients to the host");
     } else {
-      dev::check(cudaMemcpyAsync(pinned_grads_->data(), grads_.data(), psi_ * sizeof(float),
-                                 cudaMemcpyDeviceToHost, c_.stream),
-                 "cudaMemcpyAsync gradients to the host");
-      bytes += 4.0 * static_cast<double>(psi_);
+      copy(pinned_grads_->data(), grads, n * 4, cudaMemcpyDeviceToHost, "gradients to the host");
     }
-    copy_end.record(c_.stream);
-    copy_end.synchronize();
-    f.offload_copy_seconds += elapsed(copy_start, copy_end);
+    down_end.record(c_.stream);
+    down_end.synchronize();
+    f.offload_copy_seconds += elapsed(down_start, down_end);
 
     const auto host_start = Clock::now();
-    std::span<float> grads = pinned_grads_->span();
+    std::span<float> host_grads = pinned_grads_->span().first(n);
     if (mixed_) {
-      const std::span<const uint16_t> words = pinned_words_->span();
-      for (size_t i = 0; i < psi_; ++i)
-        grads[i] =
-            p == Precision::kBFloat16 ? bfloat16_to_float(words[i]) : half_to_float(words[i]);
+      const std::span<const uint16_t> in = pinned_words_->span();
+      for (size_t i = 0; i < n; ++i)
+        host_grads[i] = p == Precision::kBFloat16 ? bfloat16_to_float(in[i]) : half_to_float(in[i]);
     }
-    host_optimizer_->step(host_master_, grads, step);
+    host_optimizer_->step(host_master_, host_grads, step);
     if (mixed_) {
-      const std::span<uint16_t> words = pinned_words_->span();
-      for (size_t i = 0; i < psi_; ++i)
-        words[i] = p == Precision::kBFloat16 ? float_to_bfloat16(host_master_[i])
-                                             : float_to_half(host_master_[i]);
+      const std::span<uint16_t> out = pinned_words_->span();
+      for (size_t i = 0; i < n; ++i)
+        out[i] = p == Precision::kBFloat16 ? float_to_bfloat16(host_master_[i])
+                                           : float_to_half(host_master_[i]);
     } else {
-      std::copy(host_master_.begin(), host_master_.end(), grads.begin());
+      std::copy(host_master_.begin(), host_master_.end(), host_grads.begin());
     }
     f.host_optimizer_seconds += seconds_between(host_start, Clock::now());
 
     dev::Event up_start(true), up_end(true);
     up_start.record(c_.stream);
     if (mixed_) {
-      dev::check(cudaMemcpyAsync(params16_.data(), pinned_words_->data(), psi_ * 2,
-                                 cudaMemcpyHostToDevice, c_.stream),
-                 "cudaMemcpyAsync parameters to the device");
-      dev::from_16(c_, p, params16_.data(), params_.data(), psi_);
-      bytes += 2.0 * static_cast<double>(psi_);
+      copy(words, pinned_words_->data(), n * 2, cudaMemcpyHostToDevice, "parameters to the device");
+      if (!sharded) dev::from_16(c_, p, params16_.data(), params_.data(), psi_);
     } else {
-      dev::check(cudaMemcpyAsync(params_.data(), pinned_grads_->data(), psi_ * sizeof(float),
-                                 cudaMemcpyHostToDevice, c_.stream),
-                 "cudaMemcpyAsync parameters to the device");
-      bytes += 4.0 * static_cast<double>(psi_);
+      copy(fp32_parameters, pinned_grads_->data(), n * 4, cudaMemcpyHostToDevice,
+           "parameters to the device");
     }
     up_end.record(c_.stream);
     up_end.synchronize();  // the pinned staging is reused next step
     f.offload_copy_seconds += elapsed(up_start, up_end);
-    f.offload_bytes += bytes;
+    f.offload_bytes += 2.0 * element * static_cast<double>(n);
+    if (sharded) gather_parameters(/*words_ready=*/true);
   }
 
-  void copy_words_down(const dev::DeviceBuffer<uint16_t>& words) {
-    dev::check(cudaMemcpyAsync(pinned_words_->data(), words.data(), psi_ * 2,
-                               cudaMemcpyDeviceToHost, c_.stream),
-               "cudaMemcpyAsync gradients to the host");
+  void copy(void* to, const void* from, size_t bytes, cudaMemcpyKind kind, const char* what) {
+    dev::check(cudaMemcpyAsync(to, from, bytes, kind, c_.stream),
+               std::string("cudaMemcpyAsync ") + what);
   }
 
   const void* weights(size_t l) const {
@@ -649,9 +655,6 @@ std::string device_training_unsupported(const TrainOptions& o) {
     return fmt::format(
         "the GPU path runs single, ddp, zero1 and zero2 so far, not {}; use --backend mpi for it",
         name(o.strategy));
-  if (o.offload_optimizer && o.strategy != Strategy::kSingle && o.strategy != Strategy::kDdp)
-    return "the GPU path offloads the optimizer of single and ddp so far; drop --offload or use "
-           "--strategy ddp";
   const Faults& f = o.faults;
   if (f.sum_not_average || f.sampler_not_reseeded || f.unreduced_bucket || f.clip_per_shard)
     return "the injected faults run on the host path only; use --backend mpi";

@@ -69,6 +69,10 @@ struct RunMeasurement {
   double bytes_expected = 0;
   MemoryFootprint memory_expected;
   bool bytes_ok = true, memory_ok = true;
+  // The GPU path with --offload optimizer: the copies per step against 2 x
+  // element x the parameters this rank's optimizer steps (ZeRO: its shard,
+  // with the buckets' padding allowed).
+  bool offload_ok = true;
   std::optional<size_t> inconsistent_after_step;   // --check-consistency: parameters differed
   std::optional<EquivalenceResult> equivalence;    // rank 0, with a reference
   std::optional<EquivalenceResult> equivalence64;  // rank 0, against the float64 reference
