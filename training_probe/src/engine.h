@@ -99,6 +99,17 @@ struct ReducedGradients {
   GradientArithmetic* device = nullptr;
 };
 
+// What every data-parallel strategy answers alike, host or device: the
+// global batch's mean loss from this rank's share of `replicas`, and whether
+// every rank holds the same `parameters` (a hash compared over the world).
+inline double mean_loss_over_replicas(EngineState& s, double local_loss, size_t replicas) {
+  return s.reduce(local_loss, ReduceOp::kSum) / static_cast<double>(replicas);
+}
+inline bool same_on_every_rank(EngineState& s, std::span<const float> parameters) {
+  const double hash = static_cast<double>(fnv1a(parameters));
+  return s.reduce(hash, ReduceOp::kMin) == s.reduce(hash, ReduceOp::kMax);
+}
+
 // What a strategy changes in the step. Every rank calls the hooks in the
 // same order, so collectives inside them match.
 class StrategyHooks {

@@ -54,12 +54,9 @@ class DataParallel : public LocalModel {
     return counters.bytes;
   }
   double global_loss(double local_loss) override {
-    return s_.reduce(local_loss, ReduceOp::kSum) / static_cast<double>(ranks_);
+    return mean_loss_over_replicas(s_, local_loss, ranks_);
   }
-  bool consistent() override {
-    const double hash = static_cast<double>(fnv1a(final_parameters()));
-    return s_.reduce(hash, ReduceOp::kMin) == s_.reduce(hash, ReduceOp::kMax);
-  }
+  bool consistent() override { return same_on_every_rank(s_, final_parameters()); }
   std::vector<float> final_parameters() override { return params_; }
   // Every rank holds them whole (single, DDP, ZeRO-1's full gradients are
   // reduced only in this rank's shard: Sharded gathers).

@@ -266,12 +266,9 @@ class DeviceDataParallel final : public StrategyHooks {
     return counters.bytes;
   }
   double global_loss(double local_loss) override {
-    return s_.reduce(local_loss, ReduceOp::kSum) / static_cast<double>(ranks_);
+    return mean_loss_over_replicas(s_, local_loss, ranks_);
   }
-  bool consistent() override {
-    const double hash = static_cast<double>(fnv1a(final_parameters()));
-    return s_.reduce(hash, ReduceOp::kMin) == s_.reduce(hash, ReduceOp::kMax);
-  }
+  bool consistent() override { return same_on_every_rank(s_, final_parameters()); }
   // What the formulas count, in the formats frameworks hold them in: the
   // compute-format parameters and gradients, the optimizer state (on the host
   // when offloaded) and fp32 master weights. What the GPU really held is
