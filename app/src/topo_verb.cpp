@@ -4,6 +4,7 @@
 // with --measure the point-to-point bandwidth of every pair in disjoint rounds.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -24,6 +25,7 @@
 #include "ccscope/reports/loaded_results.h"
 #include "ccscope/reports/user_files.h"
 #include "ccscope/topo/findings.h"
+#include "ccscope/topo/nvidia_smi.h"
 #include "ccscope/topo/readers.h"
 #include "ccscope/topo/report.h"
 #include "ccscope/topo/schedule.h"
@@ -51,11 +53,26 @@ struct TopoFlags {
   std::string sysfs_root = "/sys";
 };
 
-// A saved topology: hwloc XML, NCCL's dump or ccscope's JSON (one or more nodes).
-std::vector<topo::HostTopology> load_topology_file(const std::string& path) {
+// A saved topology: hwloc XML, NCCL's dump, ccscope's JSON (one or more
+// nodes), or text with nvidia-smi topo -m (and nvlink -s), whose findings go
+// to `findings` (named by the file: the text names no host).
+std::vector<topo::HostTopology> load_topology_file(const std::string& path,
+                                                   std::vector<topo::Finding>* findings = nullptr) {
   const std::string text = reports::read_input_file(path);
   try {
     switch (topo::detect_topology_format(text)) {
+      case topo::TopologyFormat::kNvidiaSmiText: {
+        const auto matrix = *topo::find_nvidia_smi_topo(text);
+        const auto nvlinks = topo::find_nvidia_smi_nvlink_status(text);
+        auto host = topo::topology_from_nvidia_smi(matrix, nvlinks);
+        host.hostname = std::filesystem::path(path).filename().string();
+        if (findings)
+          for (auto f : topo::check_nvidia_smi(matrix, nvlinks)) {
+            f.host = host.hostname;
+            findings->push_back(std::move(f));
+          }
+        return {host};
+      }
       case topo::TopologyFormat::kHwlocXml:
         return {topo::read_hwloc_xml(text)};
       case topo::TopologyFormat::kNcclXml:
@@ -70,7 +87,8 @@ std::vector<topo::HostTopology> load_topology_file(const std::string& path) {
   }
   throw reports::InputError(reports::quote_name(path) +
                             ": not a topology file (hwloc XML from lstopo --of xml, an "
-                            "NCCL_TOPO_DUMP_FILE dump, or ccscope topo --json output)");
+                            "NCCL_TOPO_DUMP_FILE dump, ccscope topo --json output, or text "
+                            "with nvidia-smi topo -m)");
 }
 
 // The path records of a report as CSV (topo::path_records builds them).
@@ -336,8 +354,9 @@ int topo_verb(const std::vector<std::string>& args, const std::vector<std::strin
                         [&](job::JobContext& job) { return run_live(job, flags, nccl_views); });
   try {
     topo::TopologyReport report;
+    std::vector<topo::Finding> text_findings;
     for (const std::string& path : flags.from)
-      for (topo::HostTopology& node : load_topology_file(path))
+      for (topo::HostTopology& node : load_topology_file(path, &text_findings))
         report.nodes.push_back(std::move(node));
     report.env = topo::nccl_environment_from_process();
     report.threshold = flags.threshold;
@@ -349,6 +368,7 @@ int topo_verb(const std::vector<std::string>& args, const std::vector<std::strin
           reports::resolve_outputs({{"--csv", flags.csv}}, inputs).front());
     }
     topo::complete_report(report);
+    for (topo::Finding& f : text_findings) report.findings.push_back(std::move(f));
     cross_check(report, nccl_views);
     return speaks ? write_outputs(flags, csv.get(), report) : 0;
   } catch (const reports::InputError& e) {

@@ -16,6 +16,7 @@
 #include <tuple>
 #include <utility>
 
+#include "ccscope/topo/nvidia_smi.h"
 #include "nccl_log_internal.h"
 
 namespace ccscope::diag {
@@ -1568,6 +1569,27 @@ NcclLogAnalysis analyze_nccl_logs(const std::vector<NcclLogInput>& inputs) {
     reader.read(inputs[i], interleaved[i] != 0 || hosts.any_alias());
   auto parsed = reader.finish();
   nccl_log_detail::add_findings(parsed);
+  // An `nvidia-smi topo -m` (and `nvlink -s`) pasted into the log: its findings.
+  auto& findings = parsed.analysis.findings;
+  for (const auto& input : inputs) {
+    const auto matrix = topo::find_nvidia_smi_topo(input.text);
+    if (!matrix) continue;
+    for (const auto& t :
+         topo::check_nvidia_smi(*matrix, topo::find_nvidia_smi_nvlink_status(input.text))) {
+      NcclLogFinding f;
+      f.severity = t.severity == topo::Finding::Severity::kFail   ? NcclSeverity::kFail
+                   : t.severity == topo::Finding::Severity::kWarn ? NcclSeverity::kWarn
+                                                                  : NcclSeverity::kInfo;
+      f.code = "topo." + t.check;
+      f.message = input.name + ": " + t.message;
+      f.cause = "the node's topology (nvidia-smi topo -m in the log)";
+      f.remedy = t.remedy;
+      findings.push_back(std::move(f));
+    }
+  }
+  std::stable_sort(findings.begin(), findings.end(), [](const auto& x, const auto& y) {
+    return static_cast<int>(x.severity) > static_cast<int>(y.severity);
+  });
   return std::move(parsed.analysis);
 }
 

@@ -368,6 +368,24 @@ TEST(NcclLog, VllmBannerAndRemoteErrorWithItsPeer) {
   EXPECT_NE(find(a, "version.from_framework")->message.find("2.21.5 (vLLM)"), std::string::npos);
 }
 
+// A bug report's log with the user's nvidia-smi topo -m pasted in (old
+// words, a device-named NIC column): its topology findings join the log's.
+TEST(NcclLog, NvidiaSmiMatrixInTheLogGivesTopologyFindings) {
+  const std::string matrix =
+      "        GPU0    GPU1    mlx5_0  CPU Affinity    NUMA Affinity\n"
+      "GPU0     X      SYS     PIX     0-23            0\n"
+      "GPU1    SYS      X      SYS     24-47           1\n"
+      "mlx5_0  PIX     SYS      X\n";
+  const auto a = analyze_nccl_logs(
+      {{"report.log", slurp(logs_dir() + "/nccl-2.28.3-h200-2rank-socket.log") + matrix}});
+  EXPECT_EQ(codes(a), (Strings{"net.socket_between_nodes:warn", "topo.nvidia_smi.pcie_only:warn",
+                               "topo.nvidia_smi.gpus_across_sockets:warn",
+                               "topo.nvidia_smi.nic_far_from_gpu:warn", "env.hostid_differs:info",
+                               "net.plugin_not_loaded:info"}));
+  EXPECT_NE(find(a, "topo.nvidia_smi.nic_far_from_gpu")->message.find("GPU1: the nearest NIC"),
+            std::string::npos);
+}
+
 TEST(NcclLog, BinaryAndEmptyInputsAreReportedNotFatal) {
   const auto a = analyze_file("binary-core.bin");
   ASSERT_EQ(a.inputs.size(), 1u);

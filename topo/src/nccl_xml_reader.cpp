@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "ccscope/common/text.h"
+#include "ccscope/topo/nvidia_smi.h"
 #include "ccscope/topo/readers.h"
 #include "xml.h"
 
@@ -254,12 +255,15 @@ TopologyFormat detect_topology_format(std::string_view text) {
   size_t at = text.substr(0, 3) == "\xEF\xBB\xBF" ? 3 : 0;
   while (at < text.size() && std::isspace(static_cast<unsigned char>(text[at]))) ++at;
   if (at < text.size() && text[at] == '{') return TopologyFormat::kCcscopeJson;
+  const auto text_format = [&] {
+    return find_nvidia_smi_topo(text) ? TopologyFormat::kNvidiaSmiText : TopologyFormat::kUnknown;
+  };
   at = skip_xml_prolog(text);
-  if (at == std::string_view::npos) return TopologyFormat::kUnknown;
+  if (at == std::string_view::npos) return text_format();
   const std::string_view rest = text.substr(at);
   if (opens_element(rest, "topology")) return TopologyFormat::kHwlocXml;
   if (opens_element(rest, "system")) return TopologyFormat::kNcclXml;
-  return TopologyFormat::kUnknown;
+  return text_format();
 }
 
 }  // namespace ccscope::topo

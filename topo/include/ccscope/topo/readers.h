@@ -22,9 +22,10 @@ HostTopology read_hwloc_xml(std::string_view text);
 // <nic><net/></nic>: GPUs with their PCI bus id and link, NVLinks, NICs with speed.
 HostTopology read_nccl_topology_xml(std::string_view text);
 
-enum class TopologyFormat { kUnknown, kHwlocXml, kNcclXml, kCcscopeJson };
+enum class TopologyFormat { kUnknown, kHwlocXml, kNcclXml, kCcscopeJson, kNvidiaSmiText };
 // From the first non-blank content: "<topology" (after an optional <?xml?> and
-// DOCTYPE) is hwloc, "<system" NCCL, "{" ccscope's JSON.
+// DOCTYPE) is hwloc, "<system" NCCL, "{" ccscope's JSON; else text holding an
+// `nvidia-smi topo -m` matrix anywhere (nvidia_smi.h).
 TopologyFormat detect_topology_format(std::string_view text);
 
 }  // namespace ccscope::topo
