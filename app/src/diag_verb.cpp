@@ -28,6 +28,7 @@
 #include "ccscope/diag/nccl_log.h"
 #include "ccscope/diag/prometheus.h"
 #include "ccscope/job/backend_registry.h"
+#include "ccscope/job/interruption.h"
 #include "ccscope/job/run_job.h"
 #include "ccscope/job/watchdog.h"
 #include "ccscope/records/diag_record.h"
@@ -281,6 +282,12 @@ int run_diag(job::JobContext& job, const DiagFlags& flags, const std::vector<Sta
     options.on_stage_end = [&](Stage s, Status st) { outputs->stage_end(s, st); };
   }
 
+  // SIGINT/SIGTERM: the stage under way ends, the checks so far are written
+  // (JSON complete: false, Prometheus exit code 128 + signal), as bench does.
+  job::InterruptHandlers interrupts(leader ? "ccscope diag: stopping after the current stage "
+                                             "(signal received; send it again to stop at once)\n"
+                                           : "");
+  options.pending_signal = &job::InterruptHandlers::pending_signal;
   HangWatchdog& watchdog = job.start_watchdog(options.timeout);
   // A wait cut short or a failure ends the job (run_job: exit 3 or 1).
   const diag::ChecklistResult result = diag::run_checklist(world, watchdog, options);
@@ -292,11 +299,13 @@ int run_diag(job::JobContext& job, const DiagFlags& flags, const std::vector<Sta
   int exit_code = 0;
   if (leader) {
     const Status worst = diag::worst_status(outputs->checks());
-    exit_code = worst == Status::kFail ? kExitFailed : 0;
+    exit_code = result.stopped_by_signal ? 128 + result.stopped_by_signal
+                : worst == Status::kFail ? kExitFailed
+                                         : 0;
     size_t counts[4] = {0, 0, 0, 0};
     for (const Check& c : outputs->checks()) ++counts[static_cast<size_t>(c.status)];
     try {
-      outputs->write_documents(true, exit_code, seconds);
+      outputs->write_documents(result.stopped_by_signal == 0, exit_code, seconds);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "ccscope diag: error: %s\n", e.what());
       exit_code = kExitFailed;
@@ -304,7 +313,11 @@ int run_diag(job::JobContext& job, const DiagFlags& flags, const std::vector<Sta
     if (!flags.quiet) {
       std::printf("# verdict: %s after %.1f s: %zu PASS, %zu WARN, %zu FAIL, %zu SKIP",
                   diag::status_name(worst), seconds, counts[0], counts[1], counts[2], counts[3]);
-      if (result.stopped_early)
+      if (result.stopped_by_signal)
+        std::printf("; stopped by %s after stage %d",
+                    job::signal_name(result.stopped_by_signal).c_str(),
+                    static_cast<int>(result.stopped_after));
+      else if (result.stopped_early)
         std::printf("; stopped after stage %d (--keep-going runs the rest)",
                     static_cast<int>(result.stopped_after));
       std::printf("\n");
@@ -388,7 +401,7 @@ int diag_verb(const std::vector<std::string>& args, const std::vector<std::strin
     return bench::launcher_says_rank_zero() ? usage_error(kDiagVerb, e.what()) : kExitUsage;
   }
   const auto started = std::chrono::steady_clock::now();
-  return job::run_job({kDiagVerb},
+  return job::run_job({kDiagVerb, job::OnSignal::kBodyStops},
                       [&](job::JobContext& job) { return run_diag(job, flags, stages, started); });
 }
 

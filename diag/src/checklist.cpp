@@ -1044,6 +1044,11 @@ ChecklistResult run_checklist(const World& world, HangWatchdog& watchdog,
         break;
     }
     const Status status = verdicts.finish();
+    // A signal on any rank stops every rank here (the first rank's that has one).
+    int signal = 0;
+    if (options.pending_signal)
+      for (const std::string& s : world.all_gather(std::to_string(options.pending_signal())))
+        if (signal == 0) signal = std::atoi(s.c_str());
     monitor.end_stage();
     result.stages_run.push_back(stage);
     if (status == Status::kFail)
@@ -1051,6 +1056,12 @@ ChecklistResult run_checklist(const World& world, HangWatchdog& watchdog,
     else if (status == Status::kWarn && result.worst == Status::kPass)
       result.worst = Status::kWarn;
     if (world.rank() == 0 && options.on_stage_end) options.on_stage_end(stage, status);
+    if (signal != 0) {
+      result.stopped_by_signal = signal;
+      result.stopped_early = stage != options.stages.back();
+      result.stopped_after = stage;
+      break;
+    }
     if (status == Status::kFail && !options.keep_going) {
       result.stopped_early = stage != options.stages.back();
       result.stopped_after = stage;

@@ -21,9 +21,9 @@
 #include <string>
 #include <vector>
 
-#include "ccscope/job/watchdog.h"
 #include "ccscope/collectives/world.h"
 #include "ccscope/diag/check.h"
+#include "ccscope/job/watchdog.h"
 
 namespace ccscope::diag {
 
@@ -55,6 +55,9 @@ struct ChecklistOptions {
   // Rank 0: a stage begins / ends (for the human summary).
   std::function<void(Stage)> on_stage_begin;
   std::function<void(Stage, Status)> on_stage_end;
+  // Every rank: a signal received (SIGINT, SIGTERM), else 0; polled after each
+  // stage and agreed over the world, so that every rank stops there.
+  std::function<int()> pending_signal;
 };
 
 struct ChecklistResult {
@@ -63,6 +66,7 @@ struct ChecklistResult {
   bool stopped_early = false;  // a stage FAILed and keep_going was off
   Stage stopped_after = Stage::kRank;
   Status worst = Status::kPass;  // the same on every rank
+  int stopped_by_signal = 0;     // the signal that stopped it after stopped_after, else 0
 };
 
 // Collective over the world: every rank calls it with the same options.
