@@ -409,4 +409,40 @@ std::vector<Check> judge_homogeneous_figures(Stage stage, const std::string& nam
   return checks;
 }
 
+std::pair<std::vector<std::string>, std::vector<std::string>> split_halves(
+    const std::vector<std::string>& nodes) {
+  const size_t first = (nodes.size() + 1) / 2;
+  return {std::vector<std::string>(nodes.begin(), nodes.begin() + static_cast<long>(first)),
+          std::vector<std::string>(nodes.begin() + static_cast<long>(first), nodes.end())};
+}
+
+SplitHalfResult localize_split_half(
+    const std::vector<std::string>& nodes,
+    const std::function<std::pair<double, double>(const std::vector<std::string>&,
+                                                  const std::vector<std::string>&)>& measure_halves,
+    size_t pair_group, const OutlierOptions& options) {
+  SplitHalfResult result;
+  std::vector<std::string> candidates = nodes;
+  // A half needs 2 nodes for a figure of its own; below that, pairs decide.
+  while (candidates.size() > std::max<size_t>(pair_group, 3)) {
+    auto halves = split_halves(candidates);
+    const auto [a, b] = measure_halves(halves.first, halves.second);
+    ++result.rounds;
+    result.halves.push_back(halves);
+    const double high = std::max(a, b), low = std::min(a, b);
+    // Not a finite, clearly lower half: no single half holds the slow part.
+    if (!std::isfinite(a) || !std::isfinite(b) || high <= 0 ||
+        low > high * (1 - options.min_relative_drop)) {
+      if (result.rounds == 1) {
+        result.cluster_wide = low <= high * (1 - options.min_relative_drop);
+        return result;  // nothing slow (or everything): no candidates
+      }
+      break;  // both halves of the slow group alike: the slow part spans them, pairs decide
+    }
+    candidates = a < b ? halves.first : halves.second;
+  }
+  result.candidates = candidates;
+  return result;
+}
+
 }  // namespace ccscope::diag

@@ -1,5 +1,6 @@
 #include "ccscope/diag/localize.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -618,6 +619,63 @@ TEST(PairRetransmissions, DeltasIgnoreMissingAndResetCounters) {
   EXPECT_EQ(retransmitted, 0u);  // went down: a reset, not a negative delta
   tcp_segment_deltas({}, after, sent, retransmitted);
   EXPECT_EQ(sent, 0u);
+}
+
+}  // namespace
+}  // namespace ccscope::diag
+
+namespace ccscope::diag {
+namespace {
+
+std::vector<std::string> node_names(size_t n) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < n; ++i) out.push_back("node" + std::to_string(i));
+  return out;
+}
+
+// A half's all-reduce runs at its slowest node's rate.
+auto halves_at(const std::map<std::string, double>& rate) {
+  return [rate](const std::vector<std::string>& a, const std::vector<std::string>& b) {
+    const auto slowest = [&](const std::vector<std::string>& half) {
+      double r = 1e9;
+      for (const auto& n : half) r = std::min(r, rate.count(n) ? rate.at(n) : 10.0);
+      return r;
+    };
+    return std::pair{slowest(a), slowest(b)};
+  };
+}
+
+TEST(SplitHalf, FindsTheSlowNodeInLog2NRounds) {
+  for (const size_t n : {6u, 8u, 16u, 33u})
+    for (size_t slow = 0; slow < n; ++slow) {
+      const auto nodes = node_names(n);
+      const auto r = localize_split_half(nodes, halves_at({{nodes[slow], 2.0}}));
+      SCOPED_TRACE(fmt::format("{} nodes, slow {}", n, slow));
+      ASSERT_FALSE(r.candidates.empty());
+      EXPECT_LE(r.candidates.size(), 3u);
+      EXPECT_NE(std::find(r.candidates.begin(), r.candidates.end(), nodes[slow]),
+                r.candidates.end());
+      EXPECT_LE(r.rounds, static_cast<size_t>(std::ceil(std::log2(static_cast<double>(n)))));
+      EXPECT_FALSE(r.cluster_wide);
+    }
+  // 6 nodes: one round (halves of 3), then 3 pairs instead of 15.
+  EXPECT_EQ(localize_split_half(node_names(6), halves_at({{"node4", 2.0}})).rounds, 1u);
+  EXPECT_EQ(localize_split_half(node_names(6), halves_at({{"node4", 2.0}})).candidates,
+            (std::vector<std::string>{"node3", "node4", "node5"}));
+}
+
+TEST(SplitHalf, NothingSlowOrEverythingSlowNamesNoNode) {
+  const auto healthy = localize_split_half(node_names(8), halves_at({}));
+  EXPECT_TRUE(healthy.candidates.empty());
+  EXPECT_EQ(healthy.rounds, 1u);
+  EXPECT_FALSE(healthy.cluster_wide);
+  // Both halves slow alike: the halves cannot say; no node named.
+  const auto both = localize_split_half(node_names(8), halves_at({{"node0", 2.0}, {"node7", 2.0}}));
+  EXPECT_TRUE(both.candidates.empty());
+  // Small groups go straight to pairs.
+  EXPECT_EQ(localize_split_half(node_names(3), halves_at({})).rounds, 0u);
+  EXPECT_EQ(localize_split_half(node_names(3), halves_at({})).candidates.size(), 3u);
+  EXPECT_EQ(split_halves(node_names(5)).first.size(), 3u);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 // bandwidths point at, a re-test plan against known-good nodes, and the
 // verdicts. Pure functions; the checklist runner measures and calls them.
 #include <cstddef>
+#include <functional>
 #include <span>
 #include <string>
 #include <utility>
@@ -118,5 +119,26 @@ std::vector<Check> judge_homogeneous_figures(Stage stage, const std::string& nam
                                              const std::vector<Subject>& subjects,
                                              const std::string& remedy,
                                              const OutlierOptions& options = {});
+
+// Split-half localisation: instead of every node pair (N(N-1)/2 runs), the
+// candidate nodes are split in two halves measured at once (each half's
+// all-reduce is bounded by its slowest node), the slower half is kept, and so
+// on, log2(N) rounds, until at most `pair_group` candidates are left; only
+// those then go through the node pairs. A pure driver over `measure_halves`
+// (the two halves' figures, GB/s, measured at the same time).
+struct SplitHalfResult {
+  std::vector<std::string> candidates;  // where the slow node is (pairs run here); empty: none
+  size_t rounds = 0;                    // halves measured (each round: both halves at once)
+  bool cluster_wide = false;            // the first round's halves agreed: no one half is slow
+  std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> halves;  // per round
+};
+// The nodes in two halves, in order: the first gets the extra node of an odd count.
+std::pair<std::vector<std::string>, std::vector<std::string>> split_halves(
+    const std::vector<std::string>& nodes);
+SplitHalfResult localize_split_half(
+    const std::vector<std::string>& nodes,
+    const std::function<std::pair<double, double>(const std::vector<std::string>&,
+                                                  const std::vector<std::string>&)>& measure_halves,
+    size_t pair_group = 3, const OutlierOptions& options = {});
 
 }  // namespace ccscope::diag
