@@ -307,7 +307,8 @@ int topo_verb(const std::vector<std::string>& args, const std::vector<std::strin
   app.add_option(
       "--from", flags.from,
       "read saved topologies instead of probing: hwloc XML (lstopo --of xml), an "
-      "NCCL_TOPO_DUMP_FILE dump, or ccscope topo --json output (repeatable: one node each)");
+      "NCCL_TOPO_DUMP_FILE dump, ccscope topo --json output, or text with nvidia-smi topo -m "
+      "(and nvlink -s) as pasted in bug reports (repeatable: one node each)");
   app.add_option("--nccl-topo", flags.nccl_topo,
                  "NCCL's own view (an NCCL_TOPO_DUMP_FILE dump of this node) to cross-check with");
   app.add_flag("--json", flags.json,
