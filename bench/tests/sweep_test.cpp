@@ -310,8 +310,8 @@ TEST(Sweep, AggregatedIterationsCountEveryOperation) {
 TEST(Sweep, AdaptiveRecordsCarryTheirInterval) {
   BenchOptions o = small_sweep(Collective::kAllReduce, DataType::kFloat32, ReduceOp::kSum);
   o.min_bytes = o.max_bytes = 1024;
-  o.target_ci_percent = 50;  // loose: threads on a loaded host still converge
-  o.max_seconds_per_size = 2;
+  o.target_ci_percent = 50;      // loose: threads on a loaded host still converge
+  o.max_seconds_per_size = 0.5;  // a bound on the test, not its subject
   const Result r = run_in_process(2, o);
   ASSERT_EQ(r.records.size(), 2u);
   for (const auto& record : r.records) {
