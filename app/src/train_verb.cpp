@@ -385,7 +385,7 @@ int train_verb(const std::vector<std::string>& args, const std::vector<std::stri
   app.add_option(
       "--backend", s.backend,
       "what the run communicates over: mpi or gloo (host memory; default: mpi under "
-      "an MPI launcher, else gloo), or nccl: the GPU path (single, ddp, zero1, zero2; the MLP), "
+      "an MPI launcher, else gloo), or nccl: the GPU path (single, ddp, zero1-3; the MLP), "
       "model and gradients in GPU memory, cuBLAS, gradients over NCCL");
   app.add_option("--scaling", s.scaling,
                  "rank counts to run, e.g. 1,2,4 (on the job's first ranks)")

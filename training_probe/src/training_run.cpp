@@ -367,8 +367,9 @@ RunMeasurement measure_run(const World& world, const RunRequest& q, const RunHoo
     r.device_used_B = device_figures->used_bytes;
     if (options.offload_optimizer) {
       // ZeRO-Offload: each rank offloads its shard, padded as the buckets are.
-      const bool sharded =
-          options.strategy == Strategy::kZero1 || options.strategy == Strategy::kZero2;
+      const bool sharded = options.strategy == Strategy::kZero1 ||
+                           options.strategy == Strategy::kZero2 ||
+                           options.strategy == Strategy::kZero3;
       const double owners = sharded ? static_cast<double>(ranks) : 1.0;
       const double copy_bytes = 2.0 * static_cast<double>(element_bytes(options.precision));
       r.offload_bytes_per_step = device_figures->offload_bytes;

@@ -87,6 +87,13 @@ struct DeviceActivations {
   std::vector<dev::DeviceBuffer<uint16_t>> x16;
 };
 
+// ZeRO-3: one gather of a layer's parameters, timed on the communication
+// stream (start, end) and by the compute stream's stall waiting for it.
+struct LayerGather {
+  size_t layer = 0;
+  std::unique_ptr<dev::Event> start, end, before_wait, after_wait;
+};
+
 // single, DDP, and ZeRO-1/2 (`zero_stage`): every rank runs the whole model
 // over its part of the batch; the strategies differ in what each bucket's
 // gradients meet on the communication stream (an all-reduce, or a
@@ -105,24 +112,41 @@ class DeviceDataParallel final : public StrategyHooks {
         mixed_(state.mixed()),
         zero_stage_(o_.strategy == Strategy::kZero1   ? 1
                     : o_.strategy == Strategy::kZero2 ? 2
+                    : o_.strategy == Strategy::kZero3 ? 3
                                                       : 0),
         slices_(layer_slices(o_.shape)),
         psi_(slices_.back().end()),
         blas_(compute_.get()),
         c_{compute_.get(), blas_.get(), o_.tf32} {
     std::vector<float> initial = initial_parameters(o_.shape, o_.seed);
-    params_ = dev::DeviceBuffer<float>(allocator_, psi_);
     grads_ = dev::DeviceBuffer<float>(allocator_, psi_);
     flag_ = dev::DeviceBuffer<int>(allocator_, 1);
-    params_.upload(initial, c_.stream);
-    dev::round_to(c_, o_.precision, params_.data(), psi_);
-    if (mixed_) {
-      params16_ = dev::DeviceBuffer<uint16_t>(allocator_, psi_);
-      dev::to_16(c_, o_.precision, params_.data(), params16_.data(), psi_);
+    if (zero_stage_ < 3) {  // ZeRO-3 holds its shard only; layers are gathered for use
+      params_ = dev::DeviceBuffer<float>(allocator_, psi_);
+      params_.upload(initial, c_.stream);
+      dev::round_to(c_, o_.precision, params_.data(), psi_);
+      if (mixed_) {
+        params16_ = dev::DeviceBuffer<uint16_t>(allocator_, psi_);
+        dev::to_16(c_, o_.precision, params_.data(), params16_.data(), psi_);
+      }
     }
     if (data_ != nullptr) {
-      buckets_ = assign_buckets(slices_, s_.element, o_.bucket_bytes, o_.first_bucket_bytes);
+      if (zero_stage_ == 3) {
+        // ZeRO-3's units are the layers, in backward's order.
+        for (size_t l = slices_.size(); l-- > 0;)
+          buckets_.push_back({{slices_[l].begin(), slices_[l].end()}, l});
+      } else {
+        buckets_ = assign_buckets(slices_, s_.element, o_.bucket_bytes, o_.first_bucket_bytes);
+      }
       if (zero_stage_ > 0) shard_buckets(initial);
+      if (zero_stage_ == 3) {
+        for (size_t slot = 0; slot < 2; ++slot) {
+          slot_params_[slot] = dev::DeviceBuffer<float>(allocator_, largest_padded_);
+          slot_words_[slot] = dev::DeviceBuffer<uint16_t>(allocator_, mixed_ ? largest_padded_ : 0);
+        }
+        if (mixed_)
+          dev::to_16(c_, o_.precision, master_.data(), shard_words_.data(), shard_elements_);
+      }
     }
     if (o_.offload_optimizer) {
       // Master weights (all, or this rank's shard) and optimizer state on the
@@ -191,14 +215,14 @@ class DeviceDataParallel final : public StrategyHooks {
                         o_.shape.width, per_replica, static_cast<float>(f.loss_scale));
       // ZeRO-2 reduces every micro-batch's gradients (its shard accumulates
       // them), the others the sum over micro-batches after the last one.
-      const bool reduce = zero_stage_ == 2 || last;
+      const bool reduce = zero_stage_ >= 2 || last;
       // (ZeRO-1's default is after backward: DeepSpeed's stage 1 without overlap_comm.)
       const bool during = reduce && o_.overlap;
       backward(during);
       note_device_memory();
       if (data_ != nullptr && reduce && !during)
         for (size_t k = 0; k < buckets_.size(); ++k) reduce_bucket(k);
-      if (zero_stage_ == 2 && !last) {
+      if (zero_stage_ >= 2 && !last) {
         // The next micro-batch's gradients start from zero once these are reduced.
         finished_.back()->wait_on(c_.stream);
         grads_.zero(c_.stream);
@@ -233,7 +257,10 @@ class DeviceDataParallel final : public StrategyHooks {
     }
     if (zero_stage_ > 0) {
       optimizer_->step(c_, master_.data(), grad_shard_.data(), step);
-      gather_parameters();
+      if (zero_stage_ < 3)
+        gather_parameters();
+      else if (mixed_)  // the next step's gathers read the shard in the compute format
+        dev::to_16(c_, o_.precision, master_.data(), shard_words_.data(), shard_elements_);
       compute_.synchronize();
       return;
     }
@@ -258,6 +285,13 @@ class DeviceDataParallel final : public StrategyHooks {
     counters.busy_seconds += gather_seconds_;
     counters.exposed_seconds += gather_seconds_;
     gather_seconds_ = 0;
+    // ZeRO-3's layer gathers: their time on the comm stream, and how long the
+    // compute stream stalled waiting for them.
+    for (const LayerGather& g : layer_gathers_) {
+      counters.busy_seconds += elapsed(*g.start, *g.end);
+      counters.exposed_seconds += elapsed(*g.before_wait, *g.after_wait);
+    }
+    layer_gathers_.clear();
     counters.bytes += step_bytes_;
     counters.operations += buckets_.size();
   }
@@ -277,16 +311,17 @@ class DeviceDataParallel final : public StrategyHooks {
     const double e = static_cast<double>(s_.element), psi = static_cast<double>(psi_);
     const double shard = static_cast<double>(shard_elements_);
     MemoryFootprint m;
-    m.parameters = e * psi;
+    m.parameters = e * (zero_stage_ == 3 ? shard : psi);
     // ZeRO-2 holds the gradient shard between steps (its full-size buffer is
     // backward's workspace here, in device_peak_B).
-    m.gradients = e * (zero_stage_ == 2 ? shard : psi);
+    m.gradients = e * (zero_stage_ >= 2 ? shard : psi);
     m.optimizer = static_cast<double>(o_.offload_optimizer ? host_optimizer_->state_bytes()
                                                            : optimizer_->state_bytes());
     if (mixed_) m.optimizer += 4.0 * (zero_stage_ > 0 ? shard : psi);
     return m;
   }
   std::vector<float> final_parameters() override {
+    if (zero_stage_ == 3) return gathered_parameters_on_host();
     std::vector<float> host(psi_);
     params_.download(host, c_.stream);
     compute_.synchronize();
@@ -330,14 +365,20 @@ class DeviceDataParallel final : public StrategyHooks {
     a.x[0].upload(s_.inputs, c_.stream);
     dev::round_to(c_, o_.precision, a.x[0].data(), micro * width);
     if (mixed_) dev::to_16(c_, o_.precision, a.x[0].data(), a.x16[0].data(), micro * width);
+    if (zero_stage_ == 3) gather_layer(0);
     for (size_t l = 0; l < depth; ++l) {
+      if (zero_stage_ == 3) {
+        use_layer(l);
+        if (l + 1 < depth) gather_layer(l + 1);  // the prefetch, behind this layer's compute
+      }
       dev::linear_forward(c_, o_.precision, gemm_input(a, l), weights(l), a.pre[l].data(), micro,
                           width, width);
       const bool last = l + 1 == depth;
       dev::bias_activation(c_, o_.precision,
                            last ? std::nullopt : std::optional<Activation>(o_.shape.activation),
-                           a.pre[l].data(), params_.data() + slices_[l].bias_offset,
-                           a.x[l + 1].data(), mixed_ ? a.x16[l + 1].data() : nullptr, micro, width);
+                           a.pre[l].data(), bias(l), a.x[l + 1].data(),
+                           mixed_ ? a.x16[l + 1].data() : nullptr, micro, width);
+      if (zero_stage_ == 3) release_layer(l);
     }
   }
 
@@ -347,7 +388,12 @@ class DeviceDataParallel final : public StrategyHooks {
     float* dy = dy_.data();
     float* dx = dx_.data();
     next_bucket_ = 0;
+    if (zero_stage_ == 3) gather_layer(depth - 1);
     for (size_t l = depth; l-- > 0;) {
+      if (zero_stage_ == 3) {
+        use_layer(l);
+        if (l > 0) gather_layer(l - 1);
+      }
       if (l + 1 < depth)
         dev::activation_backward(c_, o_.precision, o_.shape.activation, dy, a.pre[l].data(),
                                  a.x[l + 1].data(), micro * width);
@@ -355,6 +401,7 @@ class DeviceDataParallel final : public StrategyHooks {
                            grads_.data() + slices_[l].weight_offset,
                            grads_.data() + slices_[l].bias_offset, l > 0 ? dx : nullptr, micro,
                            width, width);
+      if (zero_stage_ == 3) release_layer(l);
       std::swap(dy, dx);
       // DDP: the buckets this layer completed go to the communication stream
       // now, behind an event; backward goes on meanwhile.
@@ -563,7 +610,7 @@ class DeviceDataParallel final : public StrategyHooks {
     up_end.synchronize();  // the pinned staging is reused next step
     f.offload_copy_seconds += elapsed(up_start, up_end);
     f.offload_bytes += 2.0 * element * static_cast<double>(n);
-    if (sharded) gather_parameters(/*words_ready=*/true);
+    if (sharded && zero_stage_ < 3) gather_parameters(/*words_ready=*/true);
   }
 
   void copy(void* to, const void* from, size_t bytes, cudaMemcpyKind kind, const char* what) {
@@ -571,7 +618,82 @@ class DeviceDataParallel final : public StrategyHooks {
                std::string("cudaMemcpyAsync ") + what);
   }
 
+  // ZeRO-3: layer l's parameters all-gathered into slot l % 2 on the
+  // communication stream once the compute stream is done with that slot's
+  // previous layer (release_layer's event); use_layer makes the compute
+  // stream wait for it.
+  void gather_layer(size_t l) {
+    const size_t slot = l % 2;
+    const size_t k = buckets_.size() - 1 - l;  // the units are in backward's order
+    const Shard& shard = shards_[k];
+    if (slot_used_[slot]) slot_free_[slot].wait_on(comm_stream_);
+    LayerGather g;
+    g.layer = l;
+    g.start = std::make_unique<dev::Event>(true);
+    g.end = std::make_unique<dev::Event>(true);
+    g.before_wait = std::make_unique<dev::Event>(true);
+    g.after_wait = std::make_unique<dev::Event>(true);
+    g.start->record(comm_stream_);
+    if (mixed_) {
+      data_->all_gather(shard_words_.data() + shard_offsets_[k], slot_words_[slot].data(),
+                        shard.chunk, wire_type(o_.precision));
+      dev::from_16(comm_c_, o_.precision, slot_words_[slot].data(), slot_params_[slot].data(),
+                   shard.unit.size());
+    } else {
+      data_->all_gather(master_.data() + shard_offsets_[k], slot_params_[slot].data(), shard.chunk,
+                        DataType::kFloat32);
+    }
+    g.end->record(comm_stream_);
+    slot_ready_[slot].record(comm_stream_);
+    slot_layer_[slot] = l;
+    step_bytes_ += all_gather_bytes(shard.padded_size(ranks_), ranks_, s_.element);
+    layer_gathers_.push_back(std::move(g));
+  }
+  void use_layer(size_t l) {
+    const size_t slot = l % 2;
+    if (slot_layer_[slot] != l) throw std::logic_error("ZeRO-3: layer used before its gather");
+    LayerGather& g = gather_of(l);
+    g.before_wait->record(c_.stream);
+    slot_ready_[slot].wait_on(c_.stream);
+    g.after_wait->record(c_.stream);
+  }
+  void release_layer(size_t l) {
+    slot_free_[l % 2].record(c_.stream);
+    slot_used_[l % 2] = true;
+  }
+  // The gather of layer l issued last (the latest with its slot).
+  LayerGather& gather_of(size_t l) {
+    for (size_t i = layer_gathers_.size(); i-- > 0;)
+      if (layer_gathers_[i].layer == l) return layer_gathers_[i];
+    throw std::logic_error("ZeRO-3: no gather of the layer");
+  }
+
+  // ZeRO-3's parameters whole on the host (the consistency check and the
+  // final parameters): the master shards rounded to the compute format,
+  // all-gathered over the host communicator.
+  std::vector<float> gathered_parameters_on_host() {
+    std::vector<float> shard(shard_elements_), whole(psi_), chunk_all(largest_padded_);
+    master_.download(shard, c_.stream);
+    compute_.synchronize();
+    for (float& v : shard) v = round_to(o_.precision, v);
+    for (size_t k = 0; k < shards_.size(); ++k) {
+      const Shard& unit = shards_[k];
+      s_.world->all_gather(shard.data() + shard_offsets_[k], chunk_all.data(), unit.chunk,
+                           DataType::kFloat32);
+      std::copy_n(chunk_all.begin(), unit.unit.size(),
+                  whole.begin() + static_cast<std::ptrdiff_t>(unit.unit.begin));
+    }
+    return whole;
+  }
+
+  const float* bias(size_t l) const {
+    if (zero_stage_ == 3) return slot_params_[l % 2].data() + slices_[l].weight_count;
+    return params_.data() + slices_[l].bias_offset;
+  }
   const void* weights(size_t l) const {
+    if (zero_stage_ == 3)
+      return mixed_ ? static_cast<const void*>(slot_words_[l % 2].data())
+                    : slot_params_[l % 2].data();
     return mixed_ ? static_cast<const void*>(params16_.data() + slices_[l].weight_offset)
                   : params_.data() + slices_[l].weight_offset;
   }
@@ -633,6 +755,14 @@ class DeviceDataParallel final : public StrategyHooks {
   dev::DeviceBuffer<float> grad_shard_, received_, padded_, gathered_;
   dev::DeviceBuffer<uint16_t> shard_words_, padded16_;
   double gather_seconds_ = 0;
+  // ZeRO-3: two slots a layer's gathered parameters land in (this layer's and
+  // the prefetched next one's), their events, and the step's gathers' timing.
+  dev::DeviceBuffer<float> slot_params_[2];
+  dev::DeviceBuffer<uint16_t> slot_words_[2];
+  dev::Event slot_ready_[2], slot_free_[2];
+  bool slot_used_[2] = {false, false};
+  size_t slot_layer_[2] = {SIZE_MAX, SIZE_MAX};
+  std::vector<LayerGather> layer_gathers_;
   dev::Event backward_done_{true};
   size_t next_bucket_ = 0;
   double step_bytes_ = 0;
@@ -648,9 +778,10 @@ std::string device_training_unsupported(const TrainOptions& o) {
     return "the GPU path trains the MLP only so far; drop --model transformer or use "
            "--backend mpi";
   if (o.strategy != Strategy::kSingle && o.strategy != Strategy::kDdp &&
-      o.strategy != Strategy::kZero1 && o.strategy != Strategy::kZero2)
+      o.strategy != Strategy::kZero1 && o.strategy != Strategy::kZero2 &&
+      o.strategy != Strategy::kZero3)
     return fmt::format(
-        "the GPU path runs single, ddp, zero1 and zero2 so far, not {}; use --backend mpi for it",
+        "the GPU path runs single, ddp and zero1-3 so far, not {}; use --backend mpi for it",
         name(o.strategy));
   const Faults& f = o.faults;
   if (f.sum_not_average || f.sampler_not_reseeded || f.unreduced_bucket || f.clip_per_shard)

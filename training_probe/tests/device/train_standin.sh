@@ -5,7 +5,8 @@
 # usage: train_standin.sh CCSCOPE MPIEXEC STANDIN_LIB_DIR READ_RECORDS DEEPSPEED_CONFIGS
 # One CTest test (training_probe.train.standin): DDP at 2 ranks in fp32 (ReLU,
 # Adam, small buckets), bf16 (tanh, AdamW, 2 micro-batches, clipping) and fp16
-# (no overlap); ZeRO-1 (fp16) and ZeRO-2 (bf16; fp32 at 3 ranks, padded shards);
+# (no overlap); ZeRO-1 (fp16), ZeRO-2 (bf16; fp32 at 3 ranks, padded shards) and
+# ZeRO-3 (bf16; fp32 with the optimizer offloaded);
 # the optimizer offloaded (single in fp32; DeepSpeed's ZeRO-2 + CPU offload
 # config in fp16); the refusals. Each run's --check-loss must pass (exit 0) and its records say
 # what the GPU path measured.
@@ -59,6 +60,21 @@ passed() {
   fi
 }
 
+# offloaded NAME CODE: passed, and the copies within the formula's allowance.
+offloaded() {
+  local name=$1 code=$2 moved formula host_s
+  passed "$name" "$code"
+  moved=$(field "$name" offload_bytes_per_step) formula=$(field "$name" offload_bytes_expected)
+  host_s=$(field "$name" host_optimizer_median_s)
+  if [ -z "$moved" ] || ! awk -v m="$moved" -v f="$formula" -v h="$host_s" \
+      'BEGIN {exit !(m > 0 && m >= f && h > 0)}' ||
+      ! grep -q '^# offload per step: .*: ok;' "$work/$name.out"; then
+    fail "$name: offload $moved B per step, formula $formula, host optimizer $host_s s"
+  else
+    ok "$name: $moved B per step copied (formula $formula), host optimizer ${host_s} s"
+  fi
+}
+
 train 2 ddp_fp32 --strategy ddp --optimizer adam --bucket-mb 0.01
 passed ddp_fp32 $?
 # Several buckets: the first ones were reduced while backward ran.
@@ -79,24 +95,17 @@ CCSCOPE_STANDIN_GPUS=4 batch=48 train 3 zero2_3ranks --strategy zero2 --optimize
 passed zero2_3ranks $?
 train 2 zero2_bf16 --strategy zero2 --precision bf16 --activation tanh --grad-clip 0.05
 passed zero2_bf16 $?
+# ZeRO-3: each layer gathered before its forward and its backward, the next one
+# prefetched into the other of two slots; the optimizer offloaded (shard).
+train 2 zero3_bf16 --strategy zero3 --precision bf16 --activation tanh --micro-batches 2
+passed zero3_bf16 $?
+train 2 zero3_offload --strategy zero3 --offload optimizer --optimizer adamw
+offloaded zero3_offload $?
 
 # Offload: the copies counted against 2 x element x Psi (ZeRO: / ranks, the
 # padding allowed), the run held against the device's own optimizer (single on
 # one GPU, not offloaded): single in fp32, and DeepSpeed's ZeRO-2 + CPU offload
 # config (fp16, 4 micro-batches, Adam).
-offloaded() {
-  local name=$1 code=$2 moved formula host_s
-  passed "$name" "$code"
-  moved=$(field "$name" offload_bytes_per_step) formula=$(field "$name" offload_bytes_expected)
-  host_s=$(field "$name" host_optimizer_median_s)
-  if [ -z "$moved" ] || ! awk -v m="$moved" -v f="$formula" -v h="$host_s" \
-      'BEGIN {exit !(m > 0 && m >= f && h > 0)}' ||
-      ! grep -q '^# offload per step: .*: ok;' "$work/$name.out"; then
-    fail "$name: offload $moved B per step, formula $formula, host optimizer $host_s s"
-  else
-    ok "$name: $moved B per step copied (formula $formula), host optimizer ${host_s} s"
-  fi
-}
 train 1 offload_single --strategy single --offload optimizer --activation tanh --optimizer adamw
 offloaded offload_single $?
 train 2 offload_deepspeed --deepspeed-config "$data/zero2_fp16.json"
@@ -114,7 +123,7 @@ refused() {
     ok "$name: $(grep -m1 -- "$want" "$work/$name.out")"
   fi
 }
-refused zero3 "runs single, ddp, zero1 and zero2 so far" --backend nccl --strategy zero3
+refused tp "runs single, ddp and zero1-3 so far" --backend nccl --strategy tp
 refused bogus "not a backend" --backend bogus
 refused scaling "spans every rank" --backend nccl --scaling 1,2
 
