@@ -1,6 +1,7 @@
 # ccscope_training_device: included from training_probe/CMakeLists.txt where
 # nvcc, the CUDA toolkit and cuBLAS were found.
-add_library(ccscope_training_device STATIC src/device/device_ops.cu src/device/device_ops.cpp)
+add_library(ccscope_training_device STATIC src/device/device_ops.cu src/device/device_ops.cpp
+            src/device/cublas_library.cpp)
 # What every target with .cu sources here needs (the device tests' too).
 function(ccscope_cuda_target target)
   set_target_properties(${target} PROPERTIES
@@ -22,4 +23,6 @@ function(ccscope_cuda_target target)
 endfunction()
 ccscope_cuda_target(ccscope_training_device)
 target_include_directories(ccscope_training_device PUBLIC src/device include)
-target_link_libraries(ccscope_training_device PUBLIC CUDA::cudart CUDA::cublas)
+# cuBLAS is dlopen'ed (cublas_library.h): its headers only, no link.
+target_link_libraries(ccscope_training_device PUBLIC CUDA::cudart ${CMAKE_DL_LIBS})
+target_include_directories(ccscope_training_device PUBLIC ${CUDAToolkit_INCLUDE_DIRS})

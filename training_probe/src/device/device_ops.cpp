@@ -3,6 +3,7 @@
 #include <climits>
 #include <cmath>
 
+#include "cublas_library.h"
 #include "kernel_launch.h"
 
 namespace ccscope::training_probe::device {
@@ -35,10 +36,10 @@ void gemm(const Context& c, Precision precision, cublasOperation_t transa, cubla
           float beta, float* out, size_t ldc, const char* what) {
   const float alpha = 1.0f;
   const cudaDataType type = gemm_type(precision);
-  check(cublasGemmEx(c.blas, transa, transb, blas_int(m, what), blas_int(n, what),
-                     blas_int(k, what), &alpha, a, type, blas_int(lda, what), b, type,
-                     blas_int(ldb, what), &beta, out, CUDA_R_32F, blas_int(ldc, what),
-                     compute_type(c, precision), CUBLAS_GEMM_DEFAULT),
+  check(cublas().gemm_ex(c.blas, transa, transb, blas_int(m, what), blas_int(n, what),
+                         blas_int(k, what), &alpha, a, type, blas_int(lda, what), b, type,
+                         blas_int(ldb, what), &beta, out, CUDA_R_32F, blas_int(ldc, what),
+                         compute_type(c, precision), CUBLAS_GEMM_DEFAULT),
         what);
 }
 
@@ -54,8 +55,8 @@ void check(cudaError_t error, const std::string& what) {
 
 void check(cublasStatus_t status, const std::string& what) {
   if (status == CUBLAS_STATUS_SUCCESS) return;
-  throw DeviceError(what + ": " + cublasGetStatusName(status) + ": " +
-                    cublasGetStatusString(status));
+  throw DeviceError(what + ": " + cublas().status_name(status) + ": " +
+                    cublas().status_string(status));
 }
 
 DeviceMemoryInfo device_memory_info() {
@@ -103,18 +104,18 @@ void Event::wait_on(cudaStream_t stream) const {
 void Event::synchronize() const { check(cudaEventSynchronize(event_), "cudaEventSynchronize"); }
 
 BlasHandle::BlasHandle(cudaStream_t stream) {
-  check(cublasCreate(&handle_), "cublasCreate");
+  check(cublas().create(&handle_), "cublasCreate");
   try {
-    check(cublasSetStream(handle_, stream), "cublasSetStream");
-    check(cublasSetPointerMode(handle_, CUBLAS_POINTER_MODE_HOST), "cublasSetPointerMode");
-    check(cublasSetMathMode(handle_, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
+    check(cublas().set_stream(handle_, stream), "cublasSetStream");
+    check(cublas().set_pointer_mode(handle_, CUBLAS_POINTER_MODE_HOST), "cublasSetPointerMode");
+    check(cublas().set_math_mode(handle_, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
   } catch (...) {
-    cublasDestroy(handle_);
+    cublas().destroy(handle_);
     throw;
   }
 }
 BlasHandle::~BlasHandle() {
-  if (handle_ != nullptr) cublasDestroy(handle_);
+  if (handle_ != nullptr) cublas().destroy(handle_);
 }
 
 cudaDataType gemm_type(Precision precision) {
@@ -185,7 +186,7 @@ double mse_loss(const Context& c, const float* output, const float* target, floa
   const size_t n = batch * width;
   check(launch::mse(c.stream, output, target, diff, grad, n, factor), "MSE kernel launch");
   float squares = 0.0f;
-  check(cublasSdot(c.blas, blas_int(n, "cublasSdot"), diff, 1, diff, 1, &squares),
+  check(cublas().sdot(c.blas, blas_int(n, "cublasSdot"), diff, 1, diff, 1, &squares),
         "cublasSdot (MSE)");
   return static_cast<double>(squares) / denominator;
 }
@@ -214,12 +215,12 @@ void round_copy(const Context& c, Precision precision, const float* master, floa
 }
 
 void scale(const Context& c, float* values, size_t n, float factor) {
-  check(cublasSscal(c.blas, blas_int(n, "cublasSscal"), &factor, values, 1), "cublasSscal");
+  check(cublas().sscal(c.blas, blas_int(n, "cublasSscal"), &factor, values, 1), "cublasSscal");
 }
 
 double norm(const Context& c, const float* values, size_t n) {
   float result = 0.0f;
-  check(cublasSnrm2(c.blas, blas_int(n, "cublasSnrm2"), values, 1, &result), "cublasSnrm2");
+  check(cublas().snrm2(c.blas, blas_int(n, "cublasSnrm2"), values, 1, &result), "cublasSnrm2");
   return result;
 }
 

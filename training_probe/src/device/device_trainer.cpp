@@ -20,6 +20,7 @@
 #include "ccscope/training_probe/data.h"
 #include "ccscope/training_probe/layout.h"
 #include "ccscope/training_probe/trainer.h"
+#include "cublas_library.h"
 #include "device_ops.h"
 #include "engine.h"
 #include "wire.h"
@@ -492,8 +493,8 @@ class DeviceDataParallel final : public StrategyHooks {
     }
     // shard += received (cublasSaxpy on the communication stream).
     const float one = 1.0f;
-    dev::check(cublasSaxpy(comm_c_.blas, static_cast<int>(chunk), &one, received_.data(), 1,
-                           grad_shard_.data() + shard_offsets_[k], 1),
+    dev::check(dev::cublas().saxpy(comm_c_.blas, static_cast<int>(chunk), &one, received_.data(), 1,
+                                   grad_shard_.data() + shard_offsets_[k], 1),
                "cublasSaxpy");
     step_bytes_ += reduce_scatter_bytes(padded, ranks_, s_.element);
   }
