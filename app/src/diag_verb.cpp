@@ -401,7 +401,10 @@ int diag_verb(const std::vector<std::string>& args, const std::vector<std::strin
     return bench::launcher_says_rank_zero() ? usage_error(kDiagVerb, e.what()) : kExitUsage;
   }
   const auto started = std::chrono::steady_clock::now();
-  return job::run_job({kDiagVerb, job::OnSignal::kBodyStops},
+  // A stage can run for minutes (stage 4's training): one that has not ended
+  // 10 s after the signal is cut short, the job ending with 128 + signal
+  // without the partial documents.
+  return job::run_job({kDiagVerb, job::OnSignal::kBodyStops, std::chrono::seconds(10)},
                       [&](job::JobContext& job) { return run_diag(job, flags, stages, started); });
 }
 

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <exception>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "ccscope/collectives/error.h"
@@ -22,8 +23,9 @@ namespace ccscope::job {
 // not async-signal-safe). The body may be inside any collective meanwhile.
 class JobContext::SignalEnder {
  public:
-  SignalEnder(const std::string& verb, const World& world)
-      : verb_(verb), world_(world), thread_([this] { watch(); }) {}
+  // `grace`: how long after the signal the job ends (0: at once).
+  SignalEnder(const std::string& verb, const World& world, std::chrono::milliseconds grace)
+      : verb_(verb), world_(world), grace_(grace), thread_([this] { watch(); }) {}
   ~SignalEnder() {
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -43,6 +45,9 @@ class JobContext::SignalEnder {
       // The watchdog ending the job (a death, a hang) makes the launcher send
       // SIGTERM: its report stands, not "stopped by".
       if (signal_number == 0 || done_ || watchdog_is_ending_job()) continue;
+      const auto now = std::chrono::steady_clock::now();
+      if (!seen_) seen_ = now;
+      if (now - *seen_ < grace_) continue;
       const int code = exit_code_for_signal(signal_number);
       std::fprintf(stderr, "ccscope %s: rank %d (%s): stopped by %s; exit %d\n", verb_.c_str(),
                    world_.rank(), world_.hostname().c_str(), signal_name(signal_number).c_str(),
@@ -59,6 +64,8 @@ class JobContext::SignalEnder {
 
   std::string verb_;
   const World& world_;
+  std::chrono::milliseconds grace_;
+  std::optional<std::chrono::steady_clock::time_point> seen_;  // the signal, first noticed
   InterruptHandlers handlers_;
   std::mutex mutex_;
   std::condition_variable wake_;
@@ -69,7 +76,9 @@ class JobContext::SignalEnder {
 JobContext::JobContext(const JobSpec& spec, World world, Launch launch)
     : spec_(spec), world_(std::move(world)), launch_(std::move(launch)) {
   if (spec_.on_signal == OnSignal::kEndJob)
-    signal_ender_ = std::make_unique<SignalEnder>(spec_.verb, world_);
+    signal_ender_ = std::make_unique<SignalEnder>(spec_.verb, world_, std::chrono::milliseconds(0));
+  else if (spec_.stop_grace.count() > 0)
+    signal_ender_ = std::make_unique<SignalEnder>(spec_.verb, world_, spec_.stop_grace);
 }
 
 JobContext::~JobContext() {

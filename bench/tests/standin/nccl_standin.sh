@@ -122,9 +122,10 @@ graphs)
   fi
   ;;
 corrupt)
-  # Operation 5 of rank 1 is the first checked one (2 warm-up-free timed
-  # iterations in each placement come first): element 5 turns wrong.
-  CCSCOPE_STANDIN_FAULTS="corrupt:rank=1:op=5:element=5" bench 2 corrupt allreduce -b 1K -e 1K -n 2 -w 0 -c 1
+  # Operation 6 of rank 1 is the first checked one (-w 0 still issues one
+  # untimed operation, as nccl-tests does, then 2 timed iterations in each
+  # placement): element 5 turns wrong.
+  CCSCOPE_STANDIN_FAULTS="corrupt:rank=1:op=6:element=5" bench 2 corrupt allreduce -b 1K -e 1K -n 2 -w 0 -c 1
   rc=$?
   wrong=$(python3 "$read_records" "$work/corrupt.csv" --fields wrong 2>/dev/null | awk '{s += $1} END {print s+0}')
   if [ "$rc" -eq 1 ] && [ "$wrong" -ge 1 ] && grep -q "WRONG RESULT.*rank 1 element 5" "$work/corrupt.out"; then

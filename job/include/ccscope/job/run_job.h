@@ -40,6 +40,11 @@ enum class OnSignal {
 struct JobSpec {
   std::string verb;  // "bench": every line the job prints starts "ccscope bench: "
   OnSignal on_signal = OnSignal::kEndJob;
+  // kBodyStops: a body that has not stopped this long after the signal (diag
+  // inside a long stage) is ended as kEndJob ends it, so that a batch system's
+  // grace before SIGKILL (Slurm's KillWait, 30 s) still sees 128 + signal.
+  // 0: the body alone decides.
+  std::chrono::milliseconds stop_grace{0};
 };
 
 class JobContext {
