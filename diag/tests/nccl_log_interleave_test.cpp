@@ -185,7 +185,7 @@ TEST(NcclLogInterleaving, TheCleanLogIsReadWhole) {
 }
 
 // "code severity" of every finding but the two about damaged input.
-std::vector<std::string> codes(const NcclLogAnalysis& a) {
+std::vector<std::string> codes_but_damage(const NcclLogAnalysis& a) {
   std::vector<std::string> out;
   for (const auto& f : a.findings)
     if (f.code != "log.garbled_lines" && f.code != "log.truncated")
@@ -228,7 +228,7 @@ TEST(NcclLogInterleaving, HalfTheLinesCutGiveNoOtherFinding) {
     const auto a = analyze_nccl_logs({{"mixed.log", interleaved_log(seed, 1, 400)}});
     SCOPED_TRACE(fmt::format("seed {}", seed));
     ASSERT_EQ(a.hosts, clean.hosts);
-    ASSERT_EQ(codes(a), codes(clean)) << nccl_log_text(a);
+    ASSERT_EQ(codes_but_damage(a), codes_but_damage(clean)) << nccl_log_text(a);
   }
 }
 

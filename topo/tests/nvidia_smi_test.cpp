@@ -12,16 +12,12 @@
 
 #include "ccscope/topo/nccl_env.h"
 #include "ccscope/topo/paths.h"
+#include "test_files.h"
 
 namespace ccscope::topo {
 namespace {
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using test::slurp;
 std::string data(const std::string& name) {
   return slurp(std::string(CCSCOPE_TOPO_TEST_DATA) + "/" + name);
 }

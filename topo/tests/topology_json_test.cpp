@@ -12,16 +12,12 @@
 #include "ccscope/records/document_kind.h"
 #include "ccscope/topo/paths.h"
 #include "ccscope/topo/report.h"
+#include "test_files.h"
 
 namespace ccscope::topo {
 namespace {
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using test::slurp;
 
 PciHop bridge(const std::string& id) { return {PciHop::Kind::kBridge, id}; }
 PciHop host_bridge(const std::string& id) { return {PciHop::Kind::kHostBridge, id}; }
