@@ -539,9 +539,16 @@ class DeviceDataParallel final : public StrategyHooks {
   // The shards' gradients whole on every rank (--check-loss's gradient
   // check): downloaded, then all-gathered bucket by bucket over the host communicator.
   std::vector<float> gathered_shards() {
-    std::vector<float> shard(shard_elements_), whole(psi_), chunk_all(largest_padded_);
+    std::vector<float> shard(shard_elements_);
     grad_shard_.download(shard, c_.stream);
     compute_.synchronize();
+    return whole_from_shards(shard);
+  }
+
+  // Every rank's `shard` (this rank's chunk of each unit, as the shard arrays
+  // hold them) whole, unit by unit over the host communicator (collective).
+  std::vector<float> whole_from_shards(const std::vector<float>& shard) {
+    std::vector<float> whole(psi_), chunk_all(largest_padded_);
     for (size_t k = 0; k < shards_.size(); ++k) {
       const Shard& unit = shards_[k];
       s_.world->all_gather(shard.data() + shard_offsets_[k], chunk_all.data(), unit.chunk,
@@ -673,18 +680,11 @@ class DeviceDataParallel final : public StrategyHooks {
   // final parameters): the master shards rounded to the compute format,
   // all-gathered over the host communicator.
   std::vector<float> gathered_parameters_on_host() {
-    std::vector<float> shard(shard_elements_), whole(psi_), chunk_all(largest_padded_);
+    std::vector<float> shard(shard_elements_);
     master_.download(shard, c_.stream);
     compute_.synchronize();
     for (float& v : shard) v = round_to(o_.precision, v);
-    for (size_t k = 0; k < shards_.size(); ++k) {
-      const Shard& unit = shards_[k];
-      s_.world->all_gather(shard.data() + shard_offsets_[k], chunk_all.data(), unit.chunk,
-                           DataType::kFloat32);
-      std::copy_n(chunk_all.begin(), unit.unit.size(),
-                  whole.begin() + static_cast<std::ptrdiff_t>(unit.unit.begin));
-    }
-    return whole;
+    return whole_from_shards(shard);
   }
 
   const float* bias(size_t l) const {
