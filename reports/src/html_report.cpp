@@ -182,6 +182,23 @@ struct LegendEntry {
   bool dashed;
 };
 
+// A series of a chart (busbw or time): its legend entry (the run's colour,
+// dashed in place) and the opening of its group, closed by the caller.
+const LegendEntry& open_series(std::string& o, std::vector<LegendEntry>& legend,
+                               const std::string& label, const Series& s) {
+  legend.push_back({label, color(s.run), s.in_place.value_or(false)});
+  o += fmt::format("<g class=\"series run-{} {}\">\n<title>{}</title>\n", s.run,
+                   s.in_place ? in_place_name(s.in_place) : "variant-unknown", esc(label));
+  return legend.back();
+}
+
+// The line through a series' points ("x,y x,y ...").
+std::string series_line(const LegendEntry& series, const std::string& points) {
+  return fmt::format(
+      "<polyline class=\"series-line\" fill=\"none\" stroke=\"{}\"{} points=\"{}\"/>\n",
+      series.color, series.dashed ? " stroke-dasharray=\"6 3\"" : "", points);
+}
+
 void draw_legend(std::string& o, const std::vector<LegendEntry>& entries) {
   const double top = Frame::kTop + Frame::kPlotHeight + 56;
   o += "<g class=\"legend\">\n";
@@ -281,20 +298,15 @@ void busbw_chart(std::string& o, const std::vector<LoadedRun>& runs,
   draw_axes(o, f, ticks, y_step, "message size (log2 scale)", "busbw (GB/s)");
   std::vector<LegendEntry> legend;
   for (const Series& s : panel.series) {
-    const bool dashed = s.in_place.value_or(false);
-    const char* c = color(s.run);
-    const std::string label = series_label(runs, names, s);
-    legend.push_back({label, c, dashed});
-    o += fmt::format("<g class=\"series run-{} {}\">\n<title>{}</title>\n", s.run,
-                     s.in_place ? in_place_name(s.in_place) : "variant-unknown", esc(label));
+    const LegendEntry& series = open_series(o, legend, series_label(runs, names, s), s);
+    const bool dashed = series.dashed;
+    const char* c = series.color;
     std::string pts;
     for (const Point& p : s.points)
       pts += fmt::format("{}{:.1f},{:.1f}", pts.empty() ? "" : " ",
                          f.px(static_cast<double>(std::max<size_t>(p.size_bytes, 1))),
                          f.py(p.busbw_GBps));
-    o += fmt::format(
-        "<polyline class=\"series-line\" fill=\"none\" stroke=\"{}\"{} points=\"{}\"/>\n", c,
-        dashed ? " stroke-dasharray=\"6 3\"" : "", pts);
+    o += series_line(series, pts);
     // The 95% interval of each time (adaptive sampling's records): busbw's by the same share.
     for (const Point& p : s.points)
       if (p.ci_percent > 0)
@@ -349,21 +361,16 @@ void latency_chart(std::string& o, const std::vector<LoadedRun>& runs,
             [](double decade) { return fmt::format("{:g}", std::pow(10.0, decade)); });
   std::vector<LegendEntry> legend;
   for (const Series& s : panel.series) {
-    const bool dashed = s.in_place.value_or(false);
-    const char* c = color(s.run);
-    const std::string label = series_label(runs, names, s);
-    legend.push_back({label, c, dashed});
-    o += fmt::format("<g class=\"series run-{} {}\">\n<title>{}</title>\n", s.run,
-                     s.in_place ? in_place_name(s.in_place) : "variant-unknown", esc(label));
+    const LegendEntry& series = open_series(o, legend, series_label(runs, names, s), s);
+    const bool dashed = series.dashed;
+    const char* c = series.color;
     std::string pts;
     for (const Point& p : s.points)
       if (p.time_s > 0)
         pts += fmt::format("{}{:.1f},{:.1f}", pts.empty() ? "" : " ",
                            f.px(static_cast<double>(std::max<size_t>(p.size_bytes, 1))),
                            f.py(y(p.time_s)));
-    o += fmt::format(
-        "<polyline class=\"series-line\" fill=\"none\" stroke=\"{}\"{} points=\"{}\"/>\n", c,
-        dashed ? " stroke-dasharray=\"6 3\"" : "", pts);
+    o += series_line(series, pts);
     for (const Point& p : s.points) {
       if (!(p.time_s > 0)) continue;
       const double x = f.px(static_cast<double>(std::max<size_t>(p.size_bytes, 1)));
