@@ -45,6 +45,7 @@
 #include "ccscope/collectives/error.h"
 #include "ccscope/collectives/point_to_point.h"
 #include "ccscope/collectives/reference_algorithms.h"
+#include "group_membership.h"
 #include "host_memory.h"
 
 namespace ccscope {
@@ -717,11 +718,6 @@ bool gloo_backend_compiled() { return true; }
 
 std::unique_ptr<Communicator> make_gloo_communicator(const World& world,
                                                      const GlooOptions& options) {
-  if (options.color && options.first_ranks != 0)
-    throw UsageError("GlooOptions: first_ranks and color both set; a communicator takes one");
-  if (!options.color && (options.first_ranks < 0 || options.first_ranks > world.size()))
-    throw UsageError("a communicator of the first " + std::to_string(options.first_ranks) +
-                     " ranks needs 1 to " + std::to_string(world.size()) + " ranks");
   // gloo's TCP pairs write without MSG_NOSIGNAL, relying on SIGPIPE being
   // ignored as it is in the Python processes gloo usually runs in: a peer
   // killed mid-collective otherwise kills this rank too (exit 141) before it
@@ -730,29 +726,18 @@ std::unique_ptr<Communicator> make_gloo_communicator(const World& world,
   std::signal(SIGPIPE, SIG_IGN);
   // This rank's group: its members' world ranks, in order (as MPI_Comm_split).
   // One gather tells every rank's colour and host name (gloo's "rank_<i>" keys).
-  const int color = options.color ? std::max(*options.color, -1) : 0;
+  const int color = group_color(options.color, options.first_ranks, world.rank(), world.size());
   const std::vector<std::string> cards =
       world.all_gather(std::to_string(color) + " " + local_host_name());
-  std::vector<int> members;
-  std::vector<std::string> hosts;
-  const int first = options.first_ranks == 0 ? world.size() : options.first_ranks;
-  const bool inside = options.color ? color >= 0 : world.rank() < first;
-  for (size_t r = 0; r < cards.size() && inside; ++r) {
-    const size_t space = cards[r].find(' ');
-    const bool same = options.color ? cards[r].substr(0, space) == std::to_string(color)
-                                    : static_cast<int>(r) < first;
-    if (!same) continue;
-    members.push_back(static_cast<int>(r));
-    hosts.push_back(cards[r].substr(space + 1));
-  }
+  const GroupMembership group = group_membership(parse_group_colors(cards), world.rank());
   const std::string prefix = options.color ? "color" + std::to_string(color) + "/" : "world/";
   std::map<std::string, std::vector<char>> known;
-  for (size_t i = 0; i < hosts.size(); ++i)
-    known[prefix + "rank_" + std::to_string(i)] =
-        std::vector<char>(hosts[i].begin(), hosts[i].end());
-  int group_rank = -1;
-  for (size_t i = 0; i < members.size(); ++i)
-    if (members[i] == world.rank()) group_rank = static_cast<int>(i);
+  for (size_t i = 0; i < group.members.size(); ++i) {
+    const std::string& card = cards[static_cast<size_t>(group.members[i])];
+    const std::string host = card.substr(card.find(' ') + 1);
+    known[prefix + "rank_" + std::to_string(i)] = std::vector<char>(host.begin(), host.end());
+  }
+  const int group_rank = group.group_rank;
 
   std::shared_ptr<gloo::rendezvous::Context> context;
   std::string listen = "none";
@@ -776,8 +761,8 @@ std::unique_ptr<Communicator> make_gloo_communicator(const World& world,
         listen = where.description;
         std::shared_ptr<gloo::transport::Device> device;
         guarded("device", [&] { device = gloo::transport::tcp::CreateDevice(where.attr); });
-        context = std::make_shared<gloo::rendezvous::Context>(group_rank,
-                                                              static_cast<int>(members.size()));
+        context = std::make_shared<gloo::rendezvous::Context>(
+            group_rank, static_cast<int>(group.members.size()));
         context->setTimeout(options.timeout);
         guarded("rendezvous", [&] { context->connectFullMesh(store, device); });
       }

@@ -34,6 +34,7 @@
 #include "ccscope/collectives/error.h"
 #include "ccscope/collectives/types.h"
 #include "ccscope/collectives/world.h"
+#include "group_membership.h"
 #include "nccl_choices.h"
 
 #if !defined(NCCL_VERSION_CODE) || !defined(NCCL_VERSION)
@@ -508,54 +509,66 @@ SetupFailure failure_of(Fn&& fn) {
 
 class NcclCommunicator : public Communicator {
  public:
-  NcclCommunicator(const World& world, const NcclOptions& options)
-      : rank_(world.rank()), size_(world.size()) {
+  NcclCommunicator(const World& world, const NcclOptions& options) : world_rank_(world.rank()) {
+    // This rank's group (the whole world unless options name a colour or the
+    // first ranks): one gather tells every rank's colour.
+    const int color = group_color(options.color, options.first_ranks, world.rank(), world.size());
+    const GroupMembership group =
+        world.size() > 1
+            ? group_membership(parse_group_colors(world.all_gather(std::to_string(color))),
+                               world.rank())
+            : group_membership({color}, 0);
+    rank_ = group.group_rank;
+    size_ = static_cast<int>(group.members.size());
     if (options.isolate_ranks) {
       // Before any NCCL call that may look at the host identity: every rank
       // becomes its own "host", so NCCL connects ranks through its network
       // transport (and allows several ranks on one GPU). The variable stays
       // set for the rest of the process, as NCCL may read it at any init.
-      const std::string host_id = "ccscope-rank-" + std::to_string(rank_);
+      const std::string host_id = "ccscope-rank-" + std::to_string(world_rank_);
       if (setenv("NCCL_HOSTID", host_id.c_str(), 1) != 0) {
-        throw BackendError(rank_prefix(rank_) +
+        throw BackendError(rank_prefix(world_rank_) +
                            "setenv(NCCL_HOSTID) failed: " + std::strerror(errno));
       }
     }
 
-    // Phase 1, local: pick the GPU, make the stream, rank 0 makes the id.
+    // Phase 1, local: pick the GPU, make the stream, each group's rank 0 makes
+    // its id. Every rank of the world takes part in the agreements, also one
+    // outside every group (it then makes no communicator).
     ncclUniqueId id{};
     int device_count = 0;
     agree_on_setup(
         world, failure_of([&] {
           select_device(world, device_count);
-          stream_ = std::make_shared<Stream>(rank_);
+          stream_ = std::make_shared<Stream>(world_rank_);
           library_code_ = nccl_library_code();
           if (library_code_ <= 0) {
-            throw BackendError(rank_prefix(rank_) +
+            throw BackendError(rank_prefix(world_rank_) +
                                "ncclGetVersion failed: cannot tell which NCCL is loaded");
           }
-          if (rank_ == 0) check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId", rank_, nullptr);
+          if (rank_ == 0) check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId", world_rank_, nullptr);
         }));
     decide(world, options);
 
-    // Phase 2: every rank gets the id, then joins the communicator.
-    if (size_ > 1) {
-      std::vector<char> bytes;
-      if (rank_ == 0) {
-        const char* raw = reinterpret_cast<const char*>(&id);
-        bytes.assign(raw, raw + sizeof(id));
-      }
-      world.broadcast(bytes, 0);
-      if (bytes.size() != sizeof(id)) {
-        throw BackendError(rank_prefix(rank_) + "received an ncclUniqueId of " +
-                           std::to_string(bytes.size()) + " bytes, expected " +
+    // Phase 2: every rank gets its group's id (from the group's first world
+    // rank, in one gather of the world), then joins the communicator.
+    if (world.size() > 1) {
+      const std::vector<std::string> ids = world.all_gather(
+          rank_ == 0 ? std::string(reinterpret_cast<const char*>(&id), sizeof(id)) : "");
+      if (!group.inside()) return;
+      const std::string& leader = ids[static_cast<size_t>(group.members.front())];
+      if (leader.size() != sizeof(id)) {
+        throw BackendError(rank_prefix(world_rank_) + "received an ncclUniqueId of " +
+                           std::to_string(leader.size()) + " bytes from rank " +
+                           std::to_string(group.members.front()) + ", expected " +
                            std::to_string(sizeof(id)));
       }
-      std::memcpy(&id, bytes.data(), sizeof(id));
+      std::memcpy(&id, leader.data(), sizeof(id));
     }
-    // No agreement round after this: a rank whose init failed must not wait
-    // in an MPI collective while its peers may still wait for it inside NCCL's
-    // bootstrap; it throws, and its peers see the broken bootstrap.
+    if (!group.inside()) return;
+      // No agreement round after this: a rank whose init failed must not wait
+      // in an MPI collective while its peers may still wait for it inside NCCL's
+      // bootstrap; it throws, and its peers see the broken bootstrap.
 #if CCSCOPE_NCCL_HAS_CONFIG
     // As nccl-tests 2.19's initComms: NCCL's defaults (blocking included, so
     // NCCL_COMM_BLOCKING=0 still makes it non-blocking) and, from NCCL 2.28 on,
@@ -581,7 +594,7 @@ class NcclCommunicator : public Communicator {
       const std::string text = nccl_text(result, failed);
       if (failed != nullptr) (void)ncclCommAbort(failed);
       comm_ = nullptr;
-      std::string message = rank_prefix(rank_) + init_call + " failed: " + text;
+      std::string message = rank_prefix(world_rank_) + init_call + " failed: " + text;
       if (result == ncclInvalidUsage && !options.isolate_ranks &&
           world.local_size() > device_count) {
         message += "; " + std::to_string(world.local_size()) + " ranks on host " +
@@ -626,7 +639,8 @@ class NcclCommunicator : public Communicator {
 
   std::optional<size_t> device_memory_available() const override {
     size_t free_bytes = 0, total = 0;
-    if (cudaSetDevice(device_) != cudaSuccess || cudaMemGetInfo(&free_bytes, &total) != cudaSuccess) {
+    if (cudaSetDevice(device_) != cudaSuccess ||
+        cudaMemGetInfo(&free_bytes, &total) != cudaSuccess) {
       (void)cudaGetLastError();
       return std::nullopt;
     }
@@ -649,14 +663,15 @@ class NcclCommunicator : public Communicator {
   std::unique_ptr<Buffer> allocate(size_t bytes) override {
     not_while_capturing("allocate");
     activate();
-    return std::make_unique<DeviceBuffer>(bytes, device_, rank_, stream(), allocator_);
+    return std::make_unique<DeviceBuffer>(bytes, device_, world_rank_, stream(), allocator_);
   }
 
   void copy_from_host(Buffer& dst, size_t dst_offset, const void* src, size_t bytes) override {
     check_range(dst.bytes(), dst_offset, bytes, "copy_from_host");
     not_while_capturing("copy_from_host");
     if (bytes == 0) return;
-    if (src == nullptr) throw UsageError(rank_prefix(rank_) + "copy_from_host from a null pointer");
+    if (src == nullptr)
+      throw UsageError(rank_prefix(world_rank_) + "copy_from_host from a null pointer");
     activate();
     ensure_staging();
     char* device = static_cast<char*>(dst.data()) + dst_offset;
@@ -671,8 +686,8 @@ class NcclCommunicator : public Communicator {
       std::memcpy(staging.host.get(), host + done, n);
       check_cuda(
           cudaMemcpyAsync(device + done, staging.host.get(), n, cudaMemcpyHostToDevice, stream()),
-          "cudaMemcpyAsync (host to device)", rank_);
-      check_cuda(cudaEventRecord(staging.done.get(), stream()), "cudaEventRecord", rank_);
+          "cudaMemcpyAsync (host to device)", world_rank_);
+      check_cuda(cudaEventRecord(staging.done.get(), stream()), "cudaEventRecord", world_rank_);
       staging.in_flight = true;
       done += n;
     }
@@ -686,7 +701,8 @@ class NcclCommunicator : public Communicator {
     check_range(src.bytes(), src_offset, bytes, "copy_to_host");
     not_while_capturing("copy_to_host");
     if (bytes == 0) return;
-    if (dst == nullptr) throw UsageError(rank_prefix(rank_) + "copy_to_host into a null pointer");
+    if (dst == nullptr)
+      throw UsageError(rank_prefix(world_rank_) + "copy_to_host into a null pointer");
     activate();
     ensure_staging();
     // Buffer::data() is non-const; the device memory is only read here.
@@ -700,8 +716,8 @@ class NcclCommunicator : public Communicator {
       Staging& staging = *staging_[i % staging_.size()];
       check_cuda(cudaMemcpyAsync(staging.host.get(), device + i * kStagingChunkBytes,
                                  chunk_bytes(i), cudaMemcpyDeviceToHost, stream()),
-                 "cudaMemcpyAsync (device to host)", rank_);
-      check_cuda(cudaEventRecord(staging.done.get(), stream()), "cudaEventRecord", rank_);
+                 "cudaMemcpyAsync (device to host)", world_rank_);
+      check_cuda(cudaEventRecord(staging.done.get(), stream()), "cudaEventRecord", world_rank_);
       staging.in_flight = true;
     };
     // Chunk i+1 travels while chunk i is copied out of its pinned buffer.
@@ -758,7 +774,7 @@ class NcclCommunicator : public Communicator {
     const size_t block = count_per_peer * element_size(type);
     const char* send_bytes = static_cast<const char*>(send);
     char* recv_bytes = static_cast<char*>(recv);
-    check_nccl(ncclGroupStart(), "ncclGroupStart", rank_, comm);
+    check_nccl(ncclGroupStart(), "ncclGroupStart", world_rank_, comm);
     // Keep the first failure but always close the group.
     ncclResult_t first = ncclSuccess;
     const char* failed_call = "";
@@ -773,7 +789,7 @@ class NcclCommunicator : public Communicator {
       if (first != ncclSuccess) failed_call = "ncclRecv (all_to_all)";
     }
     const ncclResult_t end = ncclGroupEnd();
-    check_nccl(first, failed_call, rank_, comm);
+    check_nccl(first, failed_call, world_rank_, comm);
     check_call(end, "ncclGroupEnd (all_to_all)");
   }
 
@@ -843,14 +859,14 @@ class NcclCommunicator : public Communicator {
     check_peer(recv_peer, "send_recv receive peer");
     const ncclDataType_t nccl_type = nccl_type_of(type);
     ncclComm_t comm = live_comm();
-    check_nccl(ncclGroupStart(), "ncclGroupStart", rank_, comm);
+    check_nccl(ncclGroupStart(), "ncclGroupStart", world_rank_, comm);
     const ncclResult_t sent = ncclSend(send, count, nccl_type, send_peer, comm, stream());
     const ncclResult_t received = sent == ncclSuccess
                                       ? ncclRecv(recv, count, nccl_type, recv_peer, comm, stream())
                                       : ncclSuccess;
     const ncclResult_t end = ncclGroupEnd();
-    check_nccl(sent, "ncclSend (send_recv)", rank_, comm);
-    check_nccl(received, "ncclRecv (send_recv)", rank_, comm);
+    check_nccl(sent, "ncclSend (send_recv)", world_rank_, comm);
+    check_nccl(received, "ncclRecv (send_recv)", world_rank_, comm);
     check_call(end, "ncclGroupEnd (send_recv)");
   }
 
@@ -863,7 +879,7 @@ class NcclCommunicator : public Communicator {
     const ncclDataType_t nccl_type = nccl_type_of(type);
     ncclComm_t comm = live_comm();
     if (sends.empty() && recvs.empty()) return;
-    check_nccl(ncclGroupStart(), "ncclGroupStart", rank_, comm);
+    check_nccl(ncclGroupStart(), "ncclGroupStart", world_rank_, comm);
     // Keep the first failure but always close the group.
     ncclResult_t first = ncclSuccess;
     const char* failed_call = "";
@@ -879,7 +895,7 @@ class NcclCommunicator : public Communicator {
       if (first != ncclSuccess) failed_call = "ncclRecv (batch_send_recv)";
     }
     const ncclResult_t end = ncclGroupEnd();
-    check_nccl(first, failed_call, rank_, comm);
+    check_nccl(first, failed_call, world_rank_, comm);
     check_call(end, "ncclGroupEnd (batch_send_recv)");
   }
 
@@ -892,7 +908,7 @@ class NcclCommunicator : public Communicator {
 
   std::unique_ptr<StampClock> make_clock(size_t stamps) override {
     activate();
-    return std::make_unique<EventClock>(stamps, stream_, device_, rank_, async_error_check_);
+    return std::make_unique<EventClock>(stamps, stream_, device_, world_rank_, async_error_check_);
   }
 
   void group_start() override {
@@ -903,7 +919,7 @@ class NcclCommunicator : public Communicator {
 
   void group_end() override {
     if (group_depth_ <= 0) {
-      throw UsageError(rank_prefix(rank_) + "group_end() without a group_start()");
+      throw UsageError(rank_prefix(world_rank_) + "group_end() without a group_start()");
     }
     --group_depth_;
     // ncclGroupEnd launches what the group collected; with a non-blocking
@@ -920,7 +936,7 @@ class NcclCommunicator : public Communicator {
     not_while_capturing("capture");
     activate();
     check_cuda(cudaStreamBeginCapture(stream(), cudaStreamCaptureModeThreadLocal),
-               "cudaStreamBeginCapture", rank_);
+               "cudaStreamBeginCapture", world_rank_);
     capturing_ = true;
     cudaGraph_t graph = nullptr;
     try {
@@ -940,7 +956,8 @@ class NcclCommunicator : public Communicator {
     if (ended != cudaSuccess || graph == nullptr) {
       if (graph != nullptr) (void)cudaGraphDestroy(graph);
       (void)cudaGetLastError();
-      throw BackendError(rank_prefix(rank_) + "cudaStreamEndCapture failed: " + cuda_text(ended) +
+      throw BackendError(rank_prefix(world_rank_) +
+                         "cudaStreamEndCapture failed: " + cuda_text(ended) +
                          " (an operation in the captured loop cannot be captured)");
     }
     cudaGraphExec_t exec = nullptr;
@@ -948,9 +965,10 @@ class NcclCommunicator : public Communicator {
     if (instantiated != cudaSuccess) {
       (void)cudaGraphDestroy(graph);
       (void)cudaGetLastError();
-      check_cuda(instantiated, "cudaGraphInstantiate", rank_);
+      check_cuda(instantiated, "cudaGraphInstantiate", world_rank_);
     }
-    return std::make_unique<CudaGraph>(graph, exec, stream_, device_, rank_, async_error_check_);
+    return std::make_unique<CudaGraph>(graph, exec, stream_, device_, world_rank_,
+                                       async_error_check_);
 #else
     (void)issue;
     return nullptr;
@@ -986,17 +1004,18 @@ class NcclCommunicator : public Communicator {
     if (error != cudaSuccess || device_count <= 0) {
       const std::string reason =
           error != cudaSuccess ? cuda_text(error) : std::string("cudaGetDeviceCount returned 0");
-      throw UsageError("no CUDA GPU visible to rank " + std::to_string(rank_) + ": " + reason +
-                       "; use --backend mpi");
+      throw UsageError("no CUDA GPU visible to rank " + std::to_string(world_rank_) + ": " +
+                       reason + "; use --backend mpi");
     }
     device_ = world.local_rank() % device_count;
     // Local ranks on this GPU (several with --isolate-ranks): they share its memory.
     ranks_on_device_ = 0;
     for (int local = 0; local < world.local_size(); ++local)
       ranks_on_device_ += local % device_count == device_ ? 1 : 0;
-    check_cuda(cudaSetDevice(device_), "cudaSetDevice", rank_);
+    check_cuda(cudaSetDevice(device_), "cudaSetDevice", world_rank_);
     cudaDeviceProp properties{};
-    check_cuda(cudaGetDeviceProperties(&properties, device_), "cudaGetDeviceProperties", rank_);
+    check_cuda(cudaGetDeviceProperties(&properties, device_), "cudaGetDeviceProperties",
+               world_rank_);
     // prop.name is a fixed char array; bound the read by its size.
     device_name_.assign(properties.name, strnlen(properties.name, sizeof(properties.name)));
     compute_capability_ = properties.major * 10 + properties.minor;
@@ -1012,7 +1031,7 @@ class NcclCommunicator : public Communicator {
     allocator_ = choices::choose_allocator(NCCL_VERSION_CODE, library_code_);
     int min_library = library_code_;
     min_compute_capability_ = compute_capability_;
-    if (size_ > 1) {
+    if (world.size() > 1) {
       const std::vector<std::string> all = world.all_gather(std::to_string(compute_capability_) +
                                                             " " + std::to_string(library_code_));
       for (const std::string& text : all) {
@@ -1032,7 +1051,7 @@ class NcclCommunicator : public Communicator {
   ncclDataType_t nccl_type_of(DataType type) const {
     if ((type == DataType::kFloat8E4M3 || type == DataType::kFloat8E5M2) &&
         !fp8_unsupported_.empty()) {
-      throw UsageError(rank_prefix(rank_) + fp8_unsupported_);
+      throw UsageError(rank_prefix(world_rank_) + fp8_unsupported_);
     }
     return to_nccl(type);
   }
@@ -1073,7 +1092,7 @@ class NcclCommunicator : public Communicator {
 
   void not_while_capturing(const char* what) const {
     if (!capturing_) return;
-    throw UsageError(rank_prefix(rank_) + what +
+    throw UsageError(rank_prefix(world_rank_) + what +
                      " called while capturing a CUDA graph: inside Communicator::capture() "
                      "issue only collectives (and group_start/group_end)");
   }
@@ -1092,7 +1111,7 @@ class NcclCommunicator : public Communicator {
       if (!in_progress(state)) return state;
       if (Clock::now() >= deadline) {
         abort_comm();
-        throw TimeoutError(rank_prefix(rank_) + call + " was still in progress after " +
+        throw TimeoutError(rank_prefix(world_rank_) + call + " was still in progress after " +
                            seconds_text(timeout) +
                            " (non-blocking NCCL communicator); the communicator was aborted. "
                            "A peer rank may have stopped; rerun with NCCL_DEBUG=WARN");
@@ -1111,10 +1130,10 @@ class NcclCommunicator : public Communicator {
     const std::string text = nccl_text(result, comm_);
     if (was_in_progress) {
       abort_comm();
-      throw BackendError(rank_prefix(rank_) + call + " failed asynchronously: " + text +
+      throw BackendError(rank_prefix(world_rank_) + call + " failed asynchronously: " + text +
                          "; the communicator was aborted");
     }
-    throw BackendError(rank_prefix(rank_) + call + " failed: " + text);
+    throw BackendError(rank_prefix(world_rank_) + call + " failed: " + text);
   }
 
   // A non-blocking ncclCommInitRankConfig: polls its state (bounded).
@@ -1128,7 +1147,7 @@ class NcclCommunicator : public Communicator {
       if (Clock::now() >= deadline) {
         (void)ncclCommAbort(comm_);
         comm_ = nullptr;
-        throw TimeoutError(rank_prefix(rank_) +
+        throw TimeoutError(rank_prefix(world_rank_) +
                            "ncclCommInitRankConfig (non-blocking) did not complete within " +
                            seconds_text(kInitTimeout) +
                            "; a peer rank may not have joined. Rerun with NCCL_DEBUG=WARN");
@@ -1151,11 +1170,11 @@ class NcclCommunicator : public Communicator {
 
   cudaStream_t stream() const { return stream_->get(); }
 
-  void activate() const { check_cuda(cudaSetDevice(device_), "cudaSetDevice", rank_); }
+  void activate() const { check_cuda(cudaSetDevice(device_), "cudaSetDevice", world_rank_); }
 
   ncclComm_t live_comm() const {
     if (comm_ == nullptr) {
-      throw BackendError(rank_prefix(rank_) +
+      throw BackendError(rank_prefix(world_rank_) +
                          "the NCCL communicator was aborted after an earlier error or timeout; "
                          "create a new one");
     }
@@ -1164,7 +1183,7 @@ class NcclCommunicator : public Communicator {
 
   void check_peer(int peer, const char* what) const {
     if (peer < 0 || peer >= size_) {
-      throw UsageError(rank_prefix(rank_) + what + " " + std::to_string(peer) +
+      throw UsageError(rank_prefix(world_rank_) + what + " " + std::to_string(peer) +
                        " is not a rank of this communicator (0.." + std::to_string(size_ - 1) +
                        ")");
     }
@@ -1172,8 +1191,8 @@ class NcclCommunicator : public Communicator {
 
   void check_range(size_t buffer_bytes, size_t offset, size_t bytes, const char* what) const {
     if (offset > buffer_bytes || bytes > buffer_bytes - offset) {
-      throw UsageError(rank_prefix(rank_) + what + ": offset " + std::to_string(offset) + " + " +
-                       std::to_string(bytes) + " bytes exceeds the buffer of " +
+      throw UsageError(rank_prefix(world_rank_) + what + ": offset " + std::to_string(offset) +
+                       " + " + std::to_string(bytes) + " bytes exceeds the buffer of " +
                        std::to_string(buffer_bytes) + " bytes");
     }
   }
@@ -1181,8 +1200,8 @@ class NcclCommunicator : public Communicator {
   void ensure_staging() {
     if (!staging_.empty()) return;
     std::vector<std::unique_ptr<Staging>> staging;
-    staging.push_back(std::make_unique<Staging>(rank_));
-    staging.push_back(std::make_unique<Staging>(rank_));
+    staging.push_back(std::make_unique<Staging>(world_rank_));
+    staging.push_back(std::make_unique<Staging>(world_rank_));
     staging_ = std::move(staging);
   }
 
@@ -1209,12 +1228,12 @@ class NcclCommunicator : public Communicator {
       if (state != cudaErrorNotReady) {
         check_async_error(what);  // an NCCL failure explains a CUDA one better
         abort_comm();
-        check_cuda(state, what, rank_);
+        check_cuda(state, what, world_rank_);
       }
       check_async_error(what);
       if (Clock::now() >= deadline) {
         abort_comm();
-        throw TimeoutError(rank_prefix(rank_) + "NCCL operations did not complete within " +
+        throw TimeoutError(rank_prefix(world_rank_) + "NCCL operations did not complete within " +
                            seconds_text(timeout) + " (" + what +
                            "); the communicator was aborted. A peer rank may have stopped or the "
                            "network path is too slow; rerun with NCCL_DEBUG=WARN");
@@ -1234,13 +1253,13 @@ class NcclCommunicator : public Communicator {
     if (result != ncclSuccess) {
       const std::string text = nccl_text(result, comm_);
       abort_comm();
-      throw BackendError(rank_prefix(rank_) + "ncclCommGetAsyncError failed: " + text);
+      throw BackendError(rank_prefix(world_rank_) + "ncclCommGetAsyncError failed: " + text);
     }
     if (async == ncclSuccess || in_progress(async)) return;
     const std::string text = nccl_text(async, comm_);
     abort_comm();
-    throw BackendError(rank_prefix(rank_) + "NCCL reported an asynchronous error during " + what +
-                       ": " + text + "; the communicator was aborted");
+    throw BackendError(rank_prefix(world_rank_) + "NCCL reported an asynchronous error during " +
+                       what + ": " + text + "; the communicator was aborted");
   }
 
   void abort_comm() noexcept {
@@ -1268,7 +1287,8 @@ class NcclCommunicator : public Communicator {
     }
   }
 
-  int rank_ = 0;
+  int world_rank_ = 0;  // what messages name
+  int rank_ = 0;        // in this communicator's group (-1 outside every group)
   int size_ = 1;
   int device_ = 0;
   int ranks_on_device_ = 1;
@@ -1299,7 +1319,9 @@ class NcclCommunicator : public Communicator {
 
 std::unique_ptr<Communicator> make_nccl_communicator(const World& world,
                                                      const NcclOptions& options) {
-  return std::make_unique<NcclCommunicator>(world, options);
+  auto communicator = std::make_unique<NcclCommunicator>(world, options);
+  if (communicator->rank() < 0) return nullptr;  // outside every group
+  return communicator;
 }
 
 bool nccl_backend_compiled() { return true; }

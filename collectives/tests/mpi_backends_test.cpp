@@ -686,6 +686,79 @@ TEST(GlooBackend, ColorGroupsNegativeColorAndFirstRanks) {
   EXPECT_THROW(make_gloo_communicator(*g_world, both), UsageError);
 }
 
+// --- the NCCL backend's groups (under the stand-in: collectives.nccl_groups.standin) ---
+
+// The sum over `comm` of each rank's world rank + 1, through device memory.
+int64_t device_sum_of_world_ranks(Communicator& comm, int world_rank) {
+  auto buffer = comm.allocate(sizeof(int64_t));
+  const int64_t mine = world_rank + 1;
+  comm.copy_from_host(*buffer, 0, &mine, sizeof mine);
+  comm.all_reduce(buffer->data(), buffer->data(), 1, DataType::kInt64, ReduceOp::kSum);
+  comm.wait(std::chrono::seconds(60));
+  int64_t sum = 0;
+  comm.copy_to_host(&sum, *buffer, 0, sizeof sum);
+  return sum;
+}
+
+// As the MPI and gloo backends': colour = world rank / 2 (one NCCL communicator
+// per pair, each with its own id), the last rank outside, the first ranks.
+TEST(NcclBackend, ColorGroupsNegativeColorAndFirstRanks) {
+  if (!nccl_backend_usable()) GTEST_SKIP() << "no GPU (or stand-in) visible";
+  const int world_rank = g_world->rank(), world_size = g_world->size();
+  size_t wrong = 0;
+  {
+    NcclOptions options;
+    options.color = world_rank / 2;
+    auto comm = make_nccl_communicator(*g_world, options);
+    const int first = world_rank / 2 * 2, group_size = std::min(2, world_size - first);
+    if (comm == nullptr || comm->rank() != world_rank - first || comm->size() != group_size) {
+      ADD_FAILURE() << "world rank " << world_rank << ": expected rank " << world_rank - first
+                    << " of " << group_size;
+      ++wrong;
+    } else {
+      int64_t expected = 0;
+      for (int q = first; q < first + group_size; ++q) expected += q + 1;
+      const int64_t sum = device_sum_of_world_ranks(*comm, world_rank);
+      if (sum != expected) {
+        ADD_FAILURE() << "world rank " << world_rank << ": group all_reduce gave " << sum
+                      << ", expected " << expected;
+        ++wrong;
+      }
+    }
+  }
+  {
+    NcclOptions options;
+    options.color = world_rank == world_size - 1 ? -1 : 7;
+    auto comm = make_nccl_communicator(*g_world, options);
+    if (world_rank == world_size - 1) {
+      wrong += comm != nullptr;
+    } else if (comm == nullptr || comm->size() != world_size - 1) {
+      ADD_FAILURE() << "rank " << world_rank << ": expected a communicator of " << world_size - 1;
+      ++wrong;
+    } else {
+      int64_t expected = 0;
+      for (int q = 0; q < world_size - 1; ++q) expected += q + 1;
+      wrong += device_sum_of_world_ranks(*comm, world_rank) != expected;
+    }
+  }
+  {
+    NcclOptions options;
+    options.first_ranks = std::max(1, world_size - 1);
+    auto comm = make_nccl_communicator(*g_world, options);
+    const bool inside = world_rank < options.first_ranks;
+    if ((comm != nullptr) != inside) {
+      ADD_FAILURE() << "rank " << world_rank << ": first_ranks=" << options.first_ranks
+                    << (inside ? " gave no communicator" : " gave one");
+      ++wrong;
+    }
+  }
+  expect_all_ranks_right(wrong, "nccl groups");
+  NcclOptions both;
+  both.first_ranks = 1;
+  both.color = 0;
+  EXPECT_THROW(make_nccl_communicator(*g_world, both), UsageError);
+}
+
 }  // namespace
 }  // namespace ccscope
 

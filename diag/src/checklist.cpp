@@ -198,6 +198,7 @@ std::unique_ptr<Communicator> host_group_communicator(const World& world,
                                                       bool yielding_waits) {
   const job::Backend* backend = &job::group_backend(options.backend, world.channel_name() == "mpi");
   job::BackendOptions backend_options;
+  backend_options.isolate_ranks = options.isolate_ranks;  // NCCL's groups: ranks sharing a GPU
   backend_options.color = color;
   backend_options.yielding_waits = yielding_waits;
   return job::make_backend(backend->name, world, backend_options);

@@ -31,11 +31,15 @@ std::vector<Backend> built_in_backends() {
                          [](const World&) { return make_mpi_point_to_point(); }});
   list.push_back(Backend{"nccl",
                          "NCCL",
-                         {DeviceKind::kDevice, true, false, {}, false},
+                         {DeviceKind::kDevice, true, false, {}, true},
                          [] { return nccl_backend_compiled(); },
                          [] { return nccl_backend_usable(); },
                          [](const World& world, const BackendOptions& options) {
-                           return make_nccl_communicator(world, NcclOptions{options.isolate_ranks});
+                           NcclOptions nccl;
+                           nccl.isolate_ranks = options.isolate_ranks;
+                           nccl.color = options.color;
+                           nccl.first_ranks = options.first_ranks;
+                           return make_nccl_communicator(world, nccl);
                          }});
   // gloo's waits sleep in its own threads: yielding_waits does not apply. It needs
   // only the World (its addresses are exchanged by World::all_gather), not MPI's.

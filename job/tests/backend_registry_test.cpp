@@ -108,24 +108,26 @@ TEST(BackendRegistry, BuiltInBackendsSayWhatTheyAre) {
     EXPECT_EQ(choose_default_backend({"a", "a"}, {"", ""}, false, false).backend, "gloo");
     EXPECT_EQ(first_group_backend(DeviceKind::kHost, false), gloo);
   }
-  // MPI splits the world into groups; ccscope's NCCL and ring communicators span it whole.
+  // MPI and NCCL (one communicator per colour) split the world into groups; ccscope's ring
+  // spans it whole.
   EXPECT_TRUE(mpi->capabilities.groups);
-  EXPECT_FALSE(nccl->capabilities.groups);
+  EXPECT_TRUE(nccl->capabilities.groups);
   EXPECT_FALSE(ring->capabilities.groups);
 }
 
-// What a job whose backend spans the world only (NCCL) uses for its groups: the first built
-// host backend that makes them; none of the device kind.
+// What a job whose backend spans the world only (the ring) uses for its groups: the first built
+// host backend that makes them; of the device kind, NCCL where it is built.
 TEST(BackendRegistry, TheFirstGroupBackendOfAKindIsBuiltAndMakesGroups) {
   const Backend* host = first_group_backend(DeviceKind::kHost);
   ASSERT_NE(host, nullptr);
   EXPECT_EQ(host->name, "mpi");
-  EXPECT_EQ(first_group_backend(DeviceKind::kDevice), nullptr);
-  // A backend that makes groups serves itself; one that spans the world only (nccl, ring) or none
+  const Backend* nccl = find_backend("nccl");
+  EXPECT_EQ(first_group_backend(DeviceKind::kDevice), nccl->built() ? nccl : nullptr);
+  // A backend that makes groups serves itself; one that spans the world only (ring) or none
   // is served by the first host backend that does.
   EXPECT_EQ(group_backend("ring").name, "mpi");  // the ring spans the world only
   EXPECT_EQ(group_backend("mpi").name, "mpi");
-  EXPECT_EQ(group_backend("nccl").name, "mpi");
+  EXPECT_EQ(group_backend("nccl").name, "nccl");
   EXPECT_EQ(group_backend().name, "mpi");
 }
 

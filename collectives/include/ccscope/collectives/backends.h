@@ -65,6 +65,13 @@ struct NcclOptions {
   // Give every rank its own NCCL_HOSTID so that NCCL connects even ranks of one
   // node through its network transport (and several ranks may share one GPU).
   bool isolate_ranks = false;
+  // As MpiOptions: over the ranks that pass the same color (ordered by world
+  // rank; negative: none), or over the world's first `first_ranks` (0: all).
+  // One NCCL communicator per group, its id made by the group's first rank and
+  // exchanged over the World (as PyTorch's new_group). The factory returns
+  // nullptr on a rank outside. Collective: every rank of the world calls it.
+  std::optional<int> color;
+  int first_ranks = 0;
 };
 std::unique_ptr<Communicator> make_nccl_communicator(const World& world,
                                                      const NcclOptions& options);

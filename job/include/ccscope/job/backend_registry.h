@@ -26,7 +26,7 @@ struct BackendCapabilities {
   // The collectives it implements (ccscope's names); empty: every one.
   std::vector<std::string> collectives;
   // Makes communicators over a group of the world's ranks (BackendOptions::color); false:
-  // over the whole world only (ccscope's NCCL communicator).
+  // over the whole world only.
   bool groups = true;
   // Runs over MPI_COMM_WORLD: only in a world an MPI launcher started (World::channel_name()
   // "mpi"), not in one that met at the rendezvous of a launch without MPI.
