@@ -384,6 +384,7 @@ ParsedBenchFlags parse_bench_flags(const std::vector<std::string>& args,
   const long long gpus = integer_argument("-g/--ngpus", raw.gpus, 1, 1024);
   if (threads * gpus > 1024) bad("-t x -g: at most 1024 ranks per process");
   options.ranks_per_process = static_cast<int>(threads * gpus);
+  options.threads_per_process = static_cast<int>(threads);
   switch_argument("-p/--parallel_init", raw.parallel_init, {"0", "1"}, "use 0 or 1");
   switch_argument("-y/--stream_null", raw.stream_null, {"0"},
                   "ccscope cannot issue on the NULL stream; leave -y at 0");

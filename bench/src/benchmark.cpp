@@ -57,6 +57,24 @@ std::vector<BenchOptions> sweep_runs(const BenchOptions& options, int ranks) {
   return runs;
 }
 
+// nccl-tests' "# nThread ..." line's figures: the flags as given.
+records::RunMetadata::NcclTestsParameters nccl_tests_parameters(const BenchOptions& options) {
+  records::RunMetadata::NcclTestsParameters p;
+  p.program = std::string(describe(options.collectives.front()).nccl_tests_program);
+  p.threads = std::max(options.threads_per_process, 1);
+  p.gpus = std::max(options.ranks_per_process / p.threads, 1);
+  p.min_bytes = options.min_bytes;
+  p.max_bytes = options.max_bytes;
+  p.step_bytes = options.step_bytes;
+  p.step_factor = options.step_factor;
+  p.warmup_iterations = options.warmup_iterations;
+  p.iterations = options.target_ci_percent > 0 ? 0 : options.iterations;
+  p.aggregate_iterations = options.aggregate_iterations;
+  p.check_iterations = options.check_iterations;
+  p.graph_launches = options.graph_launches;
+  return p;
+}
+
 // A SweepMonitor for thread ranks other than their process's first: that one
 // tells the process's watchdog (the threads move through collectives together).
 class SilentMonitor : public SweepMonitor {
@@ -203,6 +221,10 @@ int bench_rank(job::JobContext& job, const World& world, bool carries_process,
   metadata.slurm_step_id = launch.slurm_step_id;
   metadata.slurm_nodelist = launch.slurm_nodelist;
   metadata.ranks_per_process = options.ranks_per_process;
+  metadata.nccl_tests_parameters = nccl_tests_parameters(options);
+  if (options.split.op != SplitOp::kNone)
+    for (int r = 0; r < world.size(); ++r)
+      metadata.rank_groups.push_back(split_color(options.split, r));
   if (leader) reporters.begin(metadata);
   SweepOutcome outcome;
   const std::vector<BenchOptions> runs = sweep_runs(runnable, world.size());

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -52,6 +53,39 @@ std::string compact_by_rank(const std::vector<std::string>& names) {
   return out;
 }
 
+// The nccl-tests release whose output the console follows (flags, columns,
+// header and closing lines).
+constexpr const char* kFollowedNcclTestsVersion = "2.19.6";
+
+// NCCL_VERSION_CODE of a version text, as nccl-tests prints nccl-library=
+// ("2.28.3" -> 22803; before 2.9, 2.8.4 -> 2804); 0 for "" (NCCL not used).
+long nccl_version_code(const std::string& text) {
+  int major = 0, minor = 0, patch = 0;
+  if (std::sscanf(text.c_str(), "%d.%d.%d", &major, &minor, &patch) != 3) return 0;
+  return major <= 2 && minor < 9 ? major * 1000L + minor * 100L + patch
+                                 : major * 10000L + minor * 100L + patch;
+}
+
+// nccl-tests' three pre-table lines in its words and number formats, so that a
+// script reading its header (version, program, sweep parameters) reads ours.
+void nccl_tests_parameter_lines(const RunMetadata& m, const std::string& version,
+                                const std::function<void(const std::string&)>& line) {
+  const RunMetadata::NcclTestsParameters& p = *m.nccl_tests_parameters;
+  // nccl-headers: the library's code too (ccscope records no build-time header version).
+  const long code = nccl_version_code(m.nccl_version);
+  line(fmt::format(
+      "# nccl-tests version {} nccl-headers={} nccl-library={} (ccscope {}, following nccl-tests "
+      "{})",
+      kFollowedNcclTestsVersion, code, code, version, kFollowedNcclTestsVersion));
+  line(fmt::format("# Collective test starting: {}", p.program));
+  line(fmt::format(
+      "# nThread {} nGpus {} minBytes {} maxBytes {} step: {}({}) warmup iters: {} iters: {} agg "
+      "iters: {} validation: {} graph: {} unalign: 0",
+      p.threads, p.gpus, p.min_bytes, p.max_bytes, p.step_factor > 1 ? p.step_factor : p.step_bytes,
+      p.step_factor > 1 ? "factor" : "bytes", p.warmup_iterations, p.iterations,
+      p.aggregate_iterations, p.check_iterations, p.graph_launches));
+}
+
 class ConsoleReporter : public Reporter {
  public:
   explicit ConsoleReporter(std::ostream& out) : out_(out) {}
@@ -61,6 +95,8 @@ class ConsoleReporter : public Reporter {
     line(m.git_commit.empty()
              ? fmt::format("# ccscope version {}", version)
              : fmt::format("# ccscope version {} commit {}", version, m.git_commit));
+    if (m.nccl_tests_parameters)
+      nccl_tests_parameter_lines(m, version, [this](const std::string& text) { line(text); });
     if (!m.command_line.empty()) line(fmt::format("# Command: {}", m.command_line));
     if (!m.start_time_utc.empty()) line(fmt::format("# Start: {}", m.start_time_utc));
     line(fmt::format("# Backend: {}  ranks: {}  nodes: {}  ranks per node: {}",
@@ -82,7 +118,8 @@ class ConsoleReporter : public Reporter {
     if (!m.rank_devices.empty()) {
       line("# Using devices");
       for (size_t r = 0; r < m.rank_devices.size(); ++r)
-        line(fmt::format("#  Rank {:2} Group  0 {}", r, m.rank_devices[r]));
+        line(fmt::format("#  Rank {:2} Group {:2} {}", r,
+                         r < m.rank_groups.size() ? m.rank_groups[r] : 0, m.rank_devices[r]));
     }
     if (!m.nccl_version.empty()) line(fmt::format("# NCCL version: {}", m.nccl_version));
     if (!m.cuda_version.empty()) line(fmt::format("# CUDA version: {}", m.cuda_version));

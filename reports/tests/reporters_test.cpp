@@ -6,7 +6,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -747,6 +749,98 @@ TEST(ConsoleReporter, UsingDevicesLinesAsNcclTests) {
                            "#  Rank  1 Group  0 Pid   4001 on node0 device  1"),
             std::string::npos)
       << out.str();
+}
+
+// What a script parsing nccl-tests' header reads from it, with nccl-tests' line
+// shapes: key -> value for the version, program, sweep parameters and devices.
+std::map<std::string, std::string> nccl_tests_header_fields(const std::string& text) {
+  const std::regex version(R"(^# nccl-tests version (\S+) nccl-headers=(\d+) nccl-library=(\d+))");
+  const std::regex program(R"(^# Collective test starting: (\S+))");
+  const std::regex parameters(
+      R"(^# nThread (\d+) nGpus (\d+) minBytes (\d+) maxBytes (\d+) step: (\d+)\((factor|bytes)\) )"
+      R"(warmup iters: (\d+) iters: (\d+) agg iters: (\d+) validation: (\d+) graph: (\d+))");
+  const std::regex device(
+      R"(^#  Rank +(\d+) Group +(\d+) Pid +(\d+) on +(\S+) device +(\d+) \[(\S+)\] (.*)$)");
+  const std::vector<std::string> parameter_names = {"nThread", "nGpus",      "minBytes", "maxBytes",
+                                                    "step",    "step_kind",  "warmup",   "iters",
+                                                    "agg",     "validation", "graph"};
+  std::map<std::string, std::string> fields;
+  std::istringstream in(text);
+  std::smatch m;
+  for (std::string line; std::getline(in, line);) {
+    if (std::regex_search(line, m, version)) {
+      fields["version"] = m[1];
+      fields["nccl-headers"] = m[2];
+      fields["nccl-library"] = m[3];
+    } else if (std::regex_search(line, m, program)) {
+      fields["program"] = m[1];
+    } else if (std::regex_search(line, m, parameters)) {
+      for (size_t i = 0; i < parameter_names.size(); ++i) fields[parameter_names[i]] = m[i + 1];
+    } else if (std::regex_search(line, m, device)) {
+      fields["rank" + m[1].str()] = m[2].str() + "|" + m[3].str() + "|" + m[4].str() + "|" +
+                                    m[5].str() + "|" + m[6].str() + "|" + m[7].str();
+    }
+  }
+  return fields;
+}
+
+TEST(ConsoleReporter, NcclTestsHeaderLinesParseAsNcclTestsOwn) {
+  // all_reduce_perf -b 8 -e 256M -f 4 -w 3 -n 10 over 2 ranks (the fixture), and
+  // ccscope's header for the same flags and devices.
+  const auto expected =
+      nccl_tests_header_fields(slurp(testing::data_file("all_reduce_perf-h200-2rank-socket.txt")));
+  ASSERT_EQ(expected.size(), 17u);  // 3 + 1 + 11 + 2 ranks
+  std::ostringstream out;
+  auto reporter = make_console_reporter(out);
+  RunMetadata m = sample_metadata();
+  m.nccl_version = "2.28.3";
+  m.rank_devices = {"Pid   2663 on         vm device  0 [0000:00:06] NVIDIA H200",
+                    "Pid   2664 on         vm device  0 [0000:00:06] NVIDIA H200"};
+  RunMetadata::NcclTestsParameters p;
+  p.program = "all_reduce_perf";
+  p.min_bytes = 8;
+  p.max_bytes = 268435456;
+  p.step_bytes = 1048576;
+  p.step_factor = 4;
+  p.warmup_iterations = 3;
+  p.iterations = 10;
+  p.check_iterations = 1;
+  m.nccl_tests_parameters = p;
+  reporter->begin(m);
+  EXPECT_EQ(nccl_tests_header_fields(out.str()), expected) << out.str();
+  EXPECT_NE(out.str().find("# nThread 1 nGpus 1 minBytes 8 maxBytes 268435456 step: 4(factor) "
+                           "warmup iters: 3 iters: 10 agg iters: 1 validation: 1 graph: 0 "
+                           "unalign: 0\n"),
+            std::string::npos)
+      << out.str();
+  EXPECT_NE(out.str().find("(ccscope 0.1.0, following nccl-tests 2.19.6)"), std::string::npos);
+
+  // A step in bytes, the MPI backend (no NCCL: code 0), -t 2 -g 2 and a split's groups.
+  std::ostringstream out2;
+  auto reporter2 = make_console_reporter(out2);
+  m.nccl_version = "";
+  p.step_factor = 1;
+  p.threads = 2;
+  p.gpus = 2;
+  m.nccl_tests_parameters = p;
+  m.rank_groups = {0, 1};
+  reporter2->begin(m);
+  const auto fields = nccl_tests_header_fields(out2.str());
+  EXPECT_EQ(fields.at("nccl-library"), "0");
+  EXPECT_EQ(fields.at("step"), "1048576");
+  EXPECT_EQ(fields.at("step_kind"), "bytes");
+  EXPECT_EQ(fields.at("nThread"), "2");
+  EXPECT_EQ(fields.at("nGpus"), "2");
+  EXPECT_EQ(fields.at("rank1").substr(0, 2), "1|");
+  EXPECT_EQ(fields.at("rank0").substr(0, 2), "0|");
+}
+
+TEST(ConsoleReporter, NoNcclTestsLinesWithoutTheirParameters) {
+  std::ostringstream out;
+  auto reporter = make_console_reporter(out);
+  reporter->begin(sample_metadata());
+  EXPECT_EQ(out.str().find("# nccl-tests version"), std::string::npos) << out.str();
+  EXPECT_EQ(out.str().find("# nThread"), std::string::npos) << out.str();
 }
 
 TEST(ConsoleReporter, EmptyRun) {

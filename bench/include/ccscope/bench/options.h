@@ -76,6 +76,7 @@ struct BenchOptions {
   // -t x -g: ranks per process, each a thread of it (nccl-tests' threads and
   // GPUs per thread); the world is processes x this many ranks.
   int ranks_per_process = 1;
+  int threads_per_process = 1;  // -t (for nccl-tests' "# nThread" line; -g is the rest)
   // MPI: wait in the nonblocking call, testing and yielding the core (as ccscope
   // train's communication does), instead of the blocking call's spin; with more
   // ranks than cores a spinning wait measures the scheduler, not the transport.

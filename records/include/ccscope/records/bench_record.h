@@ -63,6 +63,29 @@ struct RunMetadata {
   // or FAILED against 90% of it, as nccl-tests; unset: nothing. Not a field of
   // the files (the exit code carries the verdict).
   std::optional<double> min_avg_busbw_GBps;
+  // What nccl-tests' pre-table lines say ("# nccl-tests version",
+  // "# Collective test starting", "# nThread ... unalign: 0"), so that scripts
+  // parsing its header read ours: the sweep's flags as given. Console only, not
+  // a field of the files (the records carry each row's own counts); unset by
+  // writers other than bench (no such lines).
+  struct NcclTestsParameters {
+    std::string program;  // all_reduce_perf & co. (the first collective's)
+    int threads = 1;      // -t
+    int gpus = 1;         // -g
+    size_t min_bytes = 0;
+    size_t max_bytes = 0;
+    size_t step_bytes = 0;
+    size_t step_factor = 1;  // > 1: a factor, as nccl-tests prints "2(factor)"
+    int warmup_iterations = 0;
+    int iterations = 0;  // -n; 0 under adaptive sampling (a count per row)
+    int aggregate_iterations = 1;
+    int check_iterations = 0;  // nccl-tests' validation
+    int graph_launches = 0;
+  };
+  std::optional<NcclTestsParameters> nccl_tests_parameters;
+  // Each rank's group under NCCL_TESTS_SPLIT (nccl-tests' "Group G" in the
+  // "# Using devices" lines); empty: every rank in group 0. Console only.
+  std::vector<int> rank_groups;
 };
 
 struct BenchRecord {
