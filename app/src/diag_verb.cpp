@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -60,6 +61,7 @@ struct DiagFlags {
   double min_efficiency = 0.7;
   size_t train_steps = 100;
   std::string bytes = "4M";
+  diag::LocalizeMethod localize = diag::LocalizeMethod::kAuto;
   int test_corrupt_rank = -1;
   bool quiet = false;
 };
@@ -222,6 +224,7 @@ int run_diag(job::JobContext& job, const DiagFlags& flags, const std::vector<Sta
   options.min_efficiency = flags.min_efficiency;
   options.train_steps = flags.train_steps;
   options.node_bytes = options.cluster_bytes = options.pair_bytes = *parse_size(flags.bytes);
+  options.localize = flags.localize;
   options.corrupt_rank = flags.test_corrupt_rank;
   if (flags.test_corrupt_rank < -1 || flags.test_corrupt_rank >= world.size())
     return fail_usage(fmt::format("--test-corrupt-rank {} is out of range for {} ranks",
@@ -374,6 +377,16 @@ int diag_verb(const std::vector<std::string>& args, const std::vector<std::strin
   app.add_option("--bytes", flags.bytes,
                  "message size of the busbw all-reduces (stages 2, 3) and of the node-pair "
                  "transfers (default 4M; smaller on slow links for a quicker verdict)");
+  app.add_option("--localize", flags.localize,
+                 "stage 3's slow-node search: pairs (every node pair), split-half (halves "
+                 "measured at once, then the pairs inside the slower one) or auto (split-half "
+                 "from 5 nodes; default)")
+      ->transform(CLI::CheckedTransformer(
+          std::map<std::string, diag::LocalizeMethod>{
+              {"auto", diag::LocalizeMethod::kAuto},
+              {"pairs", diag::LocalizeMethod::kPairs},
+              {"split-half", diag::LocalizeMethod::kSplitHalf}},
+          CLI::ignore_case));
   app.add_option("--train-steps", flags.train_steps, "stage 4's training steps (default 100)")
       ->check(CLI::Range(size_t{2}, size_t{100000}));
   app.add_flag("-q,--quiet", flags.quiet, "no human summary (files and exit code only)");

@@ -646,6 +646,54 @@ PairMeasurements measure_node_pairs(const World& world, PhaseMonitor& monitor, P
   return out;
 }
 
+// Split-half's round: the two halves' node leaders each run an all-reduce at
+// once (ccscope's ring over MPI point-to-point, one rank per node, as
+// cluster.busbw: a half runs at its slowest link's rate). Every rank gets both
+// halves' busbw. Ranks outside the halves wait asleep outside the watchdog's
+// phase, as for cluster.busbw; the halves' watchdogs watch their sweeps.
+std::pair<double, double> measure_halves(const World& world, PhaseMonitor& monitor,
+                                         PointToPoint& p2p,
+                                         const std::map<std::string, int>& leader_of_host,
+                                         const std::vector<std::string>& half_a,
+                                         const std::vector<std::string>& half_b,
+                                         const ChecklistOptions& options, size_t round) {
+  auto ranks_of = [&](const std::vector<std::string>& hosts) {
+    std::vector<int> ranks;
+    for (const std::string& host : hosts) ranks.push_back(leader_of_host.at(host));
+    return ranks;
+  };
+  const std::vector<int> a = ranks_of(half_a), b = ranks_of(half_b);
+  const auto in = [&](const std::vector<int>& ranks) {
+    return std::find(ranks.begin(), ranks.end(), world.rank()) != ranks.end();
+  };
+  constexpr int kIterations = 3;
+  std::string busbw;
+  if (in(a) || in(b)) {
+    const std::vector<int>& mine = in(a) ? a : b;
+    const std::unique_ptr<PointToPoint> half_p2p = make_group_point_to_point(p2p, mine);
+    const std::unique_ptr<ControlPlane> half_control = point_to_point_control(*half_p2p);
+    const std::unique_ptr<Communicator> comm = make_ring_communicator(*half_p2p);
+    CollectingReporter collected;
+    const bench::JobShape shape{static_cast<int>(mine.size()), 1, world.hostname()};
+    bench::run_sweep(sweep_options(options, Collective::kAllReduce, options.cluster_bytes,
+                                   options.cluster_bytes, kIterations),
+                     *half_control, shape, *comm, monitor,
+                     half_p2p->rank() == 0 ? &collected : nullptr, 0, no_signal);
+    for (const records::BenchRecord& r : collected.records)
+      if (!r.in_place) busbw = fmt::format("{}", r.busbw_GBps);
+  }
+  monitor.end_stage();
+  // Bounded as the cluster.busbw wait below: each operation within twice the timeout.
+  world.sleeping_barrier(2 * options.timeout * (2 * (kIterations + 2 + 1)));
+  monitor.stage(fmt::format("diag stage 3 (cluster): after split-half round {}", round));
+  const std::vector<std::string> all = gather(world, monitor, busbw);
+  auto figure_of = [&](int rank) {
+    const std::string& text = all[static_cast<size_t>(rank)];
+    return text.empty() ? std::numeric_limits<double>::quiet_NaN() : std::stod(text);
+  };
+  return {figure_of(a.front()), figure_of(b.front())};
+}
+
 std::vector<Check> topology_checks(const bench::ClusterTopology& cluster) {
   std::vector<topo::Finding> findings = topo::check_homogeneity(cluster.nodes);
   for (const topo::HostTopology& node : cluster.nodes)
@@ -740,21 +788,40 @@ void cluster_stage(const World& world, PhaseMonitor& monitor, PointToPoint& p2p,
   const topo::RankSetPath expected = bench::expected_path_of_run(
       cluster, topo::nccl_environment_from_process(), !on_device(options));
 
-  // Every pair of nodes (their first ranks), then each suspect against a good node.
+  std::map<std::string, int> leader_of_host;
+  std::vector<std::string> node_hosts;
+  for (int r : leaders) {
+    leader_of_host[world.hostnames()[static_cast<size_t>(r)]] = r;
+    node_hosts.push_back(world.hostnames()[static_cast<size_t>(r)]);
+  }
+  // Which nodes' pairs to measure: every node, or with split-half the group its
+  // halves narrowed the slow node to (none when no half was slower).
+  std::vector<int> pair_leaders = leaders;
+  if (use_split_half(options.localize, leaders.size())) {
+    size_t round = 0;
+    const SplitHalfResult halves = localize_split_half(
+        node_hosts, [&](const std::vector<std::string>& a, const std::vector<std::string>& b) {
+          return measure_halves(world, monitor, p2p, leader_of_host, a, b, options, ++round);
+        });
+    const std::vector<std::string> pair_nodes = pair_nodes_after_split_half(node_hosts, halves);
+    pair_leaders.clear();
+    for (const std::string& host : pair_nodes) pair_leaders.push_back(leader_of_host.at(host));
+    if (world.rank() == 0) verdicts.add(judge_split_half(halves, pair_nodes));
+  }
+
+  // Every pair of those nodes (their first ranks), then each suspect against a good node.
   std::vector<std::pair<int, int>> pairs;
-  for (const topo::PairRound& round : topo::disjoint_pair_rounds(leaders.size()))
-    for (const auto& [a, b] : round) pairs.push_back({leaders[a], leaders[b]});
+  for (const topo::PairRound& round : topo::disjoint_pair_rounds(pair_leaders.size()))
+    for (const auto& [a, b] : round) pairs.push_back({pair_leaders[a], pair_leaders[b]});
   const PairMeasurements measured =
       measure_node_pairs(world, monitor, p2p, pairs, options, "diag stage 3: node pairs");
   const Localization localization = localize(measured.figures, expected.expected_GBps);
-  std::map<std::string, int> leader_of_host;
-  for (int r : leaders) leader_of_host[world.hostnames()[static_cast<size_t>(r)]] = r;
   std::vector<std::pair<int, int>> retest_pairs;
   for (const auto& [suspect, partner] : localization.retests)
     retest_pairs.push_back({leader_of_host.at(suspect), leader_of_host.at(partner)});
   const PairMeasurements retests =
       measure_node_pairs(world, monitor, p2p, retest_pairs, options, "diag stage 3: re-tests");
-  if (world.rank() == 0) {
+  if (world.rank() == 0 && !pairs.empty()) {
     verdicts.add(judge_localization(localization, retests.figures, expected.expected_GBps));
     verdicts.add(judge_pair_retransmissions(measured.retransmissions));
   }

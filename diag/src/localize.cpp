@@ -1,6 +1,7 @@
 #include "ccscope/diag/localize.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -429,6 +430,7 @@ SplitHalfResult localize_split_half(
     const auto [a, b] = measure_halves(halves.first, halves.second);
     ++result.rounds;
     result.halves.push_back(halves);
+    result.figures.push_back({a, b});
     const double high = std::max(a, b), low = std::min(a, b);
     // Not a finite, clearly lower half: no single half holds the slow part.
     if (!std::isfinite(a) || !std::isfinite(b) || high <= 0 ||
@@ -443,6 +445,56 @@ SplitHalfResult localize_split_half(
   }
   result.candidates = candidates;
   return result;
+}
+
+bool use_split_half(LocalizeMethod method, size_t nodes) {
+  return method == LocalizeMethod::kSplitHalf ||
+         (method == LocalizeMethod::kAuto && nodes >= kSplitHalfFromNodes);
+}
+
+std::vector<std::string> pair_nodes_after_split_half(const std::vector<std::string>& nodes,
+                                                     const SplitHalfResult& result) {
+  std::vector<std::string> out = result.candidates;
+  if (out.empty()) return out;
+  for (const std::string& node : nodes) {
+    if (out.size() >= 3) break;
+    if (std::find(out.begin(), out.end(), node) == out.end()) out.push_back(node);
+  }
+  return out;
+}
+
+Check judge_split_half(const SplitHalfResult& result, const std::vector<std::string>& pair_nodes) {
+  Check check;
+  check.stage = Stage::kCluster;
+  check.name = "cluster.split_half";
+  if (result.rounds == 0) {
+    check.status = Status::kSkip;
+    check.message = fmt::format("{} nodes: few enough for every pair", result.candidates.size());
+    return check;
+  }
+  check.status = Status::kPass;
+  auto names = [](const std::vector<std::string>& group) {
+    return group.size() <= 4
+               ? fmt::format("{}", fmt::join(group, ","))
+               : fmt::format("{}..{} ({})", group.front(), group.back(), group.size());
+  };
+  std::vector<std::string> rounds;
+  for (size_t i = 0; i < result.rounds; ++i)
+    rounds.push_back(fmt::format("{} {} vs {} {} GB/s", names(result.halves[i].first),
+                                 figure(result.figures[i].first), names(result.halves[i].second),
+                                 figure(result.figures[i].second)));
+  const auto& [first_a, first_b] = result.figures.front();
+  check.measured = std::min(first_a, first_b);
+  check.expected = std::max(first_a, first_b);
+  check.unit = "GB/s";
+  check.message = fmt::format(
+      "halves' all-reduce, {} round{} ({}); {}", result.rounds, result.rounds == 1 ? "" : "s",
+      fmt::join(rounds, "; "),
+      pair_nodes.empty()
+          ? std::string("no half 25% slower than the other: node pairs not run (split-half "
+                        "finds a slow node, not a slow link between two healthy ones)")
+          : fmt::format("node pairs only among {}", fmt::join(pair_nodes, ",")));
+  return check;
 }
 
 }  // namespace ccscope::diag

@@ -678,5 +678,38 @@ TEST(SplitHalf, NothingSlowOrEverythingSlowNamesNoNode) {
   EXPECT_EQ(split_halves(node_names(5)).first.size(), 3u);
 }
 
+// Stage 3's plan after split-half: the pairs run among the slow half, topped up
+// to 3 nodes from the faster ones (one pair cannot say which end is slow).
+TEST(SplitHalf, PairNodesAndTheirEvidence) {
+  const auto nodes = node_names(6);
+  const auto slow4 = localize_split_half(nodes, halves_at({{"node4", 2.0}}));
+  EXPECT_EQ(pair_nodes_after_split_half(nodes, slow4),
+            (std::vector<std::string>{"node3", "node4", "node5"}));
+  const Check evidence = judge_split_half(slow4, pair_nodes_after_split_half(nodes, slow4));
+  EXPECT_EQ(evidence.name, "cluster.split_half");
+  EXPECT_EQ(evidence.status, Status::kPass);
+  EXPECT_DOUBLE_EQ(evidence.measured, 2.0);
+  EXPECT_DOUBLE_EQ(evidence.expected, 10.0);
+  EXPECT_NE(evidence.message.find("node pairs only among node3,node4,node5"), std::string::npos)
+      << evidence.message;
+  // 5 nodes, the slow one in the half of 2: a node of the faster half joins the pairs.
+  const auto five = node_names(5);
+  const auto slow3 = localize_split_half(five, halves_at({{"node3", 2.0}}));
+  EXPECT_EQ(slow3.candidates, (std::vector<std::string>{"node3", "node4"}));
+  EXPECT_EQ(pair_nodes_after_split_half(five, slow3),
+            (std::vector<std::string>{"node3", "node4", "node0"}));
+  // Halves alike: no pairs, and the evidence says so.
+  const auto healthy = localize_split_half(nodes, halves_at({}));
+  EXPECT_TRUE(pair_nodes_after_split_half(nodes, healthy).empty());
+  EXPECT_NE(judge_split_half(healthy, {}).message.find("node pairs not run"), std::string::npos);
+  EXPECT_EQ(judge_split_half(localize_split_half(node_names(3), halves_at({})), {}).status,
+            Status::kSkip);
+  // auto: split-half from 5 nodes; the flag's choice otherwise.
+  EXPECT_FALSE(use_split_half(LocalizeMethod::kAuto, 4));
+  EXPECT_TRUE(use_split_half(LocalizeMethod::kAuto, 5));
+  EXPECT_FALSE(use_split_half(LocalizeMethod::kPairs, 64));
+  EXPECT_TRUE(use_split_half(LocalizeMethod::kSplitHalf, 3));
+}
+
 }  // namespace
 }  // namespace ccscope::diag

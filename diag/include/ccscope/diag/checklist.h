@@ -23,6 +23,7 @@
 
 #include "ccscope/collectives/world.h"
 #include "ccscope/diag/check.h"
+#include "ccscope/diag/localize.h"
 #include "ccscope/job/watchdog.h"
 
 namespace ccscope::diag {
@@ -41,6 +42,8 @@ struct ChecklistOptions {
   size_t cluster_bytes = size_t{4} << 20;  // stage 3: inter-node all-reduce busbw size
   size_t pair_bytes = size_t{4} << 20;     // stage 3: node-pair messages
   int pair_repetitions = 3;
+  // Stage 3's slow-node search: every node pair, or split-half first (kAuto: from 5 nodes).
+  LocalizeMethod localize = LocalizeMethod::kAuto;
   double clock_warn_ms = 10;  // an offset surely above this WARNs
   // Stage 4: DDP's efficiency below min_efficiency x what the network allows WARNs.
   double min_efficiency = 0.7;

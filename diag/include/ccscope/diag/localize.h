@@ -131,6 +131,7 @@ struct SplitHalfResult {
   size_t rounds = 0;                    // halves measured (each round: both halves at once)
   bool cluster_wide = false;            // the first round's halves agreed: no one half is slow
   std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> halves;  // per round
+  std::vector<std::pair<double, double>> figures;  // per round: the halves' GB/s, in that order
 };
 // The nodes in two halves, in order: the first gets the extra node of an odd count.
 std::pair<std::vector<std::string>, std::vector<std::string>> split_halves(
@@ -140,5 +141,25 @@ SplitHalfResult localize_split_half(
     const std::function<std::pair<double, double>(const std::vector<std::string>&,
                                                   const std::vector<std::string>&)>& measure_halves,
     size_t pair_group = 3, const OutlierOptions& options = {});
+
+// How stage 3 localises a slow node: every node pair, or split-half first and
+// the pairs inside the slow group. kAuto: split-half from kSplitHalfFromNodes
+// nodes (below, the pairs are as few as a round of halves plus 3 pairs).
+enum class LocalizeMethod { kAuto, kPairs, kSplitHalf };
+inline constexpr size_t kSplitHalfFromNodes = 5;
+bool use_split_half(LocalizeMethod method, size_t nodes);
+
+// The nodes whose pairs stage 3 measures after split-half: the candidates, and
+// when they are fewer than 3 (a pair cannot say which end is slow) nodes that
+// were in a faster half, in `nodes`' order, up to 3. Empty: no half was slower.
+std::vector<std::string> pair_nodes_after_split_half(const std::vector<std::string>& nodes,
+                                                     const SplitHalfResult& result);
+
+// cluster.split_half: what the halves measured and which group the pairs then
+// went through. Always PASS (evidence, not a verdict: the node pairs and their
+// re-tests name the node, and a half can read 25% low from noise alone); SKIP
+// when no round ran. unit "GB/s": measured the slower half of the first round,
+// expected the faster one.
+Check judge_split_half(const SplitHalfResult& result, const std::vector<std::string>& pair_nodes);
 
 }  // namespace ccscope::diag
