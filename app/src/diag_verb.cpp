@@ -27,6 +27,7 @@
 #include "ccscope/diag/checklist.h"
 #include "ccscope/diag/clock_offset.h"
 #include "ccscope/diag/nccl_log.h"
+#include "ccscope/diag/nccl_ras.h"
 #include "ccscope/diag/prometheus.h"
 #include "ccscope/job/backend_registry.h"
 #include "ccscope/job/interruption.h"
@@ -184,6 +185,9 @@ class DiagOutputs {
 
 // NCCL's own account of the run: NCCL_DEBUG=INFO into a file per rank, read
 // back after the stages by each rank and analysed on rank 0.
+// NCCL RAS's answer, after a FAIL: RAS waits a second less for its peers.
+constexpr std::chrono::milliseconds kRasTimeout{5000};
+
 std::string nccl_debug_file(const World& world) {
   return fmt::format("/tmp/ccscope-diag-nccl-{}-rank{}.log", ::getpid(), world.rank());
 }
@@ -297,6 +301,24 @@ int run_diag(job::JobContext& job, const DiagFlags& flags, const std::vector<Sta
   if (!nccl_log.empty())
     for (Check& c : nccl_log_checks(world, nccl_log))
       if (leader) outputs->add(c);
+  // After a FAIL over NCCL, NCCL's own RAS view (NCCL >= 2.24, unless NCCL_RAS_ENABLE=0):
+  // dead or silent processes and ranks behind, from the service on this node.
+  if (leader && options.backend == "nccl" && result.worst == Status::kFail &&
+      !result.stopped_by_signal && !result.stages_run.empty()) {
+    std::optional<diag::NcclRasAddress> ras;
+    try {
+      ras = diag::nccl_ras_address_from_environment([](const char* name) {
+        const char* v = std::getenv(name);
+        return v ? std::optional<std::string>(v) : std::nullopt;
+      });
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "ccscope diag: NCCL_RAS_ADDR: %s (RAS not asked)\n", e.what());
+    }
+    if (ras)
+      for (Check& c :
+           diag::nccl_ras_checks(diag::ask_nccl_ras(*ras, kRasTimeout), result.stages_run.back()))
+        outputs->add(c);
+  }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   int exit_code = 0;

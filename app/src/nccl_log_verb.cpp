@@ -4,18 +4,23 @@
 #include <sys/stat.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "ccscope/app/verbs.h"
 #include "ccscope/diag/nccl_log.h"
+#include "ccscope/diag/nccl_ras.h"
 #include "ccscope/reports/user_files.h"
 #include "verb_support.h"
 
@@ -77,10 +82,39 @@ int nccl_log_verb(const std::vector<std::string>& args, const std::vector<std::s
       "log or on another node. Exit 0 no finding above info, 1 a warn or fail finding, 2 bad\n"
       "arguments or no file readable.",
       "ccscope diag nccl-log"};
-  app.add_option("files", files, "NCCL debug logs ('-' for stdin)")->required();
+  bool ras_flag = false;
+  std::string ras;
+  double ras_timeout_s = 10;
+  app.add_option("files", files, "NCCL debug logs ('-' for stdin)");
+  app.add_flag("--ras", ras_flag,
+               "also ask NCCL's RAS service (NCCL >= 2.24) of a running or hung job for its "
+               "view: dead or silent processes, ranks behind (at NCCL_RAS_ADDR, else "
+               "localhost:28028)");
+  app.add_option("--ras-addr", ras, "the RAS service's HOST:PORT (implies --ras)");
+  add_number_option(app, "--ras-timeout", ras_timeout_s,
+                    "seconds the RAS query may take in all (default 10)", {1, 600});
   app.add_flag("--json", json, "the analysis as JSON (ccscope.nccl_log/1) on stdout");
   add_output_option(app, "--json-file", json_file, "also write the JSON to this file");
   if (const auto done = parse_flags(app, verb, args)) return *done;
+  const bool ask_ras = ras_flag || !ras.empty();
+  if (files.empty() && !ask_ras)
+    return usage_error(verb, "the NCCL debug logs are required (or --ras to ask a running job's RAS service)");
+  diag::NcclRasAddress ras_address;
+  if (ask_ras) {
+    try {
+      if (!ras.empty()) {
+        ras_address = diag::parse_nccl_ras_address(ras);
+      } else if (const auto from_env = diag::nccl_ras_address_from_environment(
+                     [](const char* name) -> std::optional<std::string> {
+                       const char* v = std::getenv(name);
+                       return v ? std::optional<std::string>(v) : std::nullopt;
+                     })) {
+        ras_address = *from_env;
+      }
+    } catch (const std::exception& e) {
+      return usage_error(verb, std::string("--ras-addr: ") + e.what());
+    }
+  }
 
   std::vector<diag::NcclLogInput> inputs;
   for (const auto& path : files) {
@@ -99,7 +133,17 @@ int nccl_log_verb(const std::vector<std::string>& args, const std::vector<std::s
       return usage_error(verb, e.what());
     }
   }
-  const auto analysis = diag::analyze_nccl_logs(inputs);
+  auto analysis = diag::analyze_nccl_logs(inputs);
+  if (ask_ras) {
+    for (auto& f : diag::ask_nccl_ras(
+             ras_address, std::chrono::milliseconds(static_cast<long long>(ras_timeout_s * 1000))))
+      analysis.findings.push_back(std::move(f));
+    // Findings are listed fail first, then warn, then info.
+    std::stable_sort(analysis.findings.begin(), analysis.findings.end(),
+                     [](const diag::NcclLogFinding& a, const diag::NcclLogFinding& b) {
+                       return static_cast<int>(a.severity) > static_cast<int>(b.severity);
+                     });
+  }
   const std::string json_text = json || !json_file.empty() ? diag::nccl_log_json(analysis) : "";
   if (json)
     std::fputs(json_text.c_str(), stdout);

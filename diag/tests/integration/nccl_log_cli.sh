@@ -58,4 +58,37 @@ run 1 "$work/random.bin"
 : >"$work/empty.log"
 run 1 "$work/empty.log"
 grep -q "log.no_nccl_lines" "$work/out" || fail "an empty file not reported"
+# --ras-addr: NCCL's RAS service asked (a stub on loopback answering its text protocol with a
+# report of rank 5 one all-reduce behind); the hung rank is named with RAS's evidence.
+python3 - "$work/port" <<'PY' &
+import socket, sys
+report = ("Errors\n======\n\nWarnings\n========\n\n#0-0 (9e8a5b7c1d2f3a40) MISMATCH\n"
+          "  Communicator ranks have different AllReduce operation counts\n"
+          "  7 ranks have launched up to operation 120\n"
+          "  Rank 5 has launched up to operation 119 -- GPU 1 managed by process 4242 on node node1\n\n")
+server = socket.socket()
+server.bind(("127.0.0.1", 0))
+server.listen(1)
+server.settimeout(20)
+open(sys.argv[1] + ".tmp", "w").write(str(server.getsockname()[1]))
+__import__("os").rename(sys.argv[1] + ".tmp", sys.argv[1])
+conn, _ = server.accept()
+f = conn.makefile("rw")
+for line in f:
+    if line.startswith("CLIENT PROTOCOL"): f.write("SERVER PROTOCOL 2\n"); f.flush()
+    elif line.startswith("TIMEOUT"): f.write("OK\n"); f.flush()
+    elif line.startswith("STATUS"): f.write(report); f.flush(); break
+conn.close()
+PY
+stub=$!
+for _ in $(seq 100); do [[ -s $work/port ]] && break; sleep 0.05; done
+run 1 --ras-addr "127.0.0.1:$(cat "$work/port")" --ras-timeout 5 "$logs/ib-2node-gdr-openmpi.log"
+wait "$stub"
+grep -q "FAIL ras.ranks_behind" "$work/out" || fail "no RAS finding: $(cat "$work/out")"
+grep -q "rank 5 (pid 4242 on node1, GPU 1) launched 119 AllReduce" "$work/out" ||
+  fail "the rank behind is not named: $(grep ras "$work/out")"
+# Nothing listening: an info finding, the log's verdict unchanged.
+run 0 --ras-addr 127.0.0.1:1 "$logs/ib-2node-gdr-openmpi.log"
+grep -q "ras.unreachable" "$work/out" || fail "no ras.unreachable: $(tail -5 "$work/out")"
+expect_usage "port" --ras-addr node0:x "$logs/ib-2node-gdr-openmpi.log"
 echo "all ok"
