@@ -88,8 +88,11 @@ std::string render_compare_text(const CompareResult& result) {
                            ? fmt::format("{:.3f}..{:.3f}", s.ci_low, s.ci_high)
                            : "-";
       // A single record a side: its own interval in place of the bootstrap's.
-      if (s.base_interval && s.current_interval)
-        ci = fmt::format("+-{:.1f}%/+-{:.1f}%", *s.base_interval * 100, *s.current_interval * 100);
+      const auto half_width = [](const std::optional<double>& interval) {
+        return interval ? fmt::format("+-{:.1f}%", *interval * 100) : std::string("-");
+      };
+      if (s.base_interval || s.current_interval)
+        ci = half_width(s.base_interval) + "/" + half_width(s.current_interval);
       out += fmt::format(
           "{} {:>10}  {:>3}/{:<3}  {:>11.3f}  {:>15}  {:>8}{}{}{}\n", s.in_window ? "*" : " ",
           format_exact_size(s.size_bytes), s.base_samples, s.current_samples, s.busbw_ratio, ci,

@@ -43,7 +43,7 @@ struct SizeVerdict {
   // One record per side, each with its time's 95% interval (ccscope.bench/5's
   // ci_half_width_percent, as a fraction): the half-widths, and whether the
   // difference of the times lies inside both, which is "no change" whatever
-  // the threshold says.
+  // the threshold says. One side's interval alone is shown, not used.
   std::optional<double> base_interval, current_interval;
   bool within_intervals = false;
   bool in_window = false;
