@@ -1,6 +1,7 @@
 #include "ccscope/diag/checklist.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -442,7 +443,10 @@ void node_stage(const World& world, PhaseMonitor& monitor, PointToPoint& p2p,
   if (!no_node_groups) comm = group_communicator(world, options, world.node_index());
 
   json mine = json::object();
-  if (comm && node_p2p->rank() == 0) mine["leader"] = true;
+  if (comm && node_p2p->rank() == 0) {
+    mine["leader"] = true;
+    mine["backend"] = comm->backend_name();
+  }
   const bench::JobShape shape{1, static_cast<int>(members.size()), world.hostname()};
   // Nodes that are one machine (containers, network namespaces) take turns, as
   // stage 1's ranks do: at once they would measure how it shares its cores
@@ -525,21 +529,31 @@ void node_stage(const World& world, PhaseMonitor& monitor, PointToPoint& p2p,
     const json f = parse_json_text(all[r]);
     if (!f.contains("leader")) continue;
     const std::string& host = world.hostnames()[r];
-    const size_t local = ranks_of_host(world, host).size();
+    const std::vector<int> node_ranks = ranks_of_host(world, host);
+    const size_t local = node_ranks.size();
+    // The world ranks and the library: on several nodes bench's WRONG RESULT
+    // line counts ranks within the node (its rank i is the i-th world rank here).
+    const std::string over =
+        fmt::format("over the node's {} ranks (world rank{} {}; {})", local, local == 1 ? "" : "s",
+                    fmt::join(node_ranks, ","), f.value("backend", std::string("?")));
     for (const auto& [collective, figures] : f["collectives"].items()) {
       const int64_t wrong = figures["wrong"].get<int64_t>();
       const size_t records = figures["records"].get<size_t>();
       Check c = make_check(
           Stage::kNode, "node." + collective,
-          wrong > 0 || records == 0 ? Status::kFail : Status::kPass, host, -1,
-          wrong > 0 ? fmt::format("{} over the node's {} ranks: {} wrong elements", collective,
-                                  local, wrong)
-          : records == 0
-              ? fmt::format("{} over the node's {} ranks: nothing measured", collective, local)
-              : fmt::format("{} over the node's {} ranks, {} to {} ({} records): every element "
-                            "correct",
-                            collective, local, format_size(figures["from"].get<size_t>()),
-                            format_size(figures["to"].get<size_t>()), records),
+          wrong > 0 || records == 0 ? Status::kFail : Status::kPass, host,
+          wrong > 0 && local == 1 ? node_ranks.front() : -1,
+          wrong > 0
+              ? fmt::format("{} {}: {} wrong elements{}", collective, over, wrong,
+                            local > 1 && world.node_count() > 1
+                                ? fmt::format("; the WRONG RESULT line's rank i is the i-th of "
+                                              "world ranks {}",
+                                              fmt::join(node_ranks, ","))
+                                : std::string())
+          : records == 0 ? fmt::format("{} {}: nothing measured", collective, over)
+                         : fmt::format("{} {}, {} to {} ({} records): every element correct",
+                                       collective, over, format_size(figures["from"].get<size_t>()),
+                                       format_size(figures["to"].get<size_t>()), records),
           "results are wrong between this node's ranks: look at the rank named in the WRONG "
           "RESULT line above, its GPU (ECC errors) or the intra-node transport (NCCL_P2P_DISABLE=1 "
           "/ NCCL_SHM_DISABLE=1 to isolate)");
