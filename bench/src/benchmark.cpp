@@ -132,7 +132,7 @@ int bench_rank(job::JobContext& job, const World& world, bool carries_process,
     if (options.split.op != SplitOp::kNone && chosen && !chosen->capabilities.groups)
       throw UsageError("NCCL_TESTS_SPLIT: the " + backend +
                        " backend's communicator spans the whole world in ccscope; use "
-                       "--backend mpi (or gloo), or unset NCCL_TESTS_SPLIT");
+                       "--backend mpi, gloo or nccl, or unset NCCL_TESTS_SPLIT");
   } catch (const UsageError& error) {
     return refuse(error.what());
   }

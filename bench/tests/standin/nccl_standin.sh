@@ -6,7 +6,9 @@
 #   sweep      2 ranks: every collective x every type x every op, in and out of
 #              place, every element checked (#wrong 0 in every record)
 #   ranks      1, 3 (--isolate-ranks: three ranks on one stand-in GPU) and 4 ranks;
-#              -g 2 (two thread ranks per process) in one process and in two
+#              NCCL_TESTS_SPLIT=MOD2 over 4 ranks (two NCCL communicators; the
+#              rows of the MPI backend's split); -g 2 (two thread ranks per
+#              process) in one process and in two
 #   graphs     -G 2 (CUDA graphs captured and replayed), -m 2 (aggregated groups),
 #              a non-blocking communicator, an older NCCL's fallbacks (2.18)
 #   corrupt    one element corrupted by the stand-in: #wrong > 0, exit 1, the
@@ -18,7 +20,8 @@
 #              the device memory, fp8 on a GPU older than sm_90: one line each,
 #              exit 2 (-d all leaves fp8 out there, as nccl-tests)
 #   diag       ccscope diag stages 1-2 over NCCL, its NCCL log read back; a rank
-#              stuck and a rank vanished in stage 2 named; a non-blocking init
+#              stuck and a rank vanished in stage 2 named; stage 2 on 2 nodes over NCCL
+#              (a communicator per node), a corrupting rank's node FAILs; a non-blocking init
 set -uo pipefail
 scenario=$1 ccscope=$2 mpiexec=$3 lib=$4 read_records=$5
 [ -e "$lib/libnccl.so.2" ] || { echo "SKIPPED: no NCCL stand-in in $lib (built without CUDA headers)"; exit 77; }
@@ -80,6 +83,27 @@ ranks)
     fi
     export CCSCOPE_STANDIN_GPUS=4
   done
+  # NCCL_TESTS_SPLIT=MOD2 over 4 ranks: two NCCL communicators of 2 ranks (0,2 and
+  # 1,3), each its own collectives; the rows are the MPI backend's under the same split.
+  for backend in nccl mpi; do
+    name=split_$backend
+    if NCCL_TESTS_SPLIT=MOD2 bench 4 "$name" allreduce,allgather,broadcast,sendrecv -b 8 -e 256K -f 64 \
+        -n 2 -w 1 --backend "$backend"; then
+      rows=$(python3 "$read_records" "$work/$name.csv" --fields collective,size_bytes,count,ranks,in_place,checked,wrong)
+      echo "$rows" >"$work/$name.rows"
+      [ "$(cut -f4 <<<"$rows" | sort -u)" = 2 ] || fail "$name: ranks per record '$(cut -f4 <<<"$rows" | sort -u)', want 2"
+      [ "$(cut -f6,7 <<<"$rows" | sort -u)" = $'1\t0' ] || fail "$name: a record unchecked or #wrong > 0"
+      groups=$(grep -oE '^#  Rank +[0-9]+ Group +[0-9]+' "$work/$name.out" | awk '{printf "%s", $5}')
+      [ "$groups" = 0101 ] || fail "$name: '# Using devices' groups '$groups', want 0101"
+    else
+      fail "NCCL_TESTS_SPLIT=MOD2 over $backend exited $?"; tail -5 "$work/$name.out"
+    fi
+  done
+  if [ -s "$work/split_nccl.rows" ] && cmp -s "$work/split_nccl.rows" "$work/split_mpi.rows"; then
+    ok "NCCL_TESTS_SPLIT=MOD2: nccl's rows are mpi's ($(grep -c . "$work/split_nccl.rows") records, 2 ranks each, #wrong 0)"
+  else
+    fail "NCCL_TESTS_SPLIT=MOD2: nccl's rows differ from mpi's"; diff "$work/split_nccl.rows" "$work/split_mpi.rows" | head -5
+  fi
   # nccl-tests' -g: ranks as threads of one process, one GPU each (one process x 2,
   # and 2 processes x 2 = 4 ranks), the rows as 2 and 4 processes give them.
   for processes in 1 2; do
@@ -239,6 +263,21 @@ diag)
     ok "diag with rank 1 vanished: exit $rc, rank 1 named"
   else
     fail "diag with a vanished rank: exit $rc"; tail -5 "$work/diag_vanish.out"
+  fi
+  # Two nodes (SLURMD_NODENAME names each rank's node: fake0 ranks 0-1, fake1 ranks 2-3): stage
+  # 2 runs over NCCL on every node (a communicator per node), and rank 3 corrupting an element
+  # fails fake1 only, its FAILs naming the node's world ranks.
+  timeout 120 "$mpiexec" -n 4 sh -c 'SLURMD_NODENAME=fake$((PMI_RANK / 2)) exec "$0" "$@"' \
+    "$ccscope" diag --stages 2 --backend nccl --bytes 256K --timeout 10 --test-corrupt-rank 3 \
+    >"$work/diag_nodes.out" 2>&1
+  rc=$?
+  fails=$(grep -cE "^  FAIL  node\.[a-z]+ +fake1: .*\(world ranks 2,3; nccl\): [0-9]+ wrong" "$work/diag_nodes.out")
+  if [ "$rc" -eq 1 ] && [ "$fails" -eq 6 ] &&
+      [ "$(grep -cE "^  PASS  node\.[a-z]+ +fake0: .*\(world ranks 0,1; nccl\)" "$work/diag_nodes.out")" -eq 6 ] &&
+      ! grep -qE "^  FAIL .* fake0:" "$work/diag_nodes.out"; then
+    ok "diag stage 2 over NCCL on 2 nodes: fake1 (world ranks 2,3) FAILs, fake0 PASSes"
+  else
+    fail "diag on 2 nodes over NCCL: exit $rc, $fails FAILs on fake1"; grep -E "^  (FAIL|PASS)  node" "$work/diag_nodes.out" | head -14
   fi
   # The non-blocking init (NCCL_COMM_BLOCKING=0): stages 1-2 pass through it.
   NCCL_COMM_BLOCKING=0 timeout 120 "$mpiexec" -n 2 "$ccscope" diag --stages 2 --backend nccl \
