@@ -67,4 +67,18 @@ size_t batch_iterations(double iteration_seconds, double min_batch_seconds,
   return wanted < 1 ? 1 : static_cast<size_t>(std::min(wanted, 1e9));
 }
 
+size_t regrown_batch_iterations(size_t iterations, double batch_seconds, double min_batch_seconds,
+                                double max_batch_seconds) {
+  iterations = std::max<size_t>(iterations, 1);
+  if (!(batch_seconds < 0.5 * min_batch_seconds)) return iterations;
+  const double factor =
+      batch_seconds > 0 ? std::min(10.0, 1.4 * min_batch_seconds / batch_seconds) : 10.0;
+  double wanted = std::ceil(static_cast<double>(iterations) * factor);
+  if (batch_seconds > 0)
+    wanted = std::min(
+        wanted, std::floor(max_batch_seconds * static_cast<double>(iterations) / batch_seconds));
+  wanted = std::min(wanted, 1e9);
+  return std::max(iterations, static_cast<size_t>(wanted));
+}
+
 }  // namespace ccscope::bench

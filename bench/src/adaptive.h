@@ -52,4 +52,14 @@ bool drifts(std::span<const double> samples, double relative);
 size_t batch_iterations(double iteration_seconds, double min_batch_seconds,
                         double max_batch_seconds);
 
+// The batch length corrected by a measured batch (as Google Benchmark regrows
+// its iteration count from the last run): a batch of `iterations` that took
+// under half of `min_batch_seconds` says the warm-up's sizing was too short (a
+// few warm-up operations caught by the scheduler: an 8 B row timed in batches
+// of one 1 us operation); the next gets min(10, 1.4 x min / measured) times as
+// many, no more than fit `max_batch_seconds`. Otherwise, and never fewer:
+// `iterations`.
+size_t regrown_batch_iterations(size_t iterations, double batch_seconds, double min_batch_seconds,
+                                double max_batch_seconds);
+
 }  // namespace ccscope::bench

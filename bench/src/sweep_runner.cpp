@@ -447,8 +447,8 @@ Timing Sweep::measure_adaptive(const Placement& at, const Layout& layout, const 
   timing.warmup = warmup;
   const StoppingRule rule{options_.target_ci_percent / 100};
   // At least twice the minimum of batches fit the budget.
-  timing.group = batch_iterations(typical * per_iteration, kMinBatchSeconds,
-                                  sizing_budget / (2.0 * static_cast<double>(rule.min_samples)));
+  const double max_batch_seconds = sizing_budget / (2.0 * static_cast<double>(rule.min_samples));
+  timing.group = batch_iterations(typical * per_iteration, kMinBatchSeconds, max_batch_seconds);
   monitor_.begin_phase(what + ", timed batches");
   control_.barrier();
   double own_seconds = 0;
@@ -475,9 +475,21 @@ Timing Sweep::measure_adaptive(const Placement& at, const Layout& layout, const 
       control_.all_reduce_max(agreed);
     else
       control_.all_reduce_sum(agreed);
-    timing.samples.push_back(mode == TimeAcrossRanks::kMinimum   ? -agreed[0]
-                             : mode == TimeAcrossRanks::kAverage ? agreed[0] / control_.size()
-                                                                 : agreed[0]);
+    const double sample = mode == TimeAcrossRanks::kMinimum   ? -agreed[0]
+                          : mode == TimeAcrossRanks::kAverage ? agreed[0] / control_.size()
+                                                              : agreed[0];
+    // A first batch far shorter than the clock span (the warm-up's few
+    // operations were slowed) regrows the batch from the agreed sample, the
+    // same on every rank; its samples, of the shorter batch, are dropped.
+    const double agreed_batch_seconds = sample * static_cast<double>(timing.group) * per_iteration;
+    const size_t regrown = regrown_batch_iterations(timing.group, agreed_batch_seconds,
+                                                    kMinBatchSeconds, max_batch_seconds);
+    if (regrown > timing.group && timing.samples.size() < rule.min_samples && !(agreed[1] > 0)) {
+      timing.group = regrown;
+      timing.samples.clear();
+      continue;
+    }
+    timing.samples.push_back(sample);
     reason = stopping_decision(timing.samples, agreed[1] > 0, rule);
     timing.converged = reason == StopReason::kConverged;
   }

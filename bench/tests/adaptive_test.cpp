@@ -126,6 +126,21 @@ TEST(Adaptive, TheSampleLimitBoundsMemory) {
   EXPECT_EQ(run.samples.size(), 50u);
 }
 
+TEST(Adaptive, ShortBatchesRegrowAsGoogleBenchmark) {
+  // 1 ms wanted: a batch of 10 that took 0.1 ms grows 10x (1.4 x 10 capped at 10).
+  EXPECT_EQ(regrown_batch_iterations(10, 1e-4, 1e-3, 0.1), 100u);
+  // 0.4 ms: 1.4 x 1 / 0.4 = 3.5x.
+  EXPECT_EQ(regrown_batch_iterations(10, 4e-4, 1e-3, 0.1), 35u);
+  // Half the minimum or more: the sizing stands (scheduler noise is not a reason).
+  EXPECT_EQ(regrown_batch_iterations(10, 5e-4, 1e-3, 0.1), 10u);
+  EXPECT_EQ(regrown_batch_iterations(10, 5e-2, 1e-3, 0.1), 10u);
+  // The budget's share caps it (0.25 ms max: 10 x 0.25 / 0.1 = 25), never below the current.
+  EXPECT_EQ(regrown_batch_iterations(10, 1e-4, 1e-3, 2.5e-4), 25u);
+  EXPECT_EQ(regrown_batch_iterations(10, 1e-4, 1e-3, 1e-5), 10u);
+  // A batch under the clock's resolution: 10x.
+  EXPECT_EQ(regrown_batch_iterations(3, 0.0, 1e-3, 0.1), 30u);
+}
+
 TEST(Adaptive, BatchIterationsFillTheClockSpan) {
   EXPECT_EQ(batch_iterations(0.5e-6, 1e-3, 0.1), 2000u);  // 2000 x 0.5 us = 1 ms
   EXPECT_EQ(batch_iterations(0.3e-6, 1e-3, 0.1), 3334u);  // rounded up
