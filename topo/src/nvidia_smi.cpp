@@ -13,6 +13,8 @@
 #include <cstdlib>
 #include <set>
 
+#include "ccscope/topo/nominal_rates.h"
+
 namespace ccscope::topo {
 namespace {
 
@@ -142,6 +144,17 @@ std::vector<NvidiaSmiNvlinkStatus> find_nvidia_smi_nvlink_status(std::string_vie
   return out;
 }
 
+double nvlink_effective_GBps(double stated_GBps, int model_version) {
+  if (!(stated_GBps > 0)) return 0;
+  double nominal = nvlink_link_GBps(model_version);
+  if (nominal <= 0)
+    // The signalling rate is up to ~7% above the data rate (26.5625 for 25 GB/s).
+    for (int version = 1; version <= 5; ++version)
+      if (nvlink_link_GBps(version) <= stated_GBps / 0.93)
+        nominal = std::max(nominal, nvlink_link_GBps(version));
+  return nominal > 0 ? std::min(stated_GBps, nominal) : stated_GBps;
+}
+
 HostTopology topology_from_nvidia_smi(const NvidiaSmiMatrix& m,
                                       const std::vector<NvidiaSmiNvlinkStatus>& nvlinks) {
   HostTopology host;
@@ -162,6 +175,23 @@ HostTopology topology_from_nvidia_smi(const NvidiaSmiMatrix& m,
             link.remote_bus_id = bus_of(gpu_number(m.devices[j]));
             g.nvlinks.push_back(link);
           }
+      // nvlink -s's speeds, as the mean effective speed of the GPU's active links.
+      const int version = nvlink_version_of_model(g.name);
+      for (const auto& s : nvlinks) {
+        if (s.gpu != g.index) continue;
+        double sum = 0;
+        size_t active = 0;
+        for (double stated : s.link_GBps)
+          if (stated > 0) {
+            sum += nvlink_effective_GBps(stated, version);
+            ++active;
+          }
+        if (active == 0) continue;
+        for (NvLink& link : g.nvlinks) {
+          link.bandwidth_GBps = sum / static_cast<double>(active);
+          link.version = version;
+        }
+      }
       host.gpus.push_back(g);
     } else {
       Nic n;
@@ -235,6 +265,28 @@ std::vector<Finding> check_nvidia_smi(const NvidiaSmiMatrix& m,
           level == 5 ? "use NICs on the GPUs' socket (NCCL_IB_HCA), keep NCCL_PXN_DISABLE unset"
                      : "NCCL_NET_GDR_LEVEL=PHB (or SYS) if the platform supports peer-to-peer "
                        "across the host bridge; check ACS/IOMMU settings");
+  }
+  // Links trained slower than the rest (nvlink -s), against the median active link.
+  std::vector<double> speeds;
+  for (const auto& s : nvlinks)
+    for (double stated : s.link_GBps)
+      if (stated > 0) speeds.push_back(stated);
+  if (speeds.size() >= 2) {
+    std::vector<double> sorted = speeds;
+    std::sort(sorted.begin(), sorted.end());
+    const double median = sorted[sorted.size() / 2];
+    std::vector<std::string> slow;
+    for (const auto& s : nvlinks)
+      for (size_t l = 0; l < s.link_GBps.size(); ++l)
+        if (s.link_GBps[l] > 0 && s.link_GBps[l] < 0.9 * median)
+          slow.push_back(fmt::format("GPU{} link {} {:.3g} GB/s", s.gpu, l, s.link_GBps[l]));
+    if (!slow.empty())
+      add(Finding::Severity::kWarn, "nvlink_slow",
+          fmt::format("{} NVLink(s) slower than the others' {:.3g} GB/s: {}", slow.size(), median,
+                      join(slow)),
+          "a link trained at a lower speed: nvidia-smi nvlink -e (errors), nvidia-smi -q "
+          "(NVLink state); a GPU reset or node reboot, else hardware service; NCCL's rings run "
+          "at the slowest link");
   }
   // Uneven NVLink counts: in the matrix, and active links in nvlink -s.
   const auto uneven = [&](const std::map<std::string, int>& count, const char* what) {

@@ -186,7 +186,11 @@ GpuPairPath pair_path(const HostTopology& host, const Gpu& a, const Gpu& b,
   }
   // NVLink: direct links to the peer, else links of both to NVSwitches (the
   // narrower end bounds the pair).
-  const NvlinkCount direct = active_links(a, false, b.pci.bus_id);
+  NvlinkCount direct = active_links(a, false, b.pci.bus_id);
+  // Both ends state their links' speeds (nvlink -s, hwloc): the slower end bounds the pair.
+  const NvlinkCount direct_b = active_links(b, false, a.pci.bus_id);
+  if (direct.links > 0 && direct.GBps > 0 && direct_b.links > 0 && direct_b.GBps > 0)
+    direct.GBps = std::min(direct.GBps, direct_b.GBps);
   const int version_a = direct.version ? direct.version : nvlink_version_of_model(a.name);
   NvlinkCount used = direct;
   if (direct.links == 0) {

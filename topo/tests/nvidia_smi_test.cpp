@@ -95,5 +95,41 @@ TEST(NvidiaSmi, NoMatrixInOtherTextOrACutOne) {
   EXPECT_TRUE(find_nvidia_smi_nvlink_status("no links here").empty());
 }
 
+// nvlink -s's per-link speeds into the model: the signalling rate taken as the
+// generation's data rate, a link trained slower lowering its GPU's paths, and named.
+TEST(NvidiaSmi, NvlinkSpeedsFeedTheExpectedBandwidth) {
+  EXPECT_DOUBLE_EQ(nvlink_effective_GBps(26.562, 4), 25.0);  // H100: NVLink4's 25 GB/s
+  EXPECT_DOUBLE_EQ(nvlink_effective_GBps(26.562, 0), 25.0);  // model unknown: nearest below
+  EXPECT_DOUBLE_EQ(nvlink_effective_GBps(53.125, 0), 50.0);
+  EXPECT_DOUBLE_EQ(nvlink_effective_GBps(13.281, 4), 13.281);  // trained slower
+  EXPECT_DOUBLE_EQ(nvlink_effective_GBps(0, 4), 0.0);
+  const std::string matrix =
+      "\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\n"
+      "GPU0\t X \tNV2\t0-31\t0\n"
+      "GPU1\tNV2\t X \t0-31\t0\n";
+  const std::string healthy =
+      "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-0)\n\t Link 0: 26.562 GB/s\n\t Link 1: 26.562 GB/s\n"
+      "GPU 1: NVIDIA H100 80GB HBM3 (UUID: GPU-1)\n\t Link 0: 26.562 GB/s\n\t Link 1: 26.562 "
+      "GB/s\n";
+  std::string degraded = healthy;
+  degraded.replace(degraded.rfind("26.562"), 6, "13.281");  // GPU1 link 1 at half speed
+  const auto m = find_nvidia_smi_topo(matrix);
+  ASSERT_TRUE(m);
+  const auto expected = [&](const std::string& nvlink_s) {
+    const auto paths = gpu_pair_paths(
+        topology_from_nvidia_smi(*m, find_nvidia_smi_nvlink_status(nvlink_s)), NcclEnvironment{});
+    EXPECT_EQ(paths.at(0).token(), "NV2");
+    return paths.at(0).expected_GBps;
+  };
+  EXPECT_DOUBLE_EQ(expected(healthy), 50.0);  // 2 x 25
+  // GPU1's links average 19.14 GB/s: the pair's 2 links 38.3 GB/s.
+  EXPECT_NEAR(expected(degraded), 2 * (25 + 13.281) / 2, 1e-9);
+  EXPECT_EQ(checks(check_nvidia_smi(*m, find_nvidia_smi_nvlink_status(healthy))), Strings{});
+  const auto findings = check_nvidia_smi(*m, find_nvidia_smi_nvlink_status(degraded));
+  EXPECT_EQ(checks(findings), (Strings{"nvidia_smi.nvlink_slow:warn"}));
+  EXPECT_NE(findings.at(0).message.find("GPU1 link 1 13.3 GB/s"), std::string::npos)
+      << findings.at(0).message;
+}
+
 }  // namespace
 }  // namespace ccscope::topo

@@ -38,9 +38,19 @@ std::optional<NvidiaSmiMatrix> find_nvidia_smi_topo(std::string_view text);
 // Every GPU block of `nvidia-smi nvlink -s` in `text` (none: empty).
 std::vector<NvidiaSmiNvlinkStatus> find_nvidia_smi_nvlink_status(std::string_view text);
 
+// A link's speed as nvlink -s states it (the signalling rate per direction:
+// 26.562 GB/s on an H100's NVLink4) as the per-direction data rate the paths use:
+// at most the nominal rate of the model's NVLink generation (model_version,
+// 0 unknown: the generation whose nominal rate is nearest at or below `stated`),
+// less for a link trained slower. 0 for an inactive link.
+double nvlink_effective_GBps(double stated_GBps, int model_version);
+
 // Into the topology model: GPUs (no bus ids in this output: each GPU gets
 // "ffff:NN:00.0", a note says so), NVLinks per pair, NICs by legend name, the
-// PCIe levels as gpu_ancestors. `nvlinks` adds GPU names and link speeds.
+// PCIe levels as gpu_ancestors. `nvlinks` adds GPU names and link speeds: each of
+// a GPU's NVLinks gets the mean effective speed of its active links (nvlink -s
+// does not say which link reaches which peer), so a link trained slower lowers
+// the expected bandwidth of that GPU's paths.
 HostTopology topology_from_nvidia_smi(const NvidiaSmiMatrix& matrix,
                                       const std::vector<NvidiaSmiNvlinkStatus>& nvlinks = {});
 
@@ -48,7 +58,8 @@ HostTopology topology_from_nvidia_smi(const NvidiaSmiMatrix& matrix,
 // gpus_across_sockets (GPU pairs at SYS), nic_far_from_gpu (a GPU whose
 // nearest NIC is past a PCIe host bridge: GPUDirect RDMA off by default, or
 // across the sockets: PXN needed), uneven_nvlinks (GPUs with fewer NVLinks
-// than the others, in the matrix or by active links), nvlink_inactive.
+// than the others, in the matrix or by active links), nvlink_inactive,
+// nvlink_slow (active links below 90% of the median active link's speed).
 std::vector<Finding> check_nvidia_smi(const NvidiaSmiMatrix& matrix,
                                       const std::vector<NvidiaSmiNvlinkStatus>& nvlinks = {});
 
