@@ -71,12 +71,21 @@ long nccl_version_code(const std::string& text) {
 void nccl_tests_parameter_lines(const RunMetadata& m, const std::string& version,
                                 const std::function<void(const std::string&)>& line) {
   const RunMetadata::NcclTestsParameters& p = *m.nccl_tests_parameters;
-  // nccl-headers: the library's code too (ccscope records no build-time header version).
-  const long code = nccl_version_code(m.nccl_version);
+  // The headers ccscope was built against, as the NCCL backend's resources
+  // say them ("nccl_header=2.28.9"); else the library's.
+  const long library = nccl_version_code(m.nccl_version);
+  long headers = library;
+  const std::string key = "nccl_header=";
+  if (const size_t at = m.backend_resources.find(key); at != std::string::npos && library > 0) {
+    const size_t from = at + key.size();
+    const long code = nccl_version_code(
+        m.backend_resources.substr(from, m.backend_resources.find(',', from) - from));
+    if (code > 0) headers = code;
+  }
   line(fmt::format(
       "# nccl-tests version {} nccl-headers={} nccl-library={} (ccscope {}, following nccl-tests "
       "{})",
-      kFollowedNcclTestsVersion, code, code, version, kFollowedNcclTestsVersion));
+      kFollowedNcclTestsVersion, headers, library, version, kFollowedNcclTestsVersion));
   line(fmt::format("# Collective test starting: {}", p.program));
   line(fmt::format(
       "# nThread {} nGpus {} minBytes {} maxBytes {} step: {}({}) warmup iters: {} iters: {} agg "

@@ -815,6 +815,14 @@ TEST(ConsoleReporter, NcclTestsHeaderLinesParseAsNcclTestsOwn) {
       << out.str();
   EXPECT_NE(out.str().find("(ccscope 0.1.0, following nccl-tests 2.19.6)"), std::string::npos);
 
+  // Built against other headers than the library run (the backend's resources say so).
+  std::ostringstream headers;
+  auto reporter_headers = make_console_reporter(headers);
+  m.backend_resources = "nccl=2.28.3, nccl_header=2.27.5, alloc=ncclMemAlloc";
+  reporter_headers->begin(m);
+  EXPECT_NE(headers.str().find("nccl-headers=22705 nccl-library=22803"), std::string::npos)
+      << headers.str();
+
   // A step in bytes, the MPI backend (no NCCL: code 0), -t 2 -g 2 and a split's groups.
   std::ostringstream out2;
   auto reporter2 = make_console_reporter(out2);
