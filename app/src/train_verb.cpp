@@ -382,11 +382,11 @@ int train_verb(const std::vector<std::string>& args, const std::vector<std::stri
   app.add_option("--offload", s.offload,
                  "optimizer (the GPU path: optimizer state and master weights in host memory, "
                  "the step on the CPU, the copies measured) or params (DeepSpeed's offload)");
-  app.add_option(
-      "--backend", s.backend,
-      "what the run communicates over: mpi or gloo (host memory; default: mpi under "
-      "an MPI launcher, else gloo), or nccl: the GPU path (single, ddp, zero1-3; the MLP), "
-      "model and gradients in GPU memory, cuBLAS, gradients over NCCL");
+  app.add_option("--backend", s.backend,
+                 "what the run communicates over: mpi or gloo (host memory; default: mpi under "
+                 "an MPI launcher, else gloo), or nccl: the GPU path (single, ddp, zero1-3, tp, 3d "
+                 "without pp; the MLP), "
+                 "model and gradients in GPU memory, cuBLAS, gradients over NCCL");
   app.add_option("--scaling", s.scaling,
                  "rank counts to run, e.g. 1,2,4 (on the job's first ranks)")
       ->delimiter(',');

@@ -23,6 +23,7 @@
 #include "ccscope/training_probe/moe.h"
 #include "ccscope/training_probe/pipeline.h"
 #include "engine.h"
+#include "grid_layers.h"
 #include "layers.h"
 #include "transformer_trainer.h"
 #include "wire.h"
@@ -160,6 +161,55 @@ std::string validate_parallel(const TrainOptions& o, size_t ranks) {
   return "";
 }
 
+std::vector<std::vector<LocalLayer>> grid_layers(const TrainOptions& o, const GridPosition& at,
+                                                 std::vector<float>& params,
+                                                 std::vector<float>& unique) {
+  const ParallelOptions& p = o.parallel;
+  const size_t w = o.shape.width;
+  const std::vector<Range> pieces = virtual_stage_blocks(o);
+  const std::vector<Range> blocks = model_blocks(o.shape.depth, p.tp);
+  const std::vector<LayerSlice> slices = layer_slices(o.shape);
+  const std::vector<float> full = initial_parameters(o.shape, o.seed);
+  const Range tp_shard = split_evenly(w, p.tp, at.tp);
+  std::vector<std::vector<LocalLayer>> chunks(p.chunks);
+  for (size_t c = 0; c < p.chunks; ++c) {
+    const Range piece = pieces[c * p.pp + at.pp];
+    for (size_t b = piece.begin; b < piece.end; ++b) {
+      const Range layers = blocks[b];
+      for (size_t l = layers.begin; l < layers.end; ++l) {
+        LocalLayer x;
+        x.layer = l;
+        x.last = l + 1 == o.shape.depth;
+        if (p.tp > 1 && layers.size() == 2)
+          x.role = l == layers.begin ? LayerRole::kColumn : LayerRole::kRow;
+        x.shard = x.role == LayerRole::kFull ? Range{0, w} : tp_shard;
+        const size_t q = x.shard.size();
+        x.in = x.role == LayerRole::kRow ? q : w;
+        x.out = x.role == LayerRole::kColumn ? q : w;
+        x.weight_count = x.in * x.out;
+        x.bias_count = x.role == LayerRole::kColumn ? q : w;
+        x.offset = params.size();
+        const float* weight = full.data() + slices[l].weight_offset;
+        const float* bias = full.data() + slices[l].bias_offset;
+        for (size_t r = 0; r < x.out; ++r) {
+          const size_t row = x.role == LayerRole::kColumn ? x.shard.begin + r : r;
+          const size_t col = x.role == LayerRole::kRow ? x.shard.begin : 0;
+          params.insert(params.end(), weight + row * w + col, weight + row * w + col + x.in);
+        }
+        const size_t bias_begin = x.role == LayerRole::kColumn ? x.shard.begin : 0;
+        params.insert(params.end(), bias + bias_begin, bias + bias_begin + x.bias_count);
+        // A replicated copy's gradient counts once in the global norm.
+        const float weight_unique = x.role == LayerRole::kFull && at.tp != 0 ? 0.0f : 1.0f;
+        const float bias_unique = x.role != LayerRole::kColumn && at.tp != 0 ? 0.0f : 1.0f;
+        unique.insert(unique.end(), x.weight_count, weight_unique);
+        unique.insert(unique.end(), x.bias_count, bias_unique);
+        chunks[c].push_back(x);
+      }
+    }
+  }
+  return chunks;
+}
+
 namespace {
 
 double sendrecv_bytes(size_t count, size_t element) { return static_cast<double>(count * element); }
@@ -181,47 +231,7 @@ class Grid : public LocalModel {
         w_(o_.shape.width),
         precision_(o_.precision),
         element_(state.element) {
-    const std::vector<Range> pieces = virtual_stage_blocks(o_);
-    const std::vector<Range> blocks = model_blocks(o_.shape.depth, p_.tp);
-    const std::vector<LayerSlice> slices = layer_slices(o_.shape);
-    const std::vector<float> full = initial_parameters(o_.shape, o_.seed);
-    const Range tp_shard = split_evenly(w_, p_.tp, at_.tp);
-    chunks_.resize(p_.chunks);
-    for (size_t c = 0; c < p_.chunks; ++c) {
-      const Range piece = pieces[c * p_.pp + at_.pp];
-      for (size_t b = piece.begin; b < piece.end; ++b) {
-        const Range layers = blocks[b];
-        for (size_t l = layers.begin; l < layers.end; ++l) {
-          LocalLayer x;
-          x.layer = l;
-          x.last = l + 1 == o_.shape.depth;
-          if (p_.tp > 1 && layers.size() == 2)
-            x.role = l == layers.begin ? LayerRole::kColumn : LayerRole::kRow;
-          x.shard = x.role == LayerRole::kFull ? Range{0, w_} : tp_shard;
-          const size_t q = x.shard.size();
-          x.in = x.role == LayerRole::kRow ? q : w_;
-          x.out = x.role == LayerRole::kColumn ? q : w_;
-          x.weight_count = x.in * x.out;
-          x.bias_count = x.role == LayerRole::kColumn ? q : w_;
-          x.offset = params_.size();
-          const float* weight = full.data() + slices[l].weight_offset;
-          const float* bias = full.data() + slices[l].bias_offset;
-          for (size_t r = 0; r < x.out; ++r) {
-            const size_t row = x.role == LayerRole::kColumn ? x.shard.begin + r : r;
-            const size_t col = x.role == LayerRole::kRow ? x.shard.begin : 0;
-            params_.insert(params_.end(), weight + row * w_ + col, weight + row * w_ + col + x.in);
-          }
-          const size_t bias_begin = x.role == LayerRole::kColumn ? x.shard.begin : 0;
-          params_.insert(params_.end(), bias + bias_begin, bias + bias_begin + x.bias_count);
-          // A replicated copy's gradient counts once in the global norm.
-          const float weight_unique = x.role == LayerRole::kFull && at_.tp != 0 ? 0.0f : 1.0f;
-          const float bias_unique = x.role != LayerRole::kColumn && at_.tp != 0 ? 0.0f : 1.0f;
-          unique_.insert(unique_.end(), x.weight_count, weight_unique);
-          unique_.insert(unique_.end(), x.bias_count, bias_unique);
-          chunks_[c].push_back(x);
-        }
-      }
-    }
+    chunks_ = grid_layers(o_, at_, params_, unique_);
     local_ = params_.size();
     grads_.assign(local_, 0.0f);
     plan_ = pipeline_plan(p_.schedule, p_.pp, at_.pp, o_.micro_batches, p_.chunks);

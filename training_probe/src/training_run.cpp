@@ -274,8 +274,17 @@ RunMeasurement measure_run(const World& world, const RunRequest& q, const RunHoo
     group.color = colors.dp;
     dp_comm = job::make_backend(backend->name, world, group);
   }
-  std::unique_ptr<Communicator> device_comm;
+  std::unique_ptr<Communicator> device_comm, device_tp, device_dp;
   if (on_device) device_comm = job::make_backend(options.backend, world, job::BackendOptions{});
+  if (on_device && model_parallel) {
+    // The GPU path's tensor x data grid: its groups' tensors over the device backend too.
+    const GroupColors colors = group_colors(static_cast<size_t>(world.rank()), options.parallel);
+    job::BackendOptions group;
+    group.color = colors.tp;
+    device_tp = job::make_backend(options.backend, world, group);
+    group.color = colors.dp;
+    device_dp = job::make_backend(options.backend, world, group);
+  }
   if (hooks.started) hooks.started(device_comm ? *device_comm : *comm);
 
   std::vector<StepFigures> per_rank;  // this rank's own figures
@@ -289,11 +298,15 @@ RunMeasurement measure_run(const World& world, const RunRequest& q, const RunHoo
     all_to_all_s.push_back(a2a);
     if (hooks.step) hooks.step({own, record});
   };
+  const ParallelGroups host_groups{comm.get(), tp_comm.get(), pp_comm.get(), dp_comm.get()};
   const TrainResult result =
-      model_parallel ? train_parallel({comm.get(), tp_comm.get(), pp_comm.get(), dp_comm.get()},
-                                      options, on_step)
-      : device_comm  ? train_on_device(*comm, *device_comm, options, on_step)
-                     : train(*comm, options, on_step);
+      model_parallel && device_comm
+          ? train_grid_on_device(host_groups,
+                                 {device_comm.get(), device_tp.get(), nullptr, device_dp.get()},
+                                 options, on_step)
+      : model_parallel ? train_parallel(host_groups, options, on_step)
+      : device_comm    ? train_on_device(*comm, *device_comm, options, on_step)
+                       : train(*comm, options, on_step);
   double memory[3] = {result.memory.parameters, result.memory.gradients, result.memory.optimizer};
   comm->all_reduce(memory, memory, 3, DataType::kFloat64, ReduceOp::kMax);
   m.memory = {memory[0], memory[1], memory[2]};
@@ -458,9 +471,9 @@ bool run_plan(const World& world, const TrainPlan& plan, const PlanHooks& hooks)
       o.capture_first_gradients = true;
       if (references.count(o.global_batch)) continue;
       references[o.global_batch] = std::make_shared<const TrainResult>(
-          is_model_parallel(o.strategy) ? train_parallel_single(o)
-          : on_device_path(o)           ? train_single_on_device(o)
-                                        : train_single(o));
+          on_device_path(o)               ? train_single_on_device(o)
+          : is_model_parallel(o.strategy) ? train_parallel_single(o)
+                                          : train_single(o));
     }
   }
   // Ranks sitting a run out wait as long as a run may last: every step's

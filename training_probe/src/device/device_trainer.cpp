@@ -22,6 +22,7 @@
 #include "ccscope/training_probe/trainer.h"
 #include "cublas_library.h"
 #include "device_ops.h"
+#include "device_strategy.h"
 #include "engine.h"
 #include "wire.h"
 
@@ -52,34 +53,6 @@ class PinnedBuffer {
   T* data_ = nullptr;
   size_t count_ = 0;
 };
-
-// The step's end over gradients in device memory (engine.h's GradientArithmetic).
-class DeviceGradients final : public GradientArithmetic {
- public:
-  DeviceGradients(const dev::Context& context, float* values, size_t n, int* flag)
-      : c_(context), values_(values), n_(n), flag_(flag) {}
-  bool any_nonfinite() override { return dev::any_nonfinite(c_, values_, n_, flag_); }
-  void scale(float factor) override { dev::scale(c_, values_, n_, factor); }
-  double squares() override {
-    const double norm = dev::norm(c_, values_, n_);
-    return norm * norm;
-  }
-
- private:
-  const dev::Context& c_;
-  float* values_;
-  size_t n_;
-  int* flag_;
-};
-
-// Selects the device communicator's GPU for this thread before anything is
-// made on it (streams and memory belong to the device current when made).
-int select_device(Communicator* data) {
-  int device = 0;
-  if (data != nullptr && data->device_ordinal() >= 0) device = data->device_ordinal();
-  dev::check(cudaSetDevice(device), "cudaSetDevice");
-  return device;
-}
 
 // One micro-batch's activations: each layer's input (x[l], x[depth] the
 // output), pre-activation, and their 16-bit copies for the GEMMs.
@@ -709,12 +682,6 @@ class DeviceDataParallel final : public StrategyHooks {
         std::max(device_used_peak_, static_cast<double>(info.total_bytes - info.free_bytes));
   }
 
-  static double elapsed(const dev::Event& from, const dev::Event& to) {
-    float ms = 0;
-    dev::check(cudaEventElapsedTime(&ms, from.get(), to.get()), "cudaEventElapsedTime");
-    return ms / 1e3;
-  }
-
   EngineState& s_;
   const TrainOptions& o_;
   int device_;
@@ -778,12 +745,12 @@ std::string device_training_unsupported(const TrainOptions& o) {
   if (o.model != TrainedModel::kMlp)
     return "the GPU path trains the MLP only so far; drop --model transformer or use "
            "--backend mpi";
-  if (o.strategy != Strategy::kSingle && o.strategy != Strategy::kDdp &&
-      o.strategy != Strategy::kZero1 && o.strategy != Strategy::kZero2 &&
-      o.strategy != Strategy::kZero3)
+  if (o.strategy == Strategy::kPipeline || o.strategy == Strategy::kExpert)
     return fmt::format(
-        "the GPU path runs single, ddp and zero1-3 so far, not {}; use --backend mpi for it",
+        "the GPU path runs single, ddp, zero1-3, tp and 3d (without a pipeline) so far, not {}; "
+        "use --backend mpi for it",
         name(o.strategy));
+  if (const std::string why = device_grid_unsupported(o); !why.empty()) return why;
   const Faults& f = o.faults;
   if (f.sum_not_average || f.sampler_not_reseeded || f.unreduced_bucket || f.clip_per_shard)
     return "the injected faults run on the host path only; use --backend mpi";

@@ -17,6 +17,12 @@ TrainResult train_on_device(Communicator&, Communicator&, const TrainOptions& op
   throw UsageError(device_training_unsupported(options));
 }
 
+TrainResult train_grid_on_device(const ParallelGroups&, const ParallelGroups&,
+                                 const TrainOptions& options,
+                                 const std::function<void(const StepFigures&)>&) {
+  throw UsageError(device_training_unsupported(options));
+}
+
 TrainResult train_single_on_device(const TrainOptions& options,
                                    const std::function<void(const StepFigures&)>&) {
   throw UsageError(device_training_unsupported(options));

@@ -203,6 +203,14 @@ TrainResult train_on_device(Communicator& control, Communicator& device,
 // device (an offloaded run is held against it).
 TrainResult train_single_on_device(const TrainOptions& options,
                                    const std::function<void(const StepFigures&)>& on_step = {});
+// The GPU path of tp and 3d without a pipeline (the MLP's Megatron pairs over
+// a tensor x data grid): the tensor group's all-reduces and the data group's
+// over `on_device`'s device communicators (NCCL), scalars over `host`'s
+// (parallel_trainer.h's ParallelGroups; a group of one may be null).
+struct ParallelGroups;
+TrainResult train_grid_on_device(const ParallelGroups& host, const ParallelGroups& on_device,
+                                 const TrainOptions& options,
+                                 const std::function<void(const StepFigures&)>& on_step = {});
 // Why `options` cannot run on the GPU path ("" when they can).
 std::string device_training_unsupported(const TrainOptions& options);
 // Whether this ccscope was built with the GPU path (CUDA and cuBLAS).

@@ -1,0 +1,64 @@
+#pragma once
+// What the GPU path's strategies share (device_trainer.cpp: single, DDP,
+// ZeRO; device_grid_trainer.cpp: the tensor x data grid): the step's end over
+// gradients in device memory, the device a strategy runs on, event timing.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "ccscope/collectives/communicator.h"
+#include "ccscope/training_probe/layout.h"
+#include "ccscope/training_probe/trainer.h"
+#include "device_ops.h"
+#include "wire.h"
+
+namespace ccscope::training_probe {
+
+// The step's end over gradients in device memory (engine.h's GradientArithmetic).
+// `counted`: the ranges whose squares count in the global norm (a copy another
+// rank counts is left out); empty: all of them.
+class DeviceGradients final : public GradientArithmetic {
+ public:
+  DeviceGradients(const device::Context& context, float* values, size_t n, int* flag,
+                  std::vector<Range> counted = {})
+      : c_(context), values_(values), n_(n), flag_(flag), counted_(std::move(counted)) {}
+  bool any_nonfinite() override { return device::any_nonfinite(c_, values_, n_, flag_); }
+  void scale(float factor) override { device::scale(c_, values_, n_, factor); }
+  double squares() override {
+    if (counted_.empty()) return square(device::norm(c_, values_, n_));
+    double sum = 0;
+    for (const Range& r : counted_)
+      if (r.size() > 0) sum += square(device::norm(c_, values_ + r.begin, r.size()));
+    return sum;
+  }
+
+ private:
+  static double square(double x) { return x * x; }
+  const device::Context& c_;
+  float* values_;
+  size_t n_;
+  int* flag_;
+  std::vector<Range> counted_;
+};
+
+// Selects the device communicator's GPU for this thread before anything is
+// made on it (streams and memory belong to the device current when made).
+inline int select_device(Communicator* comm) {
+  int ordinal = 0;
+  if (comm != nullptr && comm->device_ordinal() >= 0) ordinal = comm->device_ordinal();
+  device::check(cudaSetDevice(ordinal), "cudaSetDevice");
+  return ordinal;
+}
+
+// Why the GPU path's tensor x data grid cannot run `options` ("" when it can,
+// or when they are not tp/3d): device_grid_trainer.cpp.
+std::string device_grid_unsupported(const TrainOptions& options);
+
+// Seconds between two recorded timing events.
+inline double elapsed(const device::Event& from, const device::Event& to) {
+  float ms = 0;
+  device::check(cudaEventElapsedTime(&ms, from.get(), to.get()), "cudaEventElapsedTime");
+  return ms / 1e3;
+}
+
+}  // namespace ccscope::training_probe
