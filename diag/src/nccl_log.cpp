@@ -706,6 +706,7 @@ class Reader {
                  NcclInputSummary& summary);
   void other_line(std::string_view line);
   void framework_version(std::string_view line);
+  void framework_job(std::string_view line);
   bool init_line(size_t r, std::string_view msg);
   void init_timings_line(size_t r, std::string_view msg);
   bool channel_line(size_t r, std::string_view msg);
@@ -1204,10 +1205,7 @@ void Reader::nccl_line(size_t r, const NcclLinePrefix& p, const std::string& sou
 // PyTorch and launcher output: only the errors it reports about NCCL.
 void Reader::other_line(std::string_view line) {
   framework_version(line);
-  // PyTorch: "ProcessGroupNCCL initialization options: size: 4, global rank: 0, ..."
-  if (const size_t at = line.find("initialization options: size: "); at != std::string_view::npos)
-    if (const auto n = leading_number(line.substr(at + 30)); n && *n < (1L << 30))
-      parsed_.framework_world_size = std::max(parsed_.framework_world_size, static_cast<int>(*n));
+  framework_job(line);
   if (contains(line, "Message truncated : received")) {
     ErrorEvent e;
     classify_error(line, e);
@@ -1243,6 +1241,37 @@ void Reader::other_line(std::string_view line) {
     }
   }
   classify_error(line, e);
+}
+
+// The world size and rank frameworks print: PyTorch's ProcessGroupNCCL options
+// ("initialization options: size: 4, global rank: 0"), vLLM's distributed init
+// ("world_size=4 rank=0 local_rank=0 distributed_init_method=..."), DeepSpeed's
+// launcher ("dist_world_size=4"), Megatron's arguments ("using world size: 8,
+// data-parallel size: 4, ...").
+void Reader::framework_job(std::string_view line) {
+  const auto number_after = [&](std::string_view key) -> std::optional<int> {
+    const size_t at = line.find(key);
+    if (at == std::string_view::npos) return std::nullopt;
+    const auto n = leading_number(line.substr(at + key.size()));
+    if (!n || *n < 0 || *n >= (1L << 30)) return std::nullopt;
+    return static_cast<int>(*n);
+  };
+  const auto world = [&](std::optional<int> n, const char* source) {
+    if (!n || *n <= 0) return false;
+    if (parsed_.framework_world_size_source.empty()) parsed_.framework_world_size_source = source;
+    parsed_.framework_world_size = std::max(parsed_.framework_world_size, *n);
+    return true;
+  };
+  if (world(number_after("initialization options: size: "), "PyTorch")) {
+    if (const auto r = number_after(", global rank: ")) parsed_.framework_ranks.insert(*r);
+    return;
+  }
+  if (contains(line, "distributed_init_method=") && world(number_after("world_size="), "vLLM")) {
+    if (const auto r = number_after(" rank=")) parsed_.framework_ranks.insert(*r);
+    return;
+  }
+  if (world(number_after("dist_world_size="), "DeepSpeed")) return;
+  world(number_after("using world size: "), "Megatron");
 }
 
 // The NCCL version a framework prints: PyTorch's errors ("..., NCCL version

@@ -119,6 +119,21 @@ void version_findings(Parsed& p) {
                                         : "NCCL_DEBUG was not set; the framework printed it",
         p.framework_versions.size() > 1 ? "run one NCCL build on every node" : ""));
   }
+  // No NCCL line gave the job's size: the framework's banner did.
+  int nccl_nranks = 0;
+  for (const auto& c : a.communicators) nccl_nranks = std::max(nccl_nranks, c.nranks);
+  for (const auto& r : a.ranks) nccl_nranks = std::max(nccl_nranks, r.nranks);
+  if (nccl_nranks == 0 && p.framework_world_size > 0) {
+    std::vector<int> ranks(p.framework_ranks.begin(), p.framework_ranks.end());
+    a.findings.push_back(finding(
+        NcclSeverity::kInfo, "job.from_framework",
+        fmt::format("world size {} ({}){}, from the framework's output (no NCCL init line)",
+                    p.framework_world_size, p.framework_world_size_source,
+                    ranks.empty()
+                        ? std::string()
+                        : fmt::format("; rank(s) {} printed their init line", join_ranks(ranks))),
+        "", ""));
+  }
   auto compare = [&](auto field, const char* code, const char* what, NcclSeverity sev,
                      const char* remedy) {
     std::map<std::string, std::vector<size_t>> by_value;

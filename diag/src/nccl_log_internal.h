@@ -52,6 +52,10 @@ struct Parsed {
   // with where: used when NCCL's own line is absent.
   std::map<std::string, std::string> framework_versions;  // version -> "PyTorch", "vLLM"
   int framework_world_size = 0;  // PyTorch's "ProcessGroupNCCL initialization options: size: N"
+  // Which framework printed it (the first seen), and the ranks its banners named
+  // (PyTorch's "global rank: R", vLLM's "rank=R").
+  std::string framework_world_size_source;
+  std::set<int> framework_ranks;
   // The OFI (libfabric) plugin's WARN lines, kept out of the WARN groups.
   size_t ofi_warn_lines = 0;
   std::set<size_t> ofi_warn_ranks;  // rank indices (before sorting: mapped in finish)

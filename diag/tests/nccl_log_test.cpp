@@ -4,6 +4,7 @@
 // failure; damaged input gives a partial result; the fuzz entry over the seeds.
 #include "ccscope/diag/nccl_log.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -332,8 +333,11 @@ TEST(NcclLog, UngroupedSendRecvIsApiMisuseNotTheNetwork) {
 // version from DistBackendError's text, rank 3 behind, rank 2 the suspect.
 TEST(NcclLog, PyTorchWatchdogNamesTheRankBehindAndTheVersion) {
   const auto a = analyze_file("pytorch-watchdog-2.20.log");
-  EXPECT_EQ(causes(a), (Strings{"error.watchdog_timeout:fail:secondary",
-                                "log.no_nccl_lines:warn:", "version.from_framework:info:"}));
+  EXPECT_EQ(causes(a), (Strings{"error.watchdog_timeout:fail:secondary", "log.no_nccl_lines:warn:",
+                                "version.from_framework:info:", "job.from_framework:info:"}));
+  EXPECT_NE(find(a, "job.from_framework")->message.find("world size 4 (PyTorch)"),
+            std::string::npos)
+      << find(a, "job.from_framework")->message;
   EXPECT_EQ(a.nccl_versions, Strings{"2.20.5"});
   const auto* w = find(a, "error.watchdog_timeout");
   EXPECT_EQ(w->ranks, (std::vector<int>{0, 1, 3}));
@@ -341,6 +345,43 @@ TEST(NcclLog, PyTorchWatchdogNamesTheRankBehindAndTheVersion) {
   EXPECT_NE(w->cause.find("rank(s) 3 at SeqNum 411 are behind"), std::string::npos) << w->cause;
   EXPECT_NE(w->remedy.find("ranks without a timeout (2)"), std::string::npos) << w->remedy;
   EXPECT_NE(find(a, "version.from_framework")->message.find("2.20.5 (PyTorch)"), std::string::npos);
+}
+
+// The job's size from DeepSpeed's launcher, vLLM's distributed init and
+// Megatron's arguments (as they print them): the watchdog's suspects are the
+// ranks of that world without a timeout.
+TEST(NcclLog, WorldSizeAndRanksFromFrameworkBanners) {
+  const std::string watchdog =
+      "[rank{0}]:[E1018 10:40:12.345678 415{0} ProcessGroupNCCL.cpp:616] [Rank {0}] Watchdog "
+      "caught collective operation timeout: WorkNCCL(SeqNum=9, OpType=ALLGATHER, NumelIn=1024, "
+      "NumelOut=4096, Timeout(ms)=600000) ran for 600083 milliseconds before timing out.\n";
+  std::string timeouts;
+  for (int r : {0, 1, 2}) timeouts += fmt::format(fmt::runtime(watchdog), r);
+  struct Case {
+    std::string banner, source;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"[2024-09-15 00:13:10,097] [INFO] [launch.py:164:main] dist_world_size=4\n",
+            "DeepSpeed"},
+           {"(VllmWorkerProcess pid=7001) DEBUG 03-18 10:00:04 [parallel_state.py:953] "
+            "world_size=4 rank=2 local_rank=2 distributed_init_method=tcp://10.0.0.1:29500 "
+            "backend=nccl\n",
+            "vLLM"},
+           {"using world size: 4, data-parallel size: 2, context-parallel size: 1, "
+            "tensor-model-parallel size: 2, pipeline-model-parallel size: 1\n",
+            "Megatron"}}) {
+    SCOPED_TRACE(c.source);
+    const auto a = analyze_nccl_logs({{"job.log", c.banner + timeouts}});
+    const auto* job = find(a, "job.from_framework");
+    ASSERT_NE(job, nullptr);
+    EXPECT_NE(job->message.find("world size 4 (" + c.source + ")"), std::string::npos)
+        << job->message;
+    EXPECT_EQ(job->message.find("rank(s) 2 printed") != std::string::npos, c.source == "vLLM")
+        << job->message;
+    EXPECT_NE(find(a, "error.watchdog_timeout")->remedy.find("ranks without a timeout (3)"),
+              std::string::npos)
+        << find(a, "error.watchdog_timeout")->remedy;
+  }
 }
 
 // aws-ofi-nccl installed on IB nodes: its WARNs are one harmless finding, not
