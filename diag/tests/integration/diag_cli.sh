@@ -239,6 +239,20 @@ else
   log "SKIP the character-device output case: cannot make a null device in $WORK (not root, or nodev)"
 fi
 
+# --- split-half over 4 "nodes" (SLURMD_NODENAME names each rank's node) ------
+# Stage 3's halves run at once and every rank learns both figures; on one loaded
+# machine the halves' figures are noise, so only the plan is asserted: one round
+# of node0,node1 against node2,node3, no hang.
+log "split-half: 4 ranks as 4 nodes, --stages 3 --localize split-half"
+RC=0
+timeout -k 5 60 "$MPIEXEC" -n 4 sh -c \
+  'SLURMD_NODENAME=node${PMI_RANK:-${OMPI_COMM_WORLD_RANK:-0}} exec "$0" diag "$@"' "$CCSCOPE" \
+  --stages 3 --localize split-half --bytes 64K --timeout 20 --csv "$WORK/split.csv" \
+  >"$WORK/out" 2>"$WORK/err" </dev/null || RC=$?
+case "$RC" in 0 | 1) ;; *) fail "split-half: exit $RC"; show_file stderr "$WORK/err" ;; esac
+grep -qE "cluster\.split_half +halves' all-reduce, 1 round \(node0,node1 [0-9.e-]+ vs node2,node3 " \
+  "$WORK/out" || { fail "split-half: no cluster.split_half line with one round"; show_file stdout "$WORK/out"; }
+
 # --- help ------------------------------------------------------------------
 diag 0 --help
 assert_eq 0 "$RC" "--help: exit status"
