@@ -410,6 +410,12 @@ TrainPlan plan_runs(const TrainSettings& s, TrainOptions base, const std::vector
   plan.base = std::move(base);
   plan.problem = plan_backend(plan, s.backend, world_size);
   if (!plan.problem.empty()) return plan;
+  const job::Backend* chosen = job::find_backend(plan.base.backend);
+  if (s.isolate_ranks &&
+      (chosen == nullptr || chosen->capabilities.device != job::DeviceKind::kDevice))
+    plan.problem = "--isolate-ranks applies to the GPU path (--backend nccl)";
+  if (!plan.problem.empty()) return plan;
+  plan.base.isolate_ranks = s.isolate_ranks;
   plan.weak = s.weak;
   plan.check_loss = s.check_loss;
   plan.yielding_waits = !s.busy_poll;

@@ -275,11 +275,13 @@ RunMeasurement measure_run(const World& world, const RunRequest& q, const RunHoo
     dp_comm = job::make_backend(backend->name, world, group);
   }
   std::unique_ptr<Communicator> device_comm, device_tp, device_dp;
-  if (on_device) device_comm = job::make_backend(options.backend, world, job::BackendOptions{});
+  job::BackendOptions device_options;
+  device_options.isolate_ranks = options.isolate_ranks;
+  if (on_device) device_comm = job::make_backend(options.backend, world, device_options);
   if (on_device && model_parallel) {
     // The GPU path's tensor x data grid: its groups' tensors over the device backend too.
     const GroupColors colors = group_colors(static_cast<size_t>(world.rank()), options.parallel);
-    job::BackendOptions group;
+    job::BackendOptions group = device_options;
     group.color = colors.tp;
     device_tp = job::make_backend(options.backend, world, group);
     group.color = colors.dp;

@@ -85,6 +85,10 @@ train 2 ddp_bf16 --strategy ddp --precision bf16 --activation tanh --optimizer a
 passed ddp_bf16 $?
 train 2 ddp_fp16 --strategy ddp --precision fp16 --activation tanh --no-overlap
 passed ddp_fp16 $?
+# Two ranks on one GPU: each its own NCCL_HOSTID (the stand-in refuses a shared
+# GPU otherwise, as NCCL does).
+CCSCOPE_STANDIN_GPUS=1 train 2 ddp_one_gpu --strategy ddp --isolate-ranks
+passed ddp_one_gpu $?
 
 # ZeRO-1 (after backward) and ZeRO-2 (every micro-batch, as backward fills each
 # bucket), bucket shards reduce-scattered and the parameters all-gathered; at 3

@@ -53,6 +53,7 @@ struct TrainSettings {
   // --backend: "" the host default (MPI, gloo without MPI); a host backend's
   // name; a device backend's (nccl): the GPU path.
   std::string backend;
+  bool isolate_ranks = false;  // --isolate-ranks (the GPU path)
   bool export_data = false;   // --export was given
   bool rank_records = false;  // --ranks-csv was given
   std::string offload;

@@ -95,6 +95,9 @@ struct TrainOptions {
   // The backend the run's communication travels over, as --backend names it:
   // "" the host default; a device backend (nccl) is the GPU path (train_on_device).
   std::string backend;
+  // The GPU path: every rank its own NCCL_HOSTID (--isolate-ranks), so that
+  // ranks of one node may share a GPU (NCCL then connects them as if remote).
+  bool isolate_ranks = false;
   // The GPU path (train_on_device): the optimizer step on the host over
   // fp32 master weights and optimizer state there, gradients copied down and
   // parameters up each step (DeepSpeed's offload_optimizer.device "cpu").
