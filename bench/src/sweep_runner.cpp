@@ -478,18 +478,24 @@ Timing Sweep::measure_adaptive(const Placement& at, const Layout& layout, const 
     const double sample = mode == TimeAcrossRanks::kMinimum   ? -agreed[0]
                           : mode == TimeAcrossRanks::kAverage ? agreed[0] / control_.size()
                                                               : agreed[0];
-    // A first batch far shorter than the clock span (the warm-up's few
-    // operations were slowed) regrows the batch from the agreed sample, the
-    // same on every rank; its samples, of the shorter batch, are dropped.
-    const double agreed_batch_seconds = sample * static_cast<double>(timing.group) * per_iteration;
-    const size_t regrown = regrown_batch_iterations(timing.group, agreed_batch_seconds,
-                                                    kMinBatchSeconds, max_batch_seconds);
-    if (regrown > timing.group && timing.samples.size() < rule.min_samples && !(agreed[1] > 0)) {
-      timing.group = regrown;
-      timing.samples.clear();
-      continue;
-    }
     timing.samples.push_back(sample);
+    // Batches far shorter than the clock span (the warm-up's few operations
+    // were slowed) regrow the batch: by the samples' median (a stalled batch
+    // among them does not hide the others), looked at after each of the first
+    // batches and then at 8, 16, ... 1024 of them; agreed samples, so the same
+    // on every rank; the shorter batches' samples are dropped.
+    const size_t n = timing.samples.size();
+    if ((n <= rule.min_samples || (n <= 1024 && (n & (n - 1)) == 0)) && !(agreed[1] > 0)) {
+      const double median_batch_seconds =
+          median(timing.samples) * static_cast<double>(timing.group) * per_iteration;
+      const size_t regrown = regrown_batch_iterations(timing.group, median_batch_seconds,
+                                                      kMinBatchSeconds, max_batch_seconds);
+      if (regrown > timing.group) {
+        timing.group = regrown;
+        timing.samples.clear();
+        continue;
+      }
+    }
     reason = stopping_decision(timing.samples, agreed[1] > 0, rule);
     timing.converged = reason == StopReason::kConverged;
   }
