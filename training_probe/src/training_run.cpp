@@ -274,16 +274,19 @@ RunMeasurement measure_run(const World& world, const RunRequest& q, const RunHoo
     group.color = colors.dp;
     dp_comm = job::make_backend(backend->name, world, group);
   }
-  std::unique_ptr<Communicator> device_comm, device_tp, device_dp;
+  std::unique_ptr<Communicator> device_comm, device_tp, device_pp, device_dp;
   job::BackendOptions device_options;
   device_options.isolate_ranks = options.isolate_ranks;
   if (on_device) device_comm = job::make_backend(options.backend, world, device_options);
   if (on_device && model_parallel) {
-    // The GPU path's tensor x data grid: its groups' tensors over the device backend too.
+    // The GPU path's tensor x pipeline x data grid: its groups' tensors over the device
+    // backend too.
     const GroupColors colors = group_colors(static_cast<size_t>(world.rank()), options.parallel);
     job::BackendOptions group = device_options;
     group.color = colors.tp;
     device_tp = job::make_backend(options.backend, world, group);
+    group.color = colors.pp;
+    device_pp = job::make_backend(options.backend, world, group);
     group.color = colors.dp;
     device_dp = job::make_backend(options.backend, world, group);
   }
@@ -303,9 +306,9 @@ RunMeasurement measure_run(const World& world, const RunRequest& q, const RunHoo
   const ParallelGroups host_groups{comm.get(), tp_comm.get(), pp_comm.get(), dp_comm.get()};
   const TrainResult result =
       model_parallel && device_comm
-          ? train_grid_on_device(host_groups,
-                                 {device_comm.get(), device_tp.get(), nullptr, device_dp.get()},
-                                 options, on_step)
+          ? train_grid_on_device(
+                host_groups, {device_comm.get(), device_tp.get(), device_pp.get(), device_dp.get()},
+                options, on_step)
       : model_parallel ? train_parallel(host_groups, options, on_step)
       : device_comm    ? train_on_device(*comm, *device_comm, options, on_step)
                        : train(*comm, options, on_step);

@@ -1,16 +1,19 @@
-// The GPU path's tensor x data grid (trainer.h: train_grid_on_device):
-// Megatron's column/row pairs of the MLP (grid_layers.h, the host Grid's
-// layers) with parameters, gradients and activations in device memory, GEMMs
-// through cuBLAS on the compute stream, and the tensor group's all-reduces
-// (forward after a row layer, backward after a column layer: Megatron's g and
-// f) over the tensor group's NCCL communicator on its stream, ordered by
-// events both ways: they sit on the critical path, as in Megatron. After the
-// last micro-batch the data group's replicas all-reduce their gradients over
-// the data group's NCCL communicator. Scalars (the loss, fp16's overflow,
-// clipping's norm, the checks) go over the host groups.
+// The GPU path's tensor x pipeline x data grid (trainer.h:
+// train_grid_on_device): the host Grid's layers (grid_layers.h: Megatron's
+// column/row pairs, pipeline chunks) with parameters, gradients and
+// activations in device memory, GEMMs through cuBLAS on the compute stream.
+// Each group has its own NCCL communicator and stream: the tensor group's
+// all-reduces (forward after a row layer, backward after a column layer:
+// Megatron's g and f), the pipeline's transfers (the stage's plan,
+// pipeline.h: GPipe, 1F1B, interleaved, one batch_send_recv per batch), and
+// after the flush the data group's all-reduce of the gradients; events order
+// each against the compute stream both ways (they sit on the critical path,
+// as in Megatron). Scalars (the loss, fp16's overflow, clipping's norm, the
+// checks) go over the host groups.
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -21,6 +24,7 @@
 #include "ccscope/training_probe/data.h"
 #include "ccscope/training_probe/layout.h"
 #include "ccscope/training_probe/parallel_trainer.h"
+#include "ccscope/training_probe/pipeline.h"
 #include "ccscope/training_probe/trainer.h"
 #include "device_ops.h"
 #include "device_strategy.h"
@@ -56,24 +60,39 @@ struct TimedCollective {
   dev::Event start{true}, end{true};
 };
 
-class DeviceTensorGrid final : public StrategyHooks {
+// One micro-batch's pass through one chunk of this stage: each layer's input
+// (x[i]; x.back() the chunk's output), pre-activation and 16-bit input, the
+// output's gradient (from the loss, or received), the input's gradient (sent
+// back), and a boundary tensor's 16-bit words on the wire. Kept in a pool per
+// chunk across steps, as a caching allocator would keep them.
+struct MicroBatchState {
+  std::vector<dev::DeviceBuffer<float>> x, pre;
+  std::vector<dev::DeviceBuffer<uint16_t>> x16;
+  dev::DeviceBuffer<float> grad, grad_out;
+  dev::DeviceBuffer<uint16_t> wire_out, wire_in;
+  double bytes = 0;  // the activations' bytes in the compute format (peak_activation_bytes)
+};
+
+class DeviceGrid final : public StrategyHooks {
  public:
-  DeviceTensorGrid(EngineState& state, const ParallelGroups& host, const ParallelGroups& on_device,
-                   size_t world_rank)
+  DeviceGrid(EngineState& state, const ParallelGroups& host, const ParallelGroups& on_device,
+             size_t world_rank)
       : s_(state),
         o_(state.options),
         p_(o_.parallel),
         host_(host),
         at_(grid_position(world_rank, p_)),
-        ordinal_(select_device(on_device.tp ? on_device.tp : on_device.dp)),
+        ordinal_(select_device(first_of(on_device))),
         mixed_(state.mixed()),
         tp_(on_device.tp),
+        pp_(on_device.pp),
         dp_(on_device.dp),
         blas_(compute_.get()),
         c_{compute_.get(), blas_.get(), o_.tf32} {
     std::vector<float> initial, unique;
-    std::vector<std::vector<LocalLayer>> chunks = grid_layers(o_, at_, initial, unique);
-    layers_ = std::move(chunks.front());  // no pipeline: one chunk, every layer
+    chunks_ = grid_layers(o_, at_, initial, unique);
+    plan_ = pipeline_plan(p_.schedule, p_.pp, at_.pp, o_.micro_batches, p_.chunks);
+    free_.resize(chunks_.size());
     local_ = initial.size();
     counted_ = counted_ranges(unique);
     params_ = dev::DeviceBuffer<float>(allocator_, local_);
@@ -88,18 +107,14 @@ class DeviceTensorGrid final : public StrategyHooks {
     if (mixed_) dev::to_16(c_, o_.precision, params_.data(), params16_.data(), local_);
     grads_ = dev::DeviceBuffer<float>(allocator_, local_);
     flag_ = dev::DeviceBuffer<int>(allocator_, 1);
+    flush_ = dev::DeviceBuffer<float>(allocator_, 1);
     optimizer_ =
         std::make_unique<dev::DeviceOptimizer>(allocator_, o_.optimizer, local_, c_.stream);
-    micro_ = o_.global_batch / p_.dp / o_.micro_batches;
+    per_replica_ = o_.global_batch / p_.dp;
+    micro_ = per_replica_ / o_.micro_batches;
     const size_t width = o_.shape.width, n = micro_ * width;
-    for (const LocalLayer& layer : layers_) {
-      a_x_.emplace_back(allocator_, micro_ * layer.in);
-      a_x16_.emplace_back(allocator_, mixed_ ? micro_ * layer.in : 0);
-      a_pre_.emplace_back(allocator_, micro_ * layer.out);
-    }
-    a_x_.emplace_back(allocator_, n);  // the model's output
-    a_x16_.emplace_back(allocator_, 0);
-    target_ = dev::DeviceBuffer<float>(allocator_, n);
+    batch_inputs_ = dev::DeviceBuffer<float>(allocator_, per_replica_ * width);
+    batch_targets_ = dev::DeviceBuffer<float>(allocator_, per_replica_ * width);
     diff_ = dev::DeviceBuffer<float>(allocator_, n);
     dy_ = dev::DeviceBuffer<float>(allocator_, n);
     dx_ = dev::DeviceBuffer<float>(allocator_, n);
@@ -109,9 +124,9 @@ class DeviceTensorGrid final : public StrategyHooks {
     compute_.synchronize();  // the uploads' host vectors go out of scope
   }
 
-  ~DeviceTensorGrid() override {
+  ~DeviceGrid() override {
     // Nothing queued may outlive the buffers it reads and writes.
-    for (const DeviceGroup* g : {&tp_, &dp_})
+    for (const DeviceGroup* g : {&tp_, &pp_, &dp_})
       if (g->stream != nullptr) (void)cudaStreamSynchronize(g->stream);
     (void)cudaStreamSynchronize(compute_.get());
   }
@@ -121,31 +136,60 @@ class DeviceTensorGrid final : public StrategyHooks {
 
   double forward_backward(size_t step, StepFigures& f) override {
     grads_.zero(c_.stream);
-    const size_t per_replica = o_.global_batch / p_.dp;
-    const std::vector<size_t> samples = s_.step_samples(step, p_.dp, at_.dp, per_replica);
-    double local_loss = 0;
-    for (size_t m = 0; m < o_.micro_batches; ++m) {
-      gather_batch(s_.data, std::span(samples).subspan(m * micro_, micro_), s_.inputs, s_.targets);
-      forward(f);
-      // The loss synchronizes the compute stream: the host's inputs and targets
-      // are free again afterwards.
-      target_.upload(s_.targets, c_.stream);
-      local_loss +=
-          dev::mse_loss(c_, a_x_.back().data(), target_.data(), diff_.data(), dy_.data(), micro_,
-                        o_.shape.width, per_replica, static_cast<float>(f.loss_scale));
-      backward(f);
-      note_device_memory();
+    samples_ = s_.step_samples(step, p_.dp, at_.dp, per_replica_);
+    if (first_stage() || last_stage()) {
+      // The replica's whole batch once (the first stage's inputs, the last
+      // one's targets); each micro-batch's rows are copied on the device.
+      gather_batch(s_.data, samples_, s_.inputs, s_.targets);
+      batch_inputs_.upload(s_.inputs, c_.stream);
+      dev::round_to(c_, o_.precision, batch_inputs_.data(), batch_inputs_.size());
+      batch_targets_.upload(s_.targets, c_.stream);
+      compute_.synchronize();  // the host's inputs and targets are free again
     }
-    return local_loss;
+    local_loss_ = 0;
+    held_ = 0;
+    in_flight_ = 0;
+    pipeline_start_.record(c_.stream);
+    for (const PipelineStep& pipeline_step : plan_) {
+      exchange(pipeline_step, f);
+      if (!pipeline_step.pass) continue;
+      const PipelinePass& pass = *pipeline_step.pass;
+      TimedCollective& span = next_span();
+      span.start.record(c_.stream);
+      const Key key{pass.micro_batch, pass.chunk};
+      if (pass.kind == PipelinePass::Kind::kForward) {
+        forward(key, f);
+        f.peak_in_flight = std::max(f.peak_in_flight, ++in_flight_);
+        held_ += live_.at(key)->bytes;
+        f.peak_activation_bytes = std::max(f.peak_activation_bytes, held_);
+      } else {
+        held_ -= live_.at(key)->bytes;
+        --in_flight_;
+        backward(key, f);
+      }
+      span.end.record(c_.stream);
+    }
+    // The flush: every stage's window ends with the pipeline's last pass (the
+    // textbook bubble counts a stage's idle end too), marked by a one-element
+    // all-reduce over the pipeline group; it moves no tensor, counts no bytes.
+    if (pp_.comm != nullptr && p_.pp > 1) {
+      ready_.record(c_.stream);
+      ready_.wait_on(pp_.stream);
+      pp_.comm->all_reduce(flush_.data(), flush_.data(), 1, DataType::kFloat32, ReduceOp::kSum);
+      flushed_.record(pp_.stream);
+      flushed_.wait_on(c_.stream);
+    }
+    pipeline_end_.record(c_.stream);
+    note_device_memory();
+    return local_loss_;
   }
 
   // The data group's replicas average their gradients (as the host Grid's,
-  // after the last micro-batch); tensor shards and the replicas' copies count
+  // after the flush); tensor shards, stages and the replicas' copies count
   // once each in the global norm (counted_).
   ReducedGradients reduce_gradients(StepFigures& f) override {
     if (dp_.comm != nullptr && p_.dp > 1) {
-      float* grads = grads_.data();
-      all_reduce_on(dp_, grads, local_, 1.0f / static_cast<float>(p_.dp), dp_words_.data());
+      all_reduce_on(dp_, grads_.data(), local_, 1.0f / static_cast<float>(p_.dp), dp_words_.data());
       f.dp_bytes += all_reduce_bytes(local_, p_.dp, s_.element);
     }
     gradients_ = std::make_unique<DeviceGradients>(c_, grads_.data(), local_, flag_.data(),
@@ -156,7 +200,7 @@ class DeviceTensorGrid final : public StrategyHooks {
     return g;
   }
 
-  void apply(std::span<const float>, size_t step, StepFigures&) override {
+  void apply(std::span<const float>, size_t step, StepFigures& f) override {
     if (mixed_) {
       optimizer_->step(c_, master_.data(), grads_.data(), step);
       dev::round_copy(c_, o_.precision, master_.data(), params_.data(), params16_.data(), local_);
@@ -164,11 +208,19 @@ class DeviceTensorGrid final : public StrategyHooks {
       optimizer_->step(c_, params_.data(), grads_.data(), step);
     }
     compute_.synchronize();  // the step's time includes the device's work
+    // The pipeline's figures on the device's timeline: the window from the
+    // first pass to the flush, and the passes' time on the compute stream.
+    f.pipeline_seconds = elapsed(pipeline_start_, pipeline_end_);
+    for (size_t i = 0; i < spans_used_; ++i)
+      f.pipeline_busy_seconds += elapsed(spans_[i]->start, spans_[i]->end);
+    f.pipeline_wait_seconds = std::max(0.0, f.pipeline_seconds - f.pipeline_busy_seconds);
+    spans_used_ = 0;
   }
 
   // The collectives' time on their streams; all of it exposed: the compute
-  // stream waits for each (Megatron's tensor all-reduces are on the critical
-  // path, and the data group's follows the last backward).
+  // stream waits for each (Megatron's tensor all-reduces and the pipeline's
+  // transfers are on the critical path, and the data group's follows the
+  // flush).
   void add_own_communication(CommCounters& counters) override {
     compute_.synchronize();
     for (size_t i = 0; i < timed_used_; ++i) {
@@ -181,12 +233,13 @@ class DeviceTensorGrid final : public StrategyHooks {
   }
 
   double bytes_sent(const StepFigures& f, const CommCounters&) const override {
-    return f.tp_bytes + f.dp_bytes;
+    return f.tp_bytes + f.pp_bytes + f.dp_bytes;
   }
 
-  // The loss: tensor rank 0's, averaged over the replicas (the host Grid's).
+  // The loss: the last stage's, tensor rank 0's, averaged over the replicas
+  // (the host Grid's).
   double global_loss(double local_loss) override {
-    const bool reporter = at_.tp == 0;
+    const bool reporter = last_stage() && at_.tp == 0;
     return s_.reduce(reporter ? local_loss / static_cast<double>(p_.dp) : 0.0, ReduceOp::kSum);
   }
 
@@ -216,6 +269,18 @@ class DeviceTensorGrid final : public StrategyHooks {
   }
 
  private:
+  using Key = std::pair<size_t, size_t>;  // micro-batch, chunk
+
+  static Communicator* first_of(const ParallelGroups& g) {
+    for (Communicator* c : {g.tp, g.pp, g.dp, g.world})
+      if (c != nullptr) return c;
+    return nullptr;
+  }
+  bool first_stage() const { return at_.pp == 0; }
+  bool last_stage() const { return at_.pp + 1 == p_.pp; }
+  bool first_virtual(size_t chunk) const { return chunk == 0 && first_stage(); }
+  bool last_virtual(size_t chunk) const { return chunk + 1 == p_.chunks && last_stage(); }
+
   // Contiguous runs of `unique`'s ones: what this rank counts in the norm.
   static std::vector<Range> counted_ranges(const std::vector<float>& unique) {
     std::vector<Range> ranges;
@@ -231,45 +296,158 @@ class DeviceTensorGrid final : public StrategyHooks {
   }
   static std::vector<Range> nothing_counted() { return {Range{0, 0}}; }
 
-  void forward(StepFigures& f) {
-    const size_t width = o_.shape.width, micro = micro_;
-    a_x_[0].upload(s_.inputs, c_.stream);
-    dev::round_to(c_, o_.precision, a_x_[0].data(), micro * width);
-    if (mixed_) dev::to_16(c_, o_.precision, a_x_[0].data(), a_x16_[0].data(), micro * width);
-    for (size_t i = 0; i < layers_.size(); ++i) {
-      const LocalLayer& layer = layers_[i];
-      dev::linear_forward(c_, o_.precision, gemm_input(i), weights(layer), a_pre_[i].data(), micro,
-                          layer.in, layer.out);
+  // The state of `key`, from its chunk's pool (allocated the first time a
+  // pool runs dry: in the first step only).
+  MicroBatchState& acquire(const Key& key) {
+    std::vector<std::unique_ptr<MicroBatchState>>& pool = free_[key.second];
+    std::unique_ptr<MicroBatchState> state;
+    if (!pool.empty()) {
+      state = std::move(pool.back());
+      pool.pop_back();
+    } else {
+      state = make_state(chunks_[key.second]);
+    }
+    MicroBatchState& made = *state;
+    live_[key] = std::move(state);
+    return made;
+  }
+  void release(const Key& key) {
+    auto it = live_.find(key);
+    free_[key.second].push_back(std::move(it->second));
+    live_.erase(it);
+  }
+  std::unique_ptr<MicroBatchState> make_state(const std::vector<LocalLayer>& layers) {
+    auto state = std::make_unique<MicroBatchState>();
+    const size_t n = micro_ * o_.shape.width;
+    for (const LocalLayer& layer : layers) {
+      state->x.emplace_back(allocator_, micro_ * layer.in);
+      state->x16.emplace_back(allocator_, mixed_ ? micro_ * layer.in : 0);
+      state->pre.emplace_back(allocator_, micro_ * layer.out);
+      state->bytes += static_cast<double>(micro_ * (layer.in + 2 * layer.out) * s_.element);
+    }
+    state->x.emplace_back(allocator_, n);  // the chunk's output
+    state->x16.emplace_back(allocator_, 0);
+    state->grad = dev::DeviceBuffer<float>(allocator_, n);
+    state->grad_out = dev::DeviceBuffer<float>(allocator_, n);
+    state->wire_out = dev::DeviceBuffer<uint16_t>(allocator_, mixed_ ? n : 0);
+    state->wire_in = dev::DeviceBuffer<uint16_t>(allocator_, mixed_ ? n : 0);
+    return state;
+  }
+
+  void forward(const Key& key, StepFigures& f) {
+    const auto [m, chunk] = key;
+    const size_t width = o_.shape.width, n = micro_ * width;
+    // A received activation's state exists already (exchange made it).
+    MicroBatchState& st = live_.count(key) ? *live_.at(key) : acquire(key);
+    if (first_virtual(chunk)) {
+      copy_on_device(st.x[0].data(), batch_inputs_.data() + m * n, n);
+      if (mixed_) dev::to_16(c_, o_.precision, st.x[0].data(), st.x16[0].data(), n);
+    }
+    const std::vector<LocalLayer>& layers = chunks_[chunk];
+    for (size_t i = 0; i < layers.size(); ++i) {
+      const LocalLayer& layer = layers[i];
+      dev::linear_forward(c_, o_.precision, gemm_input(st, i), weights(layer), st.pre[i].data(),
+                          micro_, layer.in, layer.out);
       // Row-parallel: partial sums over this rank's input features, summed
       // over the tensor group (Megatron's g), then the bias added once.
-      if (layer.role == LayerRole::kRow) tensor_all_reduce(a_pre_[i].data(), micro * layer.out, f);
+      if (layer.role == LayerRole::kRow) tensor_all_reduce(st.pre[i].data(), micro_ * layer.out, f);
       dev::bias_activation(
           c_, o_.precision, layer.last ? std::nullopt : std::optional(o_.shape.activation),
-          a_pre_[i].data(), bias(layer), a_x_[i + 1].data(),
-          mixed_ && i + 1 < layers_.size() ? a_x16_[i + 1].data() : nullptr, micro, layer.out);
+          st.pre[i].data(), bias(layer), st.x[i + 1].data(),
+          mixed_ && i + 1 < layers.size() ? st.x16[i + 1].data() : nullptr, micro_, layer.out);
+    }
+    if (last_virtual(chunk)) {
+      // The loss synchronizes the compute stream.
+      local_loss_ += dev::mse_loss(c_, st.x.back().data(), batch_targets_.data() + m * n,
+                                   diff_.data(), st.grad.data(), micro_, width, per_replica_,
+                                   static_cast<float>(f.loss_scale));
+      if (o_.faults.dropped_micro_batch == m) st.grad.zero(c_.stream);
     }
   }
 
-  void backward(StepFigures& f) {
-    const size_t micro = micro_;
-    float* dy = dy_.data();
-    float* dx = dx_.data();
-    for (size_t i = layers_.size(); i-- > 0;) {
-      const LocalLayer& layer = layers_[i];
+  void backward(const Key& key, StepFigures& f) {
+    const size_t chunk = key.second;
+    MicroBatchState& st = *live_.at(key);
+    const std::vector<LocalLayer>& layers = chunks_[chunk];
+    // dy of layer i is dx of layer i + 1: the two scratch buffers alternate,
+    // and the chunk's input gradient lands in grad_out (to be sent back).
+    float* dy = st.grad.data();
+    float* spare[2] = {dy_.data(), dx_.data()};
+    size_t next = 0;
+    for (size_t i = layers.size(); i-- > 0;) {
+      const LocalLayer& layer = layers[i];
       if (!layer.last)
-        dev::activation_backward(c_, o_.precision, o_.shape.activation, dy, a_pre_[i].data(),
-                                 a_x_[i + 1].data(), micro * layer.out);
+        dev::activation_backward(c_, o_.precision, o_.shape.activation, dy, st.pre[i].data(),
+                                 st.x[i + 1].data(), micro_ * layer.out);
       const bool needs_input_grad = layer.layer > 0;  // nobody needs the data's gradient
+      float* dx = i == 0 ? st.grad_out.data() : spare[next];
+      next ^= 1;
       float* weight_grad = grads_.data() + layer.offset;
-      dev::linear_backward(c_, o_.precision, gemm_input(i), dy, dy16_.data(), weights(layer),
+      dev::linear_backward(c_, o_.precision, gemm_input(st, i), dy, dy16_.data(), weights(layer),
                            weight_grad, weight_grad + layer.weight_count,
-                           needs_input_grad ? dx : nullptr, micro, layer.in, layer.out);
+                           needs_input_grad ? dx : nullptr, micro_, layer.in, layer.out);
       // Column-parallel: the input gradient's partial sums over this rank's
       // output features, summed over the tensor group (Megatron's f backward).
       if (layer.role == LayerRole::kColumn && needs_input_grad && !o_.faults.skipped_tp_all_reduce)
-        tensor_all_reduce(dx, micro * layer.in, f);
-      std::swap(dy, dx);
+        tensor_all_reduce(dx, micro_ * layer.in, f);
+      dy = dx;
     }
+    // The first virtual stage sends nothing back: its state is free now; the
+    // others' once their gradient is sent (exchange).
+    if (first_virtual(chunk)) release(key);
+  }
+
+  // One batch of the plan's transfers over the pipeline group, in the compute
+  // format, on the group's stream behind the compute stream's work, which
+  // waits for it in turn.
+  void exchange(const PipelineStep& step, StepFigures& f) {
+    if (step.sends.empty() && step.recvs.empty()) return;
+    const size_t n = micro_ * o_.shape.width;
+    ready_.record(c_.stream);
+    ready_.wait_on(pp_.stream);
+    TimedCollective& timed = next_timed();
+    timed.start.record(pp_.stream);
+    const dev::Context& pc = pp_.context;
+    std::vector<PeerSend> sends;
+    std::vector<PeerRecv> recvs;
+    std::vector<Key> sent_back;  // gradients sent: their states are free afterwards
+    for (const PipelineTransfer& t : step.sends) {
+      const Key key{t.micro_batch, t.chunk};
+      MicroBatchState& st = *live_.at(key);
+      const bool activation = t.kind == PipelineTransfer::Kind::kActivation;
+      const float* values = activation ? st.x.back().data() : st.grad_out.data();
+      const void* data = values;
+      if (mixed_) {
+        dev::to_16(pc, o_.precision, values, st.wire_out.data(), n);
+        data = st.wire_out.data();
+      }
+      sends.push_back({static_cast<int>(t.peer), data, n});
+      f.pp_bytes += static_cast<double>(n * s_.element);
+      if (!activation) sent_back.push_back(key);
+    }
+    for (const PipelineTransfer& t : step.recvs) {
+      const Key key{t.micro_batch, t.chunk};
+      const bool activation = t.kind == PipelineTransfer::Kind::kActivation;
+      MicroBatchState& st = activation ? acquire(key) : *live_.at(key);
+      // 16-bit activations land in the first layer's GEMM input directly.
+      void* data = !mixed_      ? static_cast<void*>(activation ? st.x[0].data() : st.grad.data())
+                   : activation ? static_cast<void*>(st.x16[0].data())
+                                : static_cast<void*>(st.wire_in.data());
+      recvs.push_back({static_cast<int>(t.peer), data, n});
+    }
+    pp_.comm->batch_send_recv(sends, recvs, mixed_ ? wire_type(o_.precision) : DataType::kFloat32);
+    if (mixed_) {
+      for (const PipelineTransfer& t : step.recvs) {
+        MicroBatchState& st = *live_.at({t.micro_batch, t.chunk});
+        if (t.kind == PipelineTransfer::Kind::kActivation)
+          dev::from_16(pc, o_.precision, st.x16[0].data(), st.x[0].data(), n);
+        else
+          dev::from_16(pc, o_.precision, st.wire_in.data(), st.grad.data(), n);
+      }
+    }
+    timed.end.record(pp_.stream);
+    timed.end.wait_on(c_.stream);
+    for (const Key& key : sent_back) release(key);
   }
 
   void tensor_all_reduce(float* values, size_t n, StepFigures& f) {
@@ -296,9 +474,17 @@ class DeviceTensorGrid final : public StrategyHooks {
     timed.end.wait_on(c_.stream);
   }
 
-  TimedCollective& next_timed() {
-    if (timed_used_ == timed_.size()) timed_.push_back(std::make_unique<TimedCollective>());
-    return *timed_[timed_used_++];
+  void copy_on_device(float* to, const float* from, size_t n) {
+    dev::check(cudaMemcpyAsync(to, from, n * sizeof(float), cudaMemcpyDeviceToDevice, c_.stream),
+               "cudaMemcpyAsync device to device");
+  }
+
+  TimedCollective& next_timed() { return next_of(timed_, timed_used_); }
+  TimedCollective& next_span() { return next_of(spans_, spans_used_); }
+  static TimedCollective& next_of(std::vector<std::unique_ptr<TimedCollective>>& pool,
+                                  size_t& used) {
+    if (used == pool.size()) pool.push_back(std::make_unique<TimedCollective>());
+    return *pool[used++];
   }
 
   const float* bias(const LocalLayer& layer) const {
@@ -308,8 +494,8 @@ class DeviceTensorGrid final : public StrategyHooks {
     return mixed_ ? static_cast<const void*>(params16_.data() + layer.offset)
                   : params_.data() + layer.offset;
   }
-  const void* gemm_input(size_t i) const {
-    return mixed_ ? static_cast<const void*>(a_x16_[i].data()) : a_x_[i].data();
+  const void* gemm_input(const MicroBatchState& st, size_t i) const {
+    return mixed_ ? static_cast<const void*>(st.x16[i].data()) : st.x[i].data();
   }
 
   void note_device_memory() {
@@ -325,43 +511,46 @@ class DeviceTensorGrid final : public StrategyHooks {
   GridPosition at_;
   int ordinal_;
   bool mixed_;
-  DeviceGroup tp_, dp_;
+  DeviceGroup tp_, pp_, dp_;
   dev::DeviceAllocator allocator_;
   dev::Stream compute_;
   dev::BlasHandle blas_;
   dev::Context c_;
-  std::vector<LocalLayer> layers_;
+  std::vector<std::vector<LocalLayer>> chunks_;
+  std::vector<PipelineStep> plan_;
   size_t local_ = 0;
   std::vector<Range> counted_;
-  dev::DeviceBuffer<float> params_, master_, grads_;
+  dev::DeviceBuffer<float> params_, master_, grads_, flush_;
   dev::DeviceBuffer<uint16_t> params16_;
   dev::DeviceBuffer<int> flag_;
   std::unique_ptr<dev::DeviceOptimizer> optimizer_;
   std::unique_ptr<DeviceGradients> gradients_;
-  size_t micro_ = 0;
-  std::vector<dev::DeviceBuffer<float>> a_x_, a_pre_;  // each layer's input (and the output)
-  std::vector<dev::DeviceBuffer<uint16_t>> a_x16_;
-  dev::DeviceBuffer<float> target_, diff_, dy_, dx_;
+  size_t per_replica_ = 0, micro_ = 0;
+  std::vector<size_t> samples_;
+  dev::DeviceBuffer<float> batch_inputs_, batch_targets_, diff_, dy_, dx_;
   dev::DeviceBuffer<uint16_t> dy16_, tp_words_, dp_words_;
-  dev::Event ready_;
-  std::vector<std::unique_ptr<TimedCollective>> timed_;
-  size_t timed_used_ = 0;
+  std::map<Key, std::unique_ptr<MicroBatchState>> live_;
+  std::vector<std::vector<std::unique_ptr<MicroBatchState>>> free_;  // per chunk
+  double local_loss_ = 0, held_ = 0;
+  size_t in_flight_ = 0;
+  dev::Event ready_, flushed_;
+  dev::Event pipeline_start_{true}, pipeline_end_{true};
+  std::vector<std::unique_ptr<TimedCollective>> timed_, spans_;
+  size_t timed_used_ = 0, spans_used_ = 0;
   double device_used_peak_ = 0;
 };
 
 }  // namespace
 
 std::string device_grid_unsupported(const TrainOptions& o) {
-  if (o.strategy != Strategy::kTensor && o.strategy != Strategy::kHybrid) return "";
-  const ParallelOptions& p = o.parallel;
-  if (p.pp > 1 || p.chunks > 1)
-    return "the GPU path runs tp (and 3d with --pp 1) so far, not a pipeline; use --backend mpi "
-           "for pp";
-  if (p.zero1) return "the GPU path's tensor grid runs without ZeRO-1 so far; use --backend mpi";
+  if (o.strategy != Strategy::kTensor && o.strategy != Strategy::kPipeline &&
+      o.strategy != Strategy::kHybrid)
+    return "";
+  if (o.parallel.zero1)
+    return "the GPU path's tp x pp x dp grid runs without ZeRO-1 so far; use --backend mpi";
   if (o.offload_optimizer)
-    return "the GPU path offloads the optimizer of ddp and zero1-3 only so far, not of tp or 3d";
-  if (o.faults.dropped_micro_batch)
-    return "the injected faults run on the host path only; use --backend mpi";
+    return "the GPU path offloads the optimizer of ddp and zero1-3 only so far, not of tp, pp "
+           "or 3d";
   return "";
 }
 
@@ -377,6 +566,7 @@ TrainResult train_grid_on_device(const ParallelGroups& host, const ParallelGroup
   if (!problem.empty()) throw UsageError(problem);
   for (const auto& [group, size, what] :
        {std::tuple{on_device.tp, options.parallel.tp, "tensor-parallel"},
+        std::tuple{on_device.pp, options.parallel.pp, "pipeline"},
         std::tuple{on_device.dp, options.parallel.dp, "data-parallel"}})
     if (size > 1 && (group == nullptr || static_cast<size_t>(group->size()) != size ||
                      group->memory_kind() != MemoryKind::kDevice))
@@ -388,7 +578,7 @@ TrainResult train_grid_on_device(const ParallelGroups& host, const ParallelGroup
   return run_engine(
       options, host.world, false,
       [&](EngineState& state) {
-        return std::make_unique<DeviceTensorGrid>(state, host, on_device, rank);
+        return std::make_unique<DeviceGrid>(state, host, on_device, rank);
       },
       on_step);
 }

@@ -745,11 +745,9 @@ std::string device_training_unsupported(const TrainOptions& o) {
   if (o.model != TrainedModel::kMlp)
     return "the GPU path trains the MLP only so far; drop --model transformer or use "
            "--backend mpi";
-  if (o.strategy == Strategy::kPipeline || o.strategy == Strategy::kExpert)
-    return fmt::format(
-        "the GPU path runs single, ddp, zero1-3, tp and 3d (without a pipeline) so far, not {}; "
-        "use --backend mpi for it",
-        name(o.strategy));
+  if (o.strategy == Strategy::kExpert)
+    return "the GPU path runs single, ddp, zero1-3, tp, pp and 3d so far, not ep; use --backend "
+           "mpi for it";
   if (const std::string why = device_grid_unsupported(o); !why.empty()) return why;
   const Faults& f = o.faults;
   if (f.sum_not_average || f.sampler_not_reseeded || f.unreduced_bucket || f.clip_per_shard)

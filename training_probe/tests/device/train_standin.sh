@@ -8,8 +8,8 @@
 # (no overlap); ZeRO-1 (fp16), ZeRO-2 (bf16; fp32 at 3 ranks, padded shards) and
 # ZeRO-3 (bf16; fp32 with the optimizer offloaded);
 # the optimizer offloaded (single in fp32; DeepSpeed's ZeRO-2 + CPU offload
-# config in fp16); tp at 2 ranks (fp32, clipping) and 3d (tp 2 x dp 2, bf16),
-# the skipped tensor all-reduce caught; the refusals. Each run's --check-loss must pass (exit 0) and its records say
+# config in fp16); tp (fp32, clipping), 3d as tp 2 x dp 2 (bf16) and tp 2 x pp 2,
+# interleaved pp (bf16), two faults caught; the refusals. Each run's --check-loss must pass (exit 0) and its records say
 # what the GPU path measured.
 set -uo pipefail
 ccscope=$1 mpiexec=$2 lib=$3 read_records=$4 data=$5
@@ -116,38 +116,50 @@ offloaded offload_single $?
 train 2 offload_deepspeed --deepspeed-config "$data/zero2_fp16.json"
 offloaded offload_deepspeed $?
 
-# Tensor parallelism (Megatron's pairs; 3d = tp x dp without a pipeline): the
-# tensor group's all-reduces over their own NCCL communicator (3 per micro-batch
-# here: 2 forward, 1 backward of a micro-batch x 64 in the compute format), the data group's over its
-# own; clipping counts a replicated copy once. The skipped backward all-reduce
-# (--fault tp-allreduce) must fail the check.
+# The tp x pp x dp grid (device_grid_trainer.cpp): each group over its own NCCL
+# communicator. Tensor parallelism (Megatron's pairs): 2 forward and 1 backward
+# all-reduce per micro-batch here; the pipeline's transfers as the stage's plan
+# says; the data group's all-reduce after the flush; clipping counts a
+# replicated copy once. Each group's bytes per step must be exact (a micro-batch
+# x 64 in the compute format per transfer), and the skipped backward all-reduce
+# (tp-allreduce) and a dropped micro-batch must fail the check.
 grid_passed() {
-  local name=$1 code=$2 want_tp_mb=$3 backend equivalent peak tp
+  local name=$1 code=$2 want_tp=$3 want_pp=$4 backend equivalent peak groups
   backend=$(field "$name" backend) equivalent=$(field "$name" loss_equivalent)
   peak=$(field "$name" device_peak_B)
-  tp=$(sed -n 's/^# bytes per step per rank, the largest per group: tensor \([0-9.]*\) MB.*/\1/p' \
+  groups=$(sed -n 's/^# bytes per step per rank, the largest per group: tensor \([0-9.]*\) MB, pipeline \([0-9.]*\) MB.*/\1 \2/p' \
     "$work/$name.out")
   if [ "$code" -ne 0 ] || [ "$backend" != nccl ] || [ "$equivalent" != 1 ] ||
-      ! awk -v p="$peak" 'BEGIN {exit !(p > 0)}' || [ "$tp" != "$want_tp_mb" ]; then
+      ! awk -v p="$peak" 'BEGIN {exit !(p > 0)}' || [ "$groups" != "$want_tp $want_pp" ]; then
     fail "$name: exit $code, backend '$backend', loss_equivalent '$equivalent', device_peak_B" \
-      "'$peak', tensor $tp MB (want $want_tp_mb)"
+      "'$peak', tensor and pipeline MB '$groups' (want $want_tp $want_pp)"
     grep -E '^# (loss|bytes)|rror' "$work/$name.out" | head -4
   else
-    ok "$name: equivalent over nccl, tensor group $tp MB per step, device peak $peak B"
+    ok "$name: equivalent over nccl, tensor and pipeline $groups MB per step, device peak $peak B"
   fi
 }
-train 2 tp_fp32 --strategy tp --optimizer adamw --grad-clip 0.05 --activation tanh --lr 0.05
-grid_passed tp_fp32 $? 0.025
-CCSCOPE_STANDIN_GPUS=4 train 4 3d_bf16 --strategy 3d --tp 2 --dp 2 --pp 1 --precision bf16 \
-  --activation tanh --micro-batches 2
-grid_passed 3d_bf16 $? 0.006
-train 2 tp_fault --strategy tp --activation tanh --lr 0.05 --fault tp-allreduce
-code=$?
-if [ "$code" -ne 1 ] || ! grep -q "loss vs single on one GPU.*NOT equivalent" "$work/tp_fault.out"; then
-  fail "tp_fault: exit $code, want 1 and NOT equivalent"; grep '^# loss' "$work/tp_fault.out"
-else
-  ok "tp_fault: $(grep -o 'max relative difference [^,]*' "$work/tp_fault.out" | head -1), exit 1"
-fi
+grid=(--activation tanh --lr 0.05)
+train 2 tp_fp32 --strategy tp --optimizer adamw --grad-clip 0.05 "${grid[@]}"
+grid_passed tp_fp32 $? 0.025 0.000
+CCSCOPE_STANDIN_GPUS=4 train 4 3d_tp_dp_bf16 --strategy 3d --tp 2 --dp 2 --pp 1 --precision bf16 \
+  --micro-batches 2 "${grid[@]}"
+grid_passed 3d_tp_dp_bf16 $? 0.006 0.000
+CCSCOPE_STANDIN_GPUS=4 train 4 3d_tp_pp --strategy 3d --tp 2 --pp 2 --micro-batches 2 "${grid[@]}"
+grid_passed 3d_tp_pp $? 0.016 0.008
+train 2 pp_interleaved_bf16 --strategy pp --schedule interleaved --chunks 2 --micro-batches 4 \
+  --precision bf16 "${grid[@]}"
+grid_passed pp_interleaved_bf16 $? 0.000 0.012
+for fault in "tp-allreduce --strategy tp" "microbatch --strategy pp --micro-batches 4"; do
+  read -r what rest <<<"$fault"
+  # shellcheck disable=SC2086
+  train 2 "fault_$what" --fault "$what" $rest "${grid[@]}"
+  code=$?
+  if [ "$code" -ne 1 ] || ! grep -q "loss vs single on one GPU.*NOT equivalent" "$work/fault_$what.out"; then
+    fail "fault $what: exit $code, want 1 and NOT equivalent"; grep '^# loss' "$work/fault_$what.out"
+  else
+    ok "fault $what: $(grep -o 'max relative difference [^,]*' "$work/fault_$what.out" | head -1), exit 1"
+  fi
+done
 
 # Refusals: one line, exit 2.
 refused() {
@@ -161,7 +173,7 @@ refused() {
     ok "$name: $(grep -m1 -- "$want" "$work/$name.out")"
   fi
 }
-refused pp "tp and 3d (without a pipeline) so far, not pp" --backend nccl --strategy pp
+refused ep "so far, not ep" --backend nccl --strategy ep --experts 4
 refused bogus "not a backend" --backend bogus
 refused scaling "spans every rank" --backend nccl --scaling 1,2
 
