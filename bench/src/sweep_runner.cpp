@@ -452,12 +452,13 @@ Timing Sweep::measure_adaptive(const Placement& at, const Layout& layout, const 
   monitor_.begin_phase(what + ", timed batches");
   control_.barrier();
   double own_seconds = 0;
+  size_t issued = 0;  // timed iterations issued (buffer rotation's index)
   const TimeAcrossRanks mode = options_.time_across_ranks;
   const bool by_maximum = mode == TimeAcrossRanks::kMaximum || mode == TimeAcrossRanks::kMinimum;
   for (StopReason reason = StopReason::kContinue; reason == StopReason::kContinue;) {
     const auto batch_start = std::chrono::steady_clock::now();
     for (size_t i = 0; i < timing.group; ++i) {
-      issue_iteration(at, layout, timing.iterations + i);
+      issue_iteration(at, layout, issued + i);
       if (options_.blocking) comm_.wait(wait_bound_);
     }
     comm_.wait(wait_bound_);
@@ -465,6 +466,7 @@ Timing Sweep::measure_adaptive(const Placement& at, const Layout& layout, const 
     monitor_.operation_started();
     own_seconds += batch_seconds;
     timing.iterations += timing.group;
+    issued += timing.group;
     const double mine = batch_seconds / (static_cast<double>(timing.group) * per_iteration);
     // The statistic in the form its reduction takes, and the budget vote.
     double agreed[2] = {mode == TimeAcrossRanks::kMinimum                         ? -mine
@@ -491,6 +493,11 @@ Timing Sweep::measure_adaptive(const Placement& at, const Layout& layout, const 
       const size_t regrown = regrown_batch_iterations(timing.group, median_batch_seconds,
                                                       kMinBatchSeconds, max_batch_seconds);
       if (regrown > timing.group) {
+        // The dropped batches were warm-up after all: the record's
+        // iterations are those behind its figure.
+        timing.warmup += timing.iterations;
+        timing.iterations = 0;
+        own_seconds = 0;
         timing.group = regrown;
         timing.samples.clear();
         continue;
