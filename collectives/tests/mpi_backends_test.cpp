@@ -620,76 +620,9 @@ TEST(GlooBackend, BatchSendRecvAllToAllvRingPassAndTwoAndTwo) {
   EXPECT_THROW(comm->batch_send_recv({}, {&recv, 1}, DataType::kInt32), UsageError);
 }
 
-// As the MPI backend's: colour = world rank / 2; the last rank outside; the first ranks.
-TEST(GlooBackend, ColorGroupsNegativeColorAndFirstRanks) {
-  SKIP_WITHOUT_GLOO();
-  const int world_rank = g_world->rank(), world_size = g_world->size();
-  size_t wrong = 0;
-  {
-    GlooOptions options;
-    options.color = world_rank / 2;
-    auto comm = make_gloo_communicator(*g_world, options);
-    const int first = world_rank / 2 * 2, group_size = std::min(2, world_size - first);
-    if (comm == nullptr || comm->rank() != world_rank - first || comm->size() != group_size) {
-      ADD_FAILURE() << "world rank " << world_rank << ": expected rank " << world_rank - first
-                    << " of " << group_size;
-      ++wrong;
-    } else {
-      int64_t mine = world_rank + 1, sum = 0, expected = 0;
-      comm->all_reduce(&mine, &sum, 1, DataType::kInt64, ReduceOp::kSum);
-      for (int q = first; q < first + group_size; ++q) expected += q + 1;
-      if (sum != expected) {
-        ADD_FAILURE() << "world rank " << world_rank << ": group all_reduce gave " << sum
-                      << ", expected " << expected;
-        ++wrong;
-      }
-      wrong += without_throwing([&] { return check_all_to_allv(*comm, DataType::kInt32); });
-    }
-  }
-  {
-    GlooOptions options;
-    options.color = world_rank == world_size - 1 ? -1 : 7;
-    auto comm = make_gloo_communicator(*g_world, options);
-    if (world_rank == world_size - 1) {
-      if (comm != nullptr) {
-        ADD_FAILURE() << "rank " << world_rank << " passed a negative color but got one";
-        ++wrong;
-      }
-    } else if (comm == nullptr || comm->size() != world_size - 1) {
-      ADD_FAILURE() << "rank " << world_rank << ": expected a communicator of " << world_size - 1;
-      ++wrong;
-    } else {
-      int64_t one = 1, ranks = 0;
-      comm->all_reduce(&one, &ranks, 1, DataType::kInt64, ReduceOp::kSum);
-      wrong += ranks != world_size - 1;
-    }
-  }
-  {
-    GlooOptions options;
-    options.first_ranks = std::max(1, world_size - 1);
-    auto comm = make_gloo_communicator(*g_world, options);
-    const bool inside = world_rank < options.first_ranks;
-    if ((comm != nullptr) != inside) {
-      ADD_FAILURE() << "rank " << world_rank << ": first_ranks=" << options.first_ranks
-                    << (inside ? " gave no communicator" : " gave one");
-      ++wrong;
-    } else if (comm != nullptr) {
-      int64_t one = 1, ranks = 0;
-      comm->all_reduce(&one, &ranks, 1, DataType::kInt64, ReduceOp::kSum);
-      wrong += ranks != options.first_ranks;
-    }
-  }
-  expect_all_ranks_right(wrong, "gloo groups");
-  GlooOptions both;
-  both.first_ranks = 1;
-  both.color = 0;
-  EXPECT_THROW(make_gloo_communicator(*g_world, both), UsageError);
-}
-
-// --- the NCCL backend's groups (under the stand-in: collectives.nccl_groups.standin) ---
-
-// The sum over `comm` of each rank's world rank + 1, through device memory.
-int64_t device_sum_of_world_ranks(Communicator& comm, int world_rank) {
+// The sum over `comm` of each rank's world rank + 1, through the
+// communicator's own memory (a device buffer for NCCL).
+int64_t sum_of_world_ranks(Communicator& comm, int world_rank) {
   auto buffer = comm.allocate(sizeof(int64_t));
   const int64_t mine = world_rank + 1;
   comm.copy_from_host(*buffer, 0, &mine, sizeof mine);
@@ -700,63 +633,97 @@ int64_t device_sum_of_world_ranks(Communicator& comm, int world_rank) {
   return sum;
 }
 
-// As the MPI and gloo backends': colour = world rank / 2 (one NCCL communicator
-// per pair, each with its own id), the last rank outside, the first ranks.
-TEST(NcclBackend, ColorGroupsNegativeColorAndFirstRanks) {
-  if (!nccl_backend_usable()) GTEST_SKIP() << "no GPU (or stand-in) visible";
+// As the MPI backend's, for a backend whose options have `color` and
+// `first_ranks` (gloo, NCCL): colour = world rank / 2; the last rank outside
+// (negative colour); the first ranks; both set is a UsageError. `make` is the
+// backend's factory.
+template <class Options, class Make>
+void check_color_groups(Make make, const char* what) {
   const int world_rank = g_world->rank(), world_size = g_world->size();
   size_t wrong = 0;
   {
-    NcclOptions options;
+    Options options;
     options.color = world_rank / 2;
-    auto comm = make_nccl_communicator(*g_world, options);
+    auto comm = make(*g_world, options);
     const int first = world_rank / 2 * 2, group_size = std::min(2, world_size - first);
+    int64_t expected = 0;
+    for (int q = first; q < first + group_size; ++q) expected += q + 1;
     if (comm == nullptr || comm->rank() != world_rank - first || comm->size() != group_size) {
-      ADD_FAILURE() << "world rank " << world_rank << ": expected rank " << world_rank - first
-                    << " of " << group_size;
+      ADD_FAILURE() << what << ": world rank " << world_rank << ": expected rank "
+                    << world_rank - first << " of " << group_size;
       ++wrong;
-    } else {
-      int64_t expected = 0;
-      for (int q = first; q < first + group_size; ++q) expected += q + 1;
-      const int64_t sum = device_sum_of_world_ranks(*comm, world_rank);
-      if (sum != expected) {
-        ADD_FAILURE() << "world rank " << world_rank << ": group all_reduce gave " << sum
-                      << ", expected " << expected;
-        ++wrong;
-      }
+    } else if (const int64_t sum = sum_of_world_ranks(*comm, world_rank); sum != expected) {
+      ADD_FAILURE() << what << ": world rank " << world_rank << ": group all_reduce gave " << sum
+                    << ", expected " << expected;
+      ++wrong;
     }
   }
   {
-    NcclOptions options;
+    Options options;
     options.color = world_rank == world_size - 1 ? -1 : 7;
-    auto comm = make_nccl_communicator(*g_world, options);
+    auto comm = make(*g_world, options);
     if (world_rank == world_size - 1) {
-      wrong += comm != nullptr;
+      if (comm != nullptr) {
+        ADD_FAILURE() << what << ": rank " << world_rank << " passed a negative color but got one";
+        ++wrong;
+      }
     } else if (comm == nullptr || comm->size() != world_size - 1) {
-      ADD_FAILURE() << "rank " << world_rank << ": expected a communicator of " << world_size - 1;
+      ADD_FAILURE() << what << ": rank " << world_rank << ": expected a communicator of "
+                    << world_size - 1;
       ++wrong;
     } else {
       int64_t expected = 0;
       for (int q = 0; q < world_size - 1; ++q) expected += q + 1;
-      wrong += device_sum_of_world_ranks(*comm, world_rank) != expected;
+      wrong += sum_of_world_ranks(*comm, world_rank) != expected;
     }
   }
   {
-    NcclOptions options;
+    Options options;
     options.first_ranks = std::max(1, world_size - 1);
-    auto comm = make_nccl_communicator(*g_world, options);
+    auto comm = make(*g_world, options);
     const bool inside = world_rank < options.first_ranks;
     if ((comm != nullptr) != inside) {
-      ADD_FAILURE() << "rank " << world_rank << ": first_ranks=" << options.first_ranks
+      ADD_FAILURE() << what << ": rank " << world_rank << ": first_ranks=" << options.first_ranks
                     << (inside ? " gave no communicator" : " gave one");
       ++wrong;
+    } else if (comm != nullptr) {
+      int64_t one = 1, ranks = 0;
+      auto buffer = comm->allocate(sizeof one);
+      comm->copy_from_host(*buffer, 0, &one, sizeof one);
+      comm->all_reduce(buffer->data(), buffer->data(), 1, DataType::kInt64, ReduceOp::kSum);
+      comm->wait(std::chrono::seconds(60));
+      comm->copy_to_host(&ranks, *buffer, 0, sizeof ranks);
+      wrong += ranks != options.first_ranks;
     }
   }
-  expect_all_ranks_right(wrong, "nccl groups");
-  NcclOptions both;
+  expect_all_ranks_right(wrong, what);
+  Options both;
   both.first_ranks = 1;
   both.color = 0;
-  EXPECT_THROW(make_nccl_communicator(*g_world, both), UsageError);
+  EXPECT_THROW(make(*g_world, both), UsageError);
+}
+
+TEST(GlooBackend, ColorGroupsNegativeColorAndFirstRanks) {
+  SKIP_WITHOUT_GLOO();
+  check_color_groups<GlooOptions>(
+      [](const World& w, const GlooOptions& o) { return make_gloo_communicator(w, o); },
+      "gloo groups");
+  // A group's variable collectives too.
+  GlooOptions options;
+  options.color = g_world->rank() / 2;
+  auto comm = make_gloo_communicator(*g_world, options);
+  expect_all_ranks_right(
+      without_throwing([&] { return check_all_to_allv(*comm, DataType::kInt32); }),
+      "gloo group all_to_all_v");
+}
+
+// One NCCL communicator per colour, its id from the group's first world rank
+// (under the stand-in: collectives.nccl_groups.standin).
+TEST(NcclBackend, ColorGroupsNegativeColorAndFirstRanks) {
+  if (!nccl_backend_usable()) GTEST_SKIP() << "no GPU (or stand-in) visible";
+  check_color_groups<NcclOptions>(
+      [](const World& w, const NcclOptions& o) { return make_nccl_communicator(w, o); },
+      "nccl groups");
 }
 
 }  // namespace

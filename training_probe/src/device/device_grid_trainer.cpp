@@ -499,9 +499,7 @@ class DeviceGrid final : public StrategyHooks {
   }
 
   void note_device_memory() {
-    const dev::DeviceMemoryInfo info = dev::device_memory_info();
-    device_used_peak_ =
-        std::max(device_used_peak_, static_cast<double>(info.total_bytes - info.free_bytes));
+    device_used_peak_ = std::max(device_used_peak_, device_bytes_in_use());
   }
 
   EngineState& s_;

@@ -54,6 +54,14 @@ inline int select_device(Communicator* comm) {
 // or when they are not tp/3d): device_grid_trainer.cpp.
 std::string device_grid_unsupported(const TrainOptions& options);
 
+// What the GPU has in use now (cudaMemGetInfo's total - free: the CUDA
+// context's, NCCL's and cuBLAS's memory included): a strategy keeps the
+// largest, seen at its step's fullest point.
+inline double device_bytes_in_use() {
+  const device::DeviceMemoryInfo info = device::device_memory_info();
+  return static_cast<double>(info.total_bytes - info.free_bytes);
+}
+
 // Seconds between two recorded timing events.
 inline double elapsed(const device::Event& from, const device::Event& to) {
   float ms = 0;

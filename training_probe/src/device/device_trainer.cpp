@@ -677,9 +677,7 @@ class DeviceDataParallel final : public StrategyHooks {
 
   // What the GPU has in use at the step's fullest point (activations held).
   void note_device_memory() {
-    const dev::DeviceMemoryInfo info = dev::device_memory_info();
-    device_used_peak_ =
-        std::max(device_used_peak_, static_cast<double>(info.total_bytes - info.free_bytes));
+    device_used_peak_ = std::max(device_used_peak_, device_bytes_in_use());
   }
 
   EngineState& s_;
