@@ -387,6 +387,9 @@ int train_verb(const std::vector<std::string>& args, const std::vector<std::stri
                  "an MPI launcher, else gloo), or nccl: the GPU path (single, ddp, zero1-3, tp, 3d "
                  "without pp; the MLP), "
                  "model and gradients in GPU memory, cuBLAS, gradients over NCCL");
+  app.add_flag("--tf32", s.tf32,
+               "nccl: fp32 GEMMs with TF32 inputs (cuBLAS's CUBLAS_COMPUTE_32F_FAST_TF32, as "
+               "PyTorch's allow_tf32); off by default, as --check-loss needs");
   app.add_flag("--isolate-ranks", s.isolate_ranks,
                "nccl: give every rank its own NCCL_HOSTID, so ranks of one node may share a GPU "
                "(NCCL then connects them through its network transport), as bench's");

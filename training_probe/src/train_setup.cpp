@@ -411,11 +411,14 @@ TrainPlan plan_runs(const TrainSettings& s, TrainOptions base, const std::vector
   plan.problem = plan_backend(plan, s.backend, world_size);
   if (!plan.problem.empty()) return plan;
   const job::Backend* chosen = job::find_backend(plan.base.backend);
-  if (s.isolate_ranks &&
-      (chosen == nullptr || chosen->capabilities.device != job::DeviceKind::kDevice))
-    plan.problem = "--isolate-ranks applies to the GPU path (--backend nccl)";
-  if (!plan.problem.empty()) return plan;
+  const bool on_gpu = chosen != nullptr && chosen->capabilities.device == job::DeviceKind::kDevice;
+  if (!on_gpu && (s.tf32 || s.isolate_ranks)) {
+    plan.problem = fmt::format("{} applies to the GPU path (--backend nccl)",
+                               s.tf32 ? "--tf32" : "--isolate-ranks");
+    return plan;
+  }
   plan.base.isolate_ranks = s.isolate_ranks;
+  plan.base.tf32 = s.tf32;
   plan.weak = s.weak;
   plan.check_loss = s.check_loss;
   plan.yielding_waits = !s.busy_poll;

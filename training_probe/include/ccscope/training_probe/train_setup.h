@@ -54,6 +54,7 @@ struct TrainSettings {
   // name; a device backend's (nccl): the GPU path.
   std::string backend;
   bool isolate_ranks = false;  // --isolate-ranks (the GPU path)
+  bool tf32 = false;           // --tf32 (the GPU path's fp32 GEMMs)
   bool export_data = false;   // --export was given
   bool rank_records = false;  // --ranks-csv was given
   std::string offload;
