@@ -95,21 +95,40 @@ class DeviceGrid final : public StrategyHooks {
     free_.resize(chunks_.size());
     local_ = initial.size();
     counted_ = counted_ranges(unique);
-    params_ = dev::DeviceBuffer<float>(allocator_, local_);
+    // ZeRO-1 over the data group (DeepSpeed's with Megatron's TP and PP): the
+    // stage's parameters padded to a multiple of the replicas; each steps its
+    // chunk's fp32 master weights.
+    shard_ = shard_range({0, local_}, zero1_ ? p_.dp : 1);
+    const size_t padded = shard_.padded_size(zero1_ ? p_.dp : 1);
+    params_ = dev::DeviceBuffer<float>(allocator_, padded);
+    params_.zero(c_.stream);
     params_.upload(initial, c_.stream);
-    if (mixed_) {
+    if (zero1_) {
+      const Range mine = shard_.owned(at_.dp);
+      std::vector<float> master(shard_.chunk, 0.0f);
+      std::copy(initial.begin() + static_cast<std::ptrdiff_t>(mine.begin),
+                initial.begin() + static_cast<std::ptrdiff_t>(mine.end), master.begin());
+      master_ = dev::DeviceBuffer<float>(allocator_, shard_.chunk);
+      master_.upload(master, c_.stream);
+      shard_counted_ = counted_ranges(
+          std::vector<float>(unique.begin() + static_cast<std::ptrdiff_t>(mine.begin),
+                             unique.begin() + static_cast<std::ptrdiff_t>(mine.end)));
+      grad_shard_ = dev::DeviceBuffer<float>(allocator_, shard_.chunk);
+      shard_words_ = dev::DeviceBuffer<uint16_t>(allocator_, mixed_ ? shard_.chunk : 0);
+      compute_.synchronize();  // `master` goes out of scope
+    } else if (mixed_) {
       // The master copy from the unrounded parameters, as the host Grid's.
       master_ = dev::DeviceBuffer<float>(allocator_, local_);
       master_.upload(initial, c_.stream);
-      params16_ = dev::DeviceBuffer<uint16_t>(allocator_, local_);
     }
-    dev::round_to(c_, o_.precision, params_.data(), local_);
-    if (mixed_) dev::to_16(c_, o_.precision, params_.data(), params16_.data(), local_);
-    grads_ = dev::DeviceBuffer<float>(allocator_, local_);
+    if (mixed_) params16_ = dev::DeviceBuffer<uint16_t>(allocator_, padded);
+    dev::round_to(c_, o_.precision, params_.data(), padded);
+    if (mixed_) dev::to_16(c_, o_.precision, params_.data(), params16_.data(), padded);
+    grads_ = dev::DeviceBuffer<float>(allocator_, padded);
     flag_ = dev::DeviceBuffer<int>(allocator_, 1);
     flush_ = dev::DeviceBuffer<float>(allocator_, 1);
-    optimizer_ =
-        std::make_unique<dev::DeviceOptimizer>(allocator_, o_.optimizer, local_, c_.stream);
+    optimizer_ = std::make_unique<dev::DeviceOptimizer>(allocator_, o_.optimizer,
+                                                        zero1_ ? shard_.chunk : local_, c_.stream);
     per_replica_ = o_.global_batch / p_.dp;
     micro_ = per_replica_ / o_.micro_batches;
     const size_t width = o_.shape.width, n = micro_ * width;
@@ -120,7 +139,7 @@ class DeviceGrid final : public StrategyHooks {
     dx_ = dev::DeviceBuffer<float>(allocator_, n);
     dy16_ = dev::DeviceBuffer<uint16_t>(allocator_, mixed_ ? n : 0);
     tp_words_ = dev::DeviceBuffer<uint16_t>(allocator_, mixed_ && tp_.comm ? n : 0);
-    dp_words_ = dev::DeviceBuffer<uint16_t>(allocator_, mixed_ && dp_.comm ? local_ : 0);
+    dp_words_ = dev::DeviceBuffer<uint16_t>(allocator_, mixed_ && dp_.comm ? padded : 0);
     compute_.synchronize();  // the uploads' host vectors go out of scope
   }
 
@@ -188,6 +207,7 @@ class DeviceGrid final : public StrategyHooks {
   // after the flush); tensor shards, stages and the replicas' copies count
   // once each in the global norm (counted_).
   ReducedGradients reduce_gradients(StepFigures& f) override {
+    if (zero1_) return reduce_scatter_gradients(f);
     if (dp_.comm != nullptr && p_.dp > 1) {
       all_reduce_on(dp_, grads_.data(), local_, 1.0f / static_cast<float>(p_.dp), dp_words_.data());
       f.dp_bytes += all_reduce_bytes(local_, p_.dp, s_.element);
@@ -201,7 +221,10 @@ class DeviceGrid final : public StrategyHooks {
   }
 
   void apply(std::span<const float>, size_t step, StepFigures& f) override {
-    if (mixed_) {
+    if (zero1_) {
+      optimizer_->step(c_, master_.data(), grad_shard_.data(), step);
+      gather_parameters(f);
+    } else if (mixed_) {
       optimizer_->step(c_, master_.data(), grads_.data(), step);
       dev::round_copy(c_, o_.precision, master_.data(), params_.data(), params16_.data(), local_);
     } else {
@@ -259,7 +282,10 @@ class DeviceGrid final : public StrategyHooks {
     MemoryFootprint m;
     m.parameters = e * n;
     m.gradients = e * n;
-    m.optimizer = static_cast<double>(optimizer_->state_bytes()) + (mixed_ ? 4.0 * n : 0.0);
+    // fp32 master weights where the compute format is 16-bit (the host path's
+    // accounting; in fp32 the parameters are their own master copy).
+    m.optimizer = static_cast<double>(optimizer_->state_bytes()) +
+                  (mixed_ ? 4.0 * (zero1_ ? static_cast<double>(shard_.chunk) : n) : 0.0);
     return m;
   }
 
@@ -450,6 +476,61 @@ class DeviceGrid final : public StrategyHooks {
     for (const Key& key : sent_back) release(key);
   }
 
+  // ZeRO-1: the gradients averaged and reduce-scattered over the data group
+  // into this replica's chunk (the padding's zeros stay zero); each replica
+  // counts its own chunk in the global norm.
+  ReducedGradients reduce_scatter_gradients(StepFigures& f) {
+    const size_t chunk = shard_.chunk, padded = shard_.padded_size(p_.dp);
+    const dev::Context& dc = dp_.context;
+    ready_.record(c_.stream);
+    ready_.wait_on(dp_.stream);
+    TimedCollective& timed = next_timed();
+    timed.start.record(dp_.stream);
+    dev::scale(dc, grads_.data(), padded, 1.0f / static_cast<float>(p_.dp));
+    if (mixed_) {
+      dev::to_16(dc, o_.precision, grads_.data(), dp_words_.data(), padded);
+      dp_.comm->reduce_scatter(dp_words_.data(), shard_words_.data(), chunk,
+                               wire_type(o_.precision), ReduceOp::kSum);
+      dev::from_16(dc, o_.precision, shard_words_.data(), grad_shard_.data(), chunk);
+    } else {
+      dp_.comm->reduce_scatter(grads_.data(), grad_shard_.data(), chunk, DataType::kFloat32,
+                               ReduceOp::kSum);
+    }
+    timed.end.record(dp_.stream);
+    timed.end.wait_on(c_.stream);
+    f.dp_bytes += reduce_scatter_bytes(padded, p_.dp, s_.element);
+    gradients_ = std::make_unique<DeviceGradients>(c_, grad_shard_.data(), chunk, flag_.data(),
+                                                   shard_counted_);
+    ReducedGradients g;
+    g.device = gradients_.get();
+    g.disjoint = true;
+    return g;
+  }
+
+  // ZeRO-1: each replica's stepped chunk, rounded to the compute format,
+  // all-gathered over the data group into the whole stage's parameters.
+  void gather_parameters(StepFigures& f) {
+    const size_t chunk = shard_.chunk, padded = shard_.padded_size(p_.dp);
+    const size_t mine = at_.dp * chunk;
+    // This replica's chunk of the parameters from its master weights.
+    dev::round_copy(c_, o_.precision, master_.data(), params_.data() + mine,
+                    mixed_ ? params16_.data() + mine : nullptr, chunk);
+    ready_.record(c_.stream);
+    ready_.wait_on(dp_.stream);
+    TimedCollective& timed = next_timed();
+    timed.start.record(dp_.stream);
+    if (mixed_) {
+      dp_.comm->all_gather(params16_.data() + mine, params16_.data(), chunk,
+                           wire_type(o_.precision));
+      dev::from_16(dp_.context, o_.precision, params16_.data(), params_.data(), padded);
+    } else {
+      dp_.comm->all_gather(params_.data() + mine, params_.data(), chunk, DataType::kFloat32);
+    }
+    timed.end.record(dp_.stream);
+    timed.end.wait_on(c_.stream);
+    f.dp_bytes += all_gather_bytes(padded, p_.dp, s_.element);
+  }
+
   void tensor_all_reduce(float* values, size_t n, StepFigures& f) {
     all_reduce_on(tp_, values, n, 1.0f, tp_words_.data());
     f.tp_bytes += all_reduce_bytes(n, p_.tp, s_.element);
@@ -518,6 +599,11 @@ class DeviceGrid final : public StrategyHooks {
   std::vector<PipelineStep> plan_;
   size_t local_ = 0;
   std::vector<Range> counted_;
+  const bool zero1_ = p_.zero1 && dp_.comm != nullptr && p_.dp > 1;
+  Shard shard_;                       // ZeRO-1: the stage's parameters over the replicas
+  std::vector<Range> shard_counted_;  // what this replica's chunk counts in the norm
+  dev::DeviceBuffer<float> grad_shard_;
+  dev::DeviceBuffer<uint16_t> shard_words_;
   dev::DeviceBuffer<float> params_, master_, grads_, flush_;
   dev::DeviceBuffer<uint16_t> params16_;
   dev::DeviceBuffer<int> flag_;
@@ -544,8 +630,6 @@ std::string device_grid_unsupported(const TrainOptions& o) {
   if (o.strategy != Strategy::kTensor && o.strategy != Strategy::kPipeline &&
       o.strategy != Strategy::kHybrid)
     return "";
-  if (o.parallel.zero1)
-    return "the GPU path's tp x pp x dp grid runs without ZeRO-1 so far; use --backend mpi";
   if (o.offload_optimizer)
     return "the GPU path offloads the optimizer of ddp and zero1-3 only so far, not of tp, pp "
            "or 3d";

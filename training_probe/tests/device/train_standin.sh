@@ -8,8 +8,8 @@
 # (no overlap); ZeRO-1 (fp16), ZeRO-2 (bf16; fp32 at 3 ranks, padded shards) and
 # ZeRO-3 (bf16; fp32 with the optimizer offloaded);
 # the optimizer offloaded (single in fp32; DeepSpeed's ZeRO-2 + CPU offload
-# config in fp16); tp (fp32, clipping), 3d as tp 2 x dp 2 (bf16) and tp 2 x pp 2,
-# interleaved pp (bf16), two faults caught; the refusals. Each run's --check-loss must pass (exit 0) and its records say
+# config in fp16); tp (fp32, clipping), 3d as tp 2 x dp 2 (bf16), tp 2 x pp 2 and
+# dp 3 with ZeRO-1, interleaved pp (bf16), two faults caught; the refusals. Each run's --check-loss must pass (exit 0) and its records say
 # what the GPU path measured.
 set -uo pipefail
 ccscope=$1 mpiexec=$2 lib=$3 read_records=$4 data=$5
@@ -121,34 +121,40 @@ offloaded offload_deepspeed $?
 # all-reduce per micro-batch here; the pipeline's transfers as the stage's plan
 # says; the data group's all-reduce after the flush; clipping counts a
 # replicated copy once. Each group's bytes per step must be exact (a micro-batch
-# x 64 in the compute format per transfer), and the skipped backward all-reduce
+# x 64 in the compute format per transfer; the data group's over the stage's
+# parameters), and the skipped backward all-reduce
 # (tp-allreduce) and a dropped micro-batch must fail the check.
 grid_passed() {
-  local name=$1 code=$2 want_tp=$3 want_pp=$4 backend equivalent peak groups
+  local name=$1 code=$2 want_tp=$3 want_pp=$4 want_dp=$5 backend equivalent peak groups
   backend=$(field "$name" backend) equivalent=$(field "$name" loss_equivalent)
   peak=$(field "$name" device_peak_B)
-  groups=$(sed -n 's/^# bytes per step per rank, the largest per group: tensor \([0-9.]*\) MB, pipeline \([0-9.]*\) MB.*/\1 \2/p' \
+  groups=$(sed -n 's/^# bytes per step per rank, the largest per group: tensor \([0-9.]*\) MB, pipeline \([0-9.]*\) MB, data \([0-9.]*\) MB.*/\1 \2 \3/p' \
     "$work/$name.out")
   if [ "$code" -ne 0 ] || [ "$backend" != nccl ] || [ "$equivalent" != 1 ] ||
-      ! awk -v p="$peak" 'BEGIN {exit !(p > 0)}' || [ "$groups" != "$want_tp $want_pp" ]; then
+      ! awk -v p="$peak" 'BEGIN {exit !(p > 0)}' || [ "$groups" != "$want_tp $want_pp $want_dp" ]; then
     fail "$name: exit $code, backend '$backend', loss_equivalent '$equivalent', device_peak_B" \
-      "'$peak', tensor and pipeline MB '$groups' (want $want_tp $want_pp)"
+      "'$peak', tensor, pipeline and data MB '$groups' (want $want_tp $want_pp $want_dp)"
     grep -E '^# (loss|bytes)|rror' "$work/$name.out" | head -4
   else
-    ok "$name: equivalent over nccl, tensor and pipeline $groups MB per step, device peak $peak B"
+    ok "$name: equivalent over nccl, tensor, pipeline and data $groups MB per step, device peak $peak B"
   fi
 }
 grid=(--activation tanh --lr 0.05)
 train 2 tp_fp32 --strategy tp --optimizer adamw --grad-clip 0.05 "${grid[@]}"
-grid_passed tp_fp32 $? 0.025 0.000
+grid_passed tp_fp32 $? 0.025 0.000 0.000
 CCSCOPE_STANDIN_GPUS=4 train 4 3d_tp_dp_bf16 --strategy 3d --tp 2 --dp 2 --pp 1 --precision bf16 \
   --micro-batches 2 "${grid[@]}"
-grid_passed 3d_tp_dp_bf16 $? 0.006 0.000
+grid_passed 3d_tp_dp_bf16 $? 0.006 0.000 0.017
 CCSCOPE_STANDIN_GPUS=4 train 4 3d_tp_pp --strategy 3d --tp 2 --pp 2 --micro-batches 2 "${grid[@]}"
-grid_passed 3d_tp_pp $? 0.016 0.008
+grid_passed 3d_tp_pp $? 0.016 0.008 0.000
 train 2 pp_interleaved_bf16 --strategy pp --schedule interleaved --chunks 2 --micro-batches 4 \
   --precision bf16 "${grid[@]}"
-grid_passed pp_interleaved_bf16 $? 0.000 0.012
+grid_passed pp_interleaved_bf16 $? 0.000 0.012 0.000
+# ZeRO-1 over the data group at 3 replicas: 16640 parameters padded to 16641,
+# reduce-scattered and all-gathered (2/3 x 16641 x 4 B each); AdamW, clipping.
+CCSCOPE_STANDIN_GPUS=4 batch=48 train 3 3d_zero1_3ranks --strategy 3d --dp 3 --tp 1 --pp 1 \
+  --zero-stage 1 --optimizer adamw --grad-clip 0.05 "${grid[@]}"
+grid_passed 3d_zero1_3ranks $? 0.000 0.000 0.089
 for fault in "tp-allreduce --strategy tp" "microbatch --strategy pp --micro-batches 4"; do
   read -r what rest <<<"$fault"
   # shellcheck disable=SC2086
