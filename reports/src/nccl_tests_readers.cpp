@@ -30,6 +30,7 @@
 #include "ccscope/common/environment.h"
 #include "ccscope/common/nccl_version.h"
 #include "ccscope/records/collective.h"
+#include "ccscope/records/schema.h"
 #include "ccscope/reports/loaded_results.h"
 #include "reader_support.h"
 
@@ -367,6 +368,9 @@ struct Block {
   std::optional<int> aggregate, graph;
   Layout layout;
   bool saw_version = false, saw_start = false, saw_nthread = false;
+  // ccscope's console log says which statistic its times are ("# time: max over ranks of
+  // mean over iterations"; ccscope's default is the slowest rank, not nccl-tests' average).
+  std::string time_statistic;
   std::vector<LoadedRecord> records;
 };
 
@@ -597,6 +601,8 @@ LoadedRun read_nccl_tests_text(const std::string& path, const std::string& raw) 
         run.notes.push_back(at(path, line_no) +
                             ": a column line nccl-tests does not print; fields read by position");
       }
+    } else if (starts_with(t, "# time: ")) {
+      open_block(false).time_statistic = records::time_statistic_name(trim(t.substr(8)));
     } else if (starts_with(t, "# error:")) {
       other.push_back(t);  // 2.17.3-: ncclGetLastError() at the end
     } else if (auto launch = parse_launch(t.substr(1), is_nccl_tests_program);
@@ -657,7 +663,8 @@ LoadedRun read_nccl_tests_text(const std::string& path, const std::string& raw) 
     if (b.collective_from != "header")
       run.notes.push_back(where + ": collective " + b.collective + " (" + program_of(b.collective) +
                           ") read from " + b.collective_from);
-    std::string statistic = b.launch ? statistic_of_average(b.launch->program_args) : "";
+    std::string statistic = b.time_statistic;
+    if (statistic.empty() && b.launch) statistic = statistic_of_average(b.launch->program_args);
     if (statistic.empty()) statistic = b.layout.rank0_time ? "rank0" : "avg";
     // -N: the sweep again; each pass gets its index.
     std::map<std::tuple<std::string, std::string, int, size_t, bool>, int> seen;

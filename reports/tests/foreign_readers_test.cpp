@@ -407,6 +407,18 @@ TEST(NcclTestsJson, V2CpuTimeAndPerIterationPercentiles) {
   EXPECT_TRUE(noted(run, "-C: nccl-tests gave host CPU time (cpu_time)")) << notes_of(run);
 }
 
+// ccscope's own console log (nccl-tests' table and header lines) says which
+// statistic its times are: the slowest rank by default, not nccl-tests' average.
+TEST(NcclTestsText, CcscopeConsoleLogKeepsItsOwnStatistic) {
+  LoadedRun run = read_results(input("ccscope/console-allreduce-2rank-max.txt"));
+  ASSERT_EQ(run.records.size(), 6u);
+  for (const LoadedRecord& r : run.records) {
+    EXPECT_EQ(r.time_statistic, "max");
+    EXPECT_EQ(r.time_max_s, r.time_s);
+    EXPECT_FALSE(r.time_avg_s.has_value());
+  }
+}
+
 TEST(NcclTestsJson, V3MaxOverRanksNoValidationAndNan) {
   LoadedRun run =
       read_results(input("nccl-tests/v2.19.6-reduce_scatter-json-v3-max-novalidation.json"));
