@@ -240,6 +240,26 @@ DeviceFigures device_figures_over_ranks(Communicator& comm, const TrainResult& r
   return {cells[0], cells[1], cells[2], cells[3], cells[4]};
 }
 
+// This rank's tensor, pipeline and data groups of the layout's grid, each a
+// communicator of `backend` made with `options` and the group's colour.
+// Collective over the world.
+struct GridCommunicators {
+  std::unique_ptr<Communicator> tp, pp, dp;
+};
+GridCommunicators make_grid_communicators(const World& world, const std::string& backend,
+                                          job::BackendOptions options,
+                                          const ParallelOptions& layout) {
+  const GroupColors colors = group_colors(static_cast<size_t>(world.rank()), layout);
+  GridCommunicators g;
+  options.color = colors.tp;
+  g.tp = job::make_backend(backend, world, options);
+  options.color = colors.pp;
+  g.pp = job::make_backend(backend, world, options);
+  options.color = colors.dp;
+  g.dp = job::make_backend(backend, world, options);
+  return g;
+}
+
 }  // namespace
 
 RunMeasurement measure_run(const World& world, const RunRequest& q, const RunHooks& hooks) {
@@ -262,34 +282,19 @@ RunMeasurement measure_run(const World& world, const RunRequest& q, const RunHoo
   m.leader = comm->rank() == 0;
   const bool model_parallel = is_model_parallel(options.strategy);
   // Model-parallel runs span the whole job: one communicator per group.
-  std::unique_ptr<Communicator> tp_comm, pp_comm, dp_comm;
+  GridCommunicators host_grid;
   if (model_parallel && options.strategy != Strategy::kExpert) {
-    const GroupColors colors = group_colors(static_cast<size_t>(world.rank()), options.parallel);
     job::BackendOptions group;
     group.yielding_waits = q.yielding_waits;
-    group.color = colors.tp;
-    tp_comm = job::make_backend(backend->name, world, group);
-    group.color = colors.pp;
-    pp_comm = job::make_backend(backend->name, world, group);
-    group.color = colors.dp;
-    dp_comm = job::make_backend(backend->name, world, group);
+    host_grid = make_grid_communicators(world, backend->name, group, options.parallel);
   }
-  std::unique_ptr<Communicator> device_comm, device_tp, device_pp, device_dp;
+  std::unique_ptr<Communicator> device_comm;
+  GridCommunicators device_grid;  // the GPU path's grid: its groups' tensors over NCCL too
   job::BackendOptions device_options;
   device_options.isolate_ranks = options.isolate_ranks;
   if (on_device) device_comm = job::make_backend(options.backend, world, device_options);
-  if (on_device && model_parallel) {
-    // The GPU path's tensor x pipeline x data grid: its groups' tensors over the device
-    // backend too.
-    const GroupColors colors = group_colors(static_cast<size_t>(world.rank()), options.parallel);
-    job::BackendOptions group = device_options;
-    group.color = colors.tp;
-    device_tp = job::make_backend(options.backend, world, group);
-    group.color = colors.pp;
-    device_pp = job::make_backend(options.backend, world, group);
-    group.color = colors.dp;
-    device_dp = job::make_backend(options.backend, world, group);
-  }
+  if (on_device && model_parallel)
+    device_grid = make_grid_communicators(world, options.backend, device_options, options.parallel);
   if (hooks.started) hooks.started(device_comm ? *device_comm : *comm);
 
   std::vector<StepFigures> per_rank;  // this rank's own figures
@@ -303,12 +308,14 @@ RunMeasurement measure_run(const World& world, const RunRequest& q, const RunHoo
     all_to_all_s.push_back(a2a);
     if (hooks.step) hooks.step({own, record});
   };
-  const ParallelGroups host_groups{comm.get(), tp_comm.get(), pp_comm.get(), dp_comm.get()};
+  const ParallelGroups host_groups{comm.get(), host_grid.tp.get(), host_grid.pp.get(),
+                                   host_grid.dp.get()};
   const TrainResult result =
       model_parallel && device_comm
-          ? train_grid_on_device(
-                host_groups, {device_comm.get(), device_tp.get(), device_pp.get(), device_dp.get()},
-                options, on_step)
+          ? train_grid_on_device(host_groups,
+                                 {device_comm.get(), device_grid.tp.get(), device_grid.pp.get(),
+                                  device_grid.dp.get()},
+                                 options, on_step)
       : model_parallel ? train_parallel(host_groups, options, on_step)
       : device_comm    ? train_on_device(*comm, *device_comm, options, on_step)
                        : train(*comm, options, on_step);

@@ -155,11 +155,11 @@ class DeviceGrid final : public StrategyHooks {
 
   double forward_backward(size_t step, StepFigures& f) override {
     grads_.zero(c_.stream);
-    samples_ = s_.step_samples(step, p_.dp, at_.dp, per_replica_);
+    const std::vector<size_t> samples = s_.step_samples(step, p_.dp, at_.dp, per_replica_);
     if (first_stage() || last_stage()) {
       // The replica's whole batch once (the first stage's inputs, the last
       // one's targets); each micro-batch's rows are copied on the device.
-      gather_batch(s_.data, samples_, s_.inputs, s_.targets);
+      gather_batch(s_.data, samples, s_.inputs, s_.targets);
       batch_inputs_.upload(s_.inputs, c_.stream);
       dev::round_to(c_, o_.precision, batch_inputs_.data(), batch_inputs_.size());
       batch_targets_.upload(s_.targets, c_.stream);
@@ -588,7 +588,7 @@ class DeviceGrid final : public StrategyHooks {
   const ParallelOptions& p_;
   ParallelGroups host_;
   GridPosition at_;
-  int ordinal_;
+  int ordinal_;  // selected before the streams and memory below are made on it
   bool mixed_;
   DeviceGroup tp_, pp_, dp_;
   dev::DeviceAllocator allocator_;
@@ -610,7 +610,6 @@ class DeviceGrid final : public StrategyHooks {
   std::unique_ptr<dev::DeviceOptimizer> optimizer_;
   std::unique_ptr<DeviceGradients> gradients_;
   size_t per_replica_ = 0, micro_ = 0;
-  std::vector<size_t> samples_;
   dev::DeviceBuffer<float> batch_inputs_, batch_targets_, diff_, dy_, dx_;
   dev::DeviceBuffer<uint16_t> dy16_, tp_words_, dp_words_;
   std::map<Key, std::unique_ptr<MicroBatchState>> live_;
