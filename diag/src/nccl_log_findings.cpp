@@ -27,17 +27,6 @@ std::string join_ranks(const std::vector<int>& ranks) {
 }
 bool starts_with(const std::string& text, const char* what) { return text.rfind(what, 0) == 0; }
 
-NcclLogFinding finding(NcclSeverity severity, std::string code, std::string message,
-                       std::string cause, std::string remedy) {
-  NcclLogFinding f;
-  f.severity = severity;
-  f.code = std::move(code);
-  f.message = std::move(message);
-  f.cause = std::move(cause);
-  f.remedy = std::move(remedy);
-  return f;
-}
-
 // Rank number and host of every rank index in `indices`, into `f`.
 void concern(NcclLogFinding& f, const NcclLogAnalysis& a, const std::vector<size_t>& indices) {
   std::set<int> ranks;

@@ -7,11 +7,24 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "ccscope/diag/nccl_log.h"
 
 namespace ccscope::diag::nccl_log_detail {
+
+// A finding with its words (the log's findings and NCCL RAS's, nccl_ras.cpp).
+inline NcclLogFinding finding(NcclSeverity severity, std::string code, std::string message,
+                              std::string cause, std::string remedy) {
+  NcclLogFinding f;
+  f.severity = severity;
+  f.code = std::move(code);
+  f.message = std::move(message);
+  f.cause = std::move(cause);
+  f.remedy = std::move(remedy);
+  return f;
+}
 
 // An error seen in a line, classified.
 enum class ErrorKind {

@@ -15,6 +15,7 @@
 
 #include "ccscope/common/socket.h"
 #include "ccscope/common/text.h"
+#include "nccl_log_internal.h"
 
 namespace ccscope::diag {
 namespace {
@@ -215,12 +216,8 @@ std::vector<NcclLogFinding> nccl_ras_findings(const NcclRasStatus& status,
   std::vector<NcclLogFinding> findings;
   auto add = [&](NcclSeverity severity, std::string code, std::string message, std::string cause,
                  std::string remedy) -> NcclLogFinding& {
-    NcclLogFinding f;
-    f.severity = severity;
-    f.code = std::move(code);
-    f.message = std::move(message);
-    f.cause = std::move(cause);
-    f.remedy = std::move(remedy);
+    NcclLogFinding f = nccl_log_detail::finding(severity, std::move(code), std::move(message),
+                                                std::move(cause), std::move(remedy));
     f.role = severity == NcclSeverity::kInfo ? NcclRole::kNone : NcclRole::kRoot;
     findings.push_back(std::move(f));
     return findings.back();
