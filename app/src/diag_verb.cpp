@@ -187,6 +187,9 @@ class DiagOutputs {
 // back after the stages by each rank and analysed on rank 0.
 // NCCL RAS's answer, after a FAIL: RAS waits a second less for its peers.
 constexpr std::chrono::milliseconds kRasTimeout{5000};
+// Its answer inside a hang's stall report: shorter, as the job is ending (the
+// other ranks wait this much longer for the report; see HangWatchdog).
+constexpr std::chrono::milliseconds kRasStallTimeout{2000};
 
 std::string nccl_debug_file(const World& world) {
   return fmt::format("/tmp/ccscope-diag-nccl-{}-rank{}.log", ::getpid(), world.rank());
@@ -295,25 +298,37 @@ int run_diag(job::JobContext& job, const DiagFlags& flags, const std::vector<Sta
                                              "(signal received; send it again to stop at once)\n"
                                            : "");
   options.pending_signal = &job::InterruptHandlers::pending_signal;
-  HangWatchdog& watchdog = job.start_watchdog(options.timeout);
-  // A wait cut short or a failure ends the job (run_job: exit 3 or 1).
-  const diag::ChecklistResult result = diag::run_checklist(world, watchdog, options);
-  if (!nccl_log.empty())
-    for (Check& c : nccl_log_checks(world, nccl_log))
-      if (leader) outputs->add(c);
-  // After a FAIL over NCCL, NCCL's own RAS view (NCCL >= 2.24, unless NCCL_RAS_ENABLE=0):
-  // dead or silent processes and ranks behind, from the service on this node.
-  if (leader && options.backend == "nccl" && result.worst == Status::kFail &&
-      !result.stopped_by_signal && !result.stages_run.empty()) {
-    std::optional<diag::NcclRasAddress> ras;
+  // NCCL's own RAS view over NCCL (NCCL >= 2.24, unless NCCL_RAS_ENABLE=0): dead
+  // or silent processes and ranks behind, from the service on this node.
+  std::optional<diag::NcclRasAddress> ras;
+  if (options.backend == "nccl" && diag::nccl_version_has_ras(nccl_version_string())) {
     try {
       ras = diag::nccl_ras_address_from_environment([](const char* name) {
         const char* v = std::getenv(name);
         return v ? std::optional<std::string>(v) : std::nullopt;
       });
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "ccscope diag: NCCL_RAS_ADDR: %s (RAS not asked)\n", e.what());
+      if (leader)
+        std::fprintf(stderr, "ccscope diag: NCCL_RAS_ADDR: %s (RAS not asked)\n", e.what());
     }
+  }
+  HangWatchdog& watchdog = job.start_watchdog(options.timeout);
+  // A hang: the rank that reports it adds RAS's view to its stall report
+  // before it ends the job (the checklist never returns to ask).
+  if (ras)
+    watchdog.set_stall_evidence(
+        [address = *ras] {
+          return diag::nccl_ras_stall_evidence(diag::ask_nccl_ras(address, kRasStallTimeout));
+        },
+        kRasStallTimeout + std::chrono::milliseconds(500));
+  // A wait cut short or a failure ends the job (run_job: exit 3 or 1).
+  const diag::ChecklistResult result = diag::run_checklist(world, watchdog, options);
+  if (!nccl_log.empty())
+    for (Check& c : nccl_log_checks(world, nccl_log))
+      if (leader) outputs->add(c);
+  // After a FAIL, RAS's view as checks.
+  if (leader && result.worst == Status::kFail && !result.stopped_by_signal &&
+      !result.stages_run.empty()) {
     if (ras)
       for (Check& c :
            diag::nccl_ras_checks(diag::ask_nccl_ras(*ras, kRasTimeout), result.stages_run.back()))

@@ -50,6 +50,17 @@ namespace {
 
 using json = nlohmann::json;
 
+// A wait by design is timed by the watchdog against its bound; the barrier
+// behind it gives up this much later, so that the watchdog's report (its
+// questions to every rank, 2 s, and NCCL RAS's evidence) comes first.
+constexpr std::chrono::seconds kWaitReportMargin{10};
+
+std::vector<int> all_ranks(const World& world) {
+  std::vector<int> ranks(static_cast<size_t>(world.size()));
+  for (size_t r = 0; r < ranks.size(); ++r) ranks[r] = static_cast<int>(r);
+  return ranks;
+}
+
 // Stage 2's collectives over each node, in the order of its report: the
 // all-reduce family nodes run in training; rooted and per-peer variants
 // (reduce, gather, scatter, all-to-all-v) add time but no other link.
@@ -82,6 +93,14 @@ class PhaseMonitor : public bench::SweepMonitor {
   void end_stage() {
     outer_.clear();
     watchdog_.end_phase();
+  }
+  // This rank waits for `awaited` by design (stage 3's node leaders measure):
+  // timed as a whole against `limit`, and never called behind in a stall
+  // report. Ends with the next stage().
+  void wait_for(const std::string& description, const std::vector<int>& awaited,
+                std::chrono::milliseconds limit) {
+    outer_.clear();
+    watchdog_.begin_wait(description, awaited, limit);
   }
   void begin_phase(const std::string& description) override {
     watchdog_.begin_phase(outer_.empty() ? description : outer_ + ": " + description);
@@ -696,9 +715,13 @@ std::pair<double, double> measure_halves(const World& world, PhaseMonitor& monit
     for (const records::BenchRecord& r : collected.records)
       if (!r.in_place) busbw = fmt::format("{}", r.busbw_GBps);
   }
-  monitor.end_stage();
   // Bounded as the cluster.busbw wait below: each operation within twice the timeout.
-  world.sleeping_barrier(2 * options.timeout * (2 * (kIterations + 2 + 1)));
+  const auto bound = 2 * options.timeout * (2 * (kIterations + 2 + 1));
+  std::vector<int> measuring = a;
+  measuring.insert(measuring.end(), b.begin(), b.end());
+  monitor.wait_for(fmt::format("diag stage 3 (cluster): waiting for split-half round {}", round),
+                   measuring, bound);
+  world.sleeping_barrier(bound + kWaitReportMargin);
   monitor.stage(fmt::format("diag stage 3 (cluster): after split-half round {}", round));
   const std::vector<std::string> all = gather(world, monitor, busbw);
   auto figure_of = [&](int rank) {
@@ -870,13 +893,17 @@ void cluster_stage(const World& world, PhaseMonitor& monitor, PointToPoint& p2p,
                                  control, shape, *comm, monitor,
                                  world.rank() == 0 ? &collected : nullptr, 0, no_signal);
     }
-    // The other ranks wait asleep, outside the watchdog's phase (no progress of
-    // their own); the leaders' watchdogs watch the sweep.
-    monitor.end_stage();
-    // Bounded by what the leaders' sweep may take: each of its operations (5
-    // timed, 2 warm-up and 1 checked iteration, out-of-place and in-place)
-    // within its own bound, twice the timeout.
-    world.sleeping_barrier(2 * options.timeout * (2 * (5 + 2 + 1)));
+    // The other ranks wait asleep for the leaders, by design (the leaders'
+    // watchdogs watch the sweep; a hang names the leader, not the waiting
+    // ranks). Bounded by what the leaders' sweep may take: each of its
+    // operations (5 timed, 2 warm-up and 1 checked iteration, out-of-place and
+    // in-place) within its own bound, twice the timeout.
+    const auto bound = 2 * options.timeout * (2 * (5 + 2 + 1));
+    monitor.wait_for(on_device(options)
+                         ? "diag stage 3 (cluster): waiting for the all-reduce's ranks"
+                         : "diag stage 3 (cluster): waiting for the node leaders' all-reduce",
+                     on_device(options) ? all_ranks(world) : leaders, bound);
+    world.sleeping_barrier(bound + kWaitReportMargin);
     monitor.stage("diag stage 3 (cluster): after the network's all-reduce");
     if (world.rank() == 0) {
       double busbw = 0;

@@ -7,8 +7,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <charconv>
+#include <cstdio>
 #include <cstring>
 #include <regex>
 #include <stdexcept>
@@ -402,6 +404,28 @@ std::vector<NcclLogFinding> ask_nccl_ras(const NcclRasAddress& address,
   } catch (const std::exception& e) {
     return {nccl_ras_unreachable(to_string(address), e.what())};
   }
+}
+
+bool nccl_version_has_ras(const std::string& version) {
+  int major = 0, minor = 0;
+  if (std::sscanf(version.c_str(), "%d.%d", &major, &minor) != 2) return true;  // unknown: may
+  return major > 2 || (major == 2 && minor >= 24);
+}
+
+std::string nccl_ras_stall_evidence(const std::vector<NcclLogFinding>& findings) {
+  std::vector<const NcclLogFinding*> worst_first;
+  for (const NcclLogFinding& f : findings) worst_first.push_back(&f);
+  std::stable_sort(worst_first.begin(), worst_first.end(),
+                   [](const NcclLogFinding* a, const NcclLogFinding* b) {
+                     return static_cast<int>(a->severity) > static_cast<int>(b->severity);
+                   });
+  std::string out;
+  for (const NcclLogFinding* f : worst_first) {
+    std::string severity = nccl_severity_name(f->severity);
+    for (char& c : severity) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    out += fmt::format("NCCL RAS: {} {}: {}\n", severity, f->code, f->message);
+  }
+  return out;
 }
 
 std::vector<Check> nccl_ras_checks(const std::vector<NcclLogFinding>& findings, Stage stage) {

@@ -16,6 +16,8 @@
 #include <string>
 #include <thread>
 
+#include "ccscope/job/watchdog.h"
+
 namespace ccscope::diag {
 namespace {
 
@@ -190,6 +192,38 @@ TEST(NcclRas, AHungRankIsNamedWithRasEvidence) {
                                      "operations where others reached 120"),
             std::string::npos)
       << findings[0].message;
+}
+
+// A hang's stall report: the watchdog's reporting rank runs the hook diag sets
+// (set_stall_evidence), bounded; the rank behind is named with RAS's evidence.
+TEST(NcclRas, AStallReportCarriesRasEvidenceWithinItsBound) {
+  RasStub stub("ras", kRankBehind);
+  const NcclRasAddress address{"127.0.0.1", stub.port()};
+  const std::string evidence = stall_evidence_within(
+      [&] {
+        return nccl_ras_stall_evidence(ask_nccl_ras(address, std::chrono::milliseconds(2000)));
+      },
+      std::chrono::milliseconds(2500));
+  EXPECT_EQ(evidence.rfind("ccscope: NCCL RAS: FAIL ras.ranks_behind: NCCL RAS (127.0.0.1:", 0), 0u)
+      << evidence;
+  EXPECT_NE(evidence.find("rank 5 (pid 4242 on node1, GPU 1) launched 119 AllReduce"),
+            std::string::npos)
+      << evidence;
+  // A service that never answers: the report goes on after the bound.
+  RasStub silent("silent", "");
+  const NcclRasAddress quiet{"127.0.0.1", silent.port()};
+  const auto started = std::chrono::steady_clock::now();
+  const std::string none = stall_evidence_within(
+      [&] { return nccl_ras_stall_evidence(ask_nccl_ras(quiet, std::chrono::milliseconds(400))); },
+      std::chrono::milliseconds(1000));
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::milliseconds(900));
+  EXPECT_EQ(none.rfind("ccscope: NCCL RAS: INFO ras.unreachable: NCCL RAS (127.0.0.1:", 0), 0u)
+      << none;
+  EXPECT_TRUE(nccl_version_has_ras("2.24.3"));
+  EXPECT_TRUE(nccl_version_has_ras("3.0.0"));
+  EXPECT_TRUE(nccl_version_has_ras(""));
+  EXPECT_FALSE(nccl_version_has_ras("2.23.4"));
+  EXPECT_FALSE(nccl_version_has_ras("2.9.9"));
 }
 
 TEST(NcclRas, ADeadProcessAndItsMissingRank) {

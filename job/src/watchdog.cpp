@@ -88,15 +88,8 @@ RankProgress ask_peer(int rank, const std::vector<std::string>& addresses, int p
       if (got <= 0) break;
       reply.append(chunk, static_cast<size_t>(got));
     }
-    std::istringstream fields(reply);
-    int busy = 0;
-    if (fields >> progress.rank >> busy >> progress.operation >> progress.stalled_seconds) {
-      progress.busy = busy != 0;
-      std::getline(fields >> std::ws, progress.phase);
-      progress.answer = RankProgress::Answer::kAnswered;
-      progress.detail.clear();
-      return progress;
-    }
+    RankProgress answered = parse_progress_line(reply);
+    if (answered.answer == RankProgress::Answer::kAnswered) return answered;
     progress.rank = rank;
     progress.answer = RankProgress::Answer::kNoAnswer;
     progress.detail = "connected but got no answer within " +
@@ -664,6 +657,64 @@ DeathVerdict judge_peer_loss(const PeerLoss& loss, int self, const std::vector<s
   return verdict;
 }
 
+std::string format_progress_line(const RankProgress& progress) {
+  std::string phase = progress.phase;
+  for (char& c : phase)
+    if (c == '\n' || c == '\r') c = ' ';
+  return std::to_string(progress.rank) + " " + (progress.busy ? "1" : "0") + " " +
+         std::to_string(progress.operation) + " " + std::to_string(progress.stalled_seconds) + " " +
+         (progress.waiting_for.empty() ? "-" : join_ranks(progress.waiting_for)) + " " + phase +
+         "\n";
+}
+
+RankProgress parse_progress_line(const std::string& line) {
+  RankProgress progress;
+  std::istringstream fields(line);
+  int busy = 0;
+  std::string waiting;
+  if (!(fields >> progress.rank >> busy >> progress.operation >> progress.stalled_seconds >>
+        waiting))
+    return progress;  // kNoAnswer
+  if (waiting != "-") {
+    std::istringstream list(waiting);
+    for (std::string item; std::getline(list, item, ',');) {
+      char* end = nullptr;
+      const long rank = std::strtol(item.c_str(), &end, 10);
+      if (item.empty() || *end != '\0' || rank < 0) return RankProgress{};
+      progress.waiting_for.push_back(static_cast<int>(rank));
+    }
+  }
+  progress.busy = busy != 0;
+  std::getline(fields >> std::ws, progress.phase);
+  progress.answer = RankProgress::Answer::kAnswered;
+  return progress;
+}
+
+std::string stall_evidence_within(const std::function<std::string()>& evidence,
+                                  std::chrono::milliseconds limit) {
+  // Shared with the thread, which may outlive this call (a query that hangs).
+  auto result = std::make_shared<std::promise<std::string>>();
+  std::future<std::string> answer = result->get_future();
+  std::thread([evidence, result] {
+    try {
+      result->set_value(evidence());
+    } catch (const std::exception& e) {
+      result->set_value(std::string("could not be had: ") + e.what());
+    } catch (...) {
+      result->set_value("could not be had");
+    }
+  }).detach();
+  std::string text =
+      answer.wait_for(limit) == std::future_status::ready
+          ? answer.get()
+          : "no answer within " + std::to_string(limit.count() / 1000.0).substr(0, 4) + " s";
+  std::string out;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);)
+    if (!line.empty()) out += (line.rfind("ccscope: ", 0) == 0 ? "" : "ccscope: ") + line + "\n";
+  return out;
+}
+
 std::string describe_stall(const std::vector<RankProgress>& ranks,
                            const std::vector<std::string>& hosts, double timeout_seconds,
                            int reporter) {
@@ -671,11 +722,17 @@ std::string describe_stall(const std::vector<RankProgress>& ranks,
     return rank >= 0 && static_cast<size_t>(rank) < hosts.size() ? hosts[static_cast<size_t>(rank)]
                                                                  : std::string("?");
   };
+  auto waits_by_design = [](const RankProgress& r) {
+    return r.answer == RankProgress::Answer::kAnswered && !r.waiting_for.empty();
+  };
+  // Only ranks that run the operations compare their counts: a rank waiting
+  // for its group by design has run fewer and is not behind.
   unsigned long long furthest = 0;
   for (const auto& r : ranks)
-    if (r.answer == RankProgress::Answer::kAnswered && r.operation > furthest)
+    if (r.answer == RankProgress::Answer::kAnswered && !waits_by_design(r) &&
+        r.operation > furthest)
       furthest = r.operation;
-  std::vector<int> silent, gone, unreachable, behind, waiting;
+  std::vector<int> silent, gone, unreachable, behind, waiting, by_design;
   std::ostringstream lines;
   for (const auto& r : ranks) {
     switch (r.answer) {
@@ -699,7 +756,9 @@ std::string describe_stall(const std::vector<RankProgress>& ranks,
               << (r.detail.empty() ? "" : " [" + r.detail + "]") << "\n";
         break;
       case RankProgress::Answer::kAnswered:
-        if (r.operation < furthest) {
+        if (waits_by_design(r)) {
+          by_design.push_back(r.rank);
+        } else if (r.operation < furthest) {
           behind.push_back(r.rank);
           lines << "ccscope: rank " << r.rank << " (" << host(r.rank) << ") is behind: operation #"
                 << r.operation << " of " << (r.phase.empty() ? "-" : r.phase)
@@ -714,6 +773,31 @@ std::string describe_stall(const std::vector<RankProgress>& ranks,
   culprits.insert(culprits.end(), gone.begin(), gone.end());
   culprits.insert(culprits.end(), unreachable.begin(), unreachable.end());
   culprits.insert(culprits.end(), behind.begin(), behind.end());
+  // The reporter itself waited by design past its wait's limit, and every rank
+  // answers: the ranks it waits for did not finish in time.
+  const auto reporter_progress =
+      std::find_if(ranks.begin(), ranks.end(),
+                   [&](const RankProgress& r) { return r.rank == reporter && waits_by_design(r); });
+  bool wait_outlasted = false;
+  if (culprits.empty() && reporter_progress != ranks.end()) {
+    wait_outlasted = true;
+    for (int r : reporter_progress->waiting_for) {
+      culprits.push_back(r);
+      std::erase(waiting, r);
+      const auto p = std::find_if(ranks.begin(), ranks.end(),
+                                  [&](const RankProgress& q) { return q.rank == r; });
+      if (p != ranks.end() && p->answer == RankProgress::Answer::kAnswered)
+        lines << "ccscope: rank " << r << " (" << host(r) << ") has not finished: operation #"
+              << p->operation << " of " << (p->phase.empty() ? "-" : p->phase) << ", "
+              << static_cast<long long>(p->stalled_seconds) << " s since its last one\n";
+    }
+  }
+  for (int r : by_design) {
+    const auto p = std::find_if(ranks.begin(), ranks.end(),
+                                [&](const RankProgress& q) { return q.rank == r; });
+    lines << "ccscope: rank " << r << " (" << host(r) << ") waits by design for rank(s) "
+          << join_ranks(p->waiting_for) << " (" << (p->phase.empty() ? "-" : p->phase) << ")\n";
+  }
   // Nodes none of whose ranks the reporter can reach. Such a node is named as
   // cut off only when some other node still answers; when only the reporter's
   // own node answers, the reporter's link is as likely to be the broken one.
@@ -747,7 +831,9 @@ std::string describe_stall(const std::vector<RankProgress>& ranks,
           << "'s own network link first\n";
   }
   std::ostringstream out;
-  out << "ccscope: timeout: no progress for " << timeout_seconds << " s. ";
+  out << "ccscope: timeout: "
+      << (wait_outlasted ? "a wait for the group lasted " : "no progress for ") << timeout_seconds
+      << " s. ";
   if (!culprits.empty()) {
     std::sort(culprits.begin(), culprits.end());
     out << "Rank(s) that did not finish: " << join_ranks(culprits) << ".";
@@ -756,6 +842,8 @@ std::string describe_stall(const std::vector<RankProgress>& ranks,
     out << "Every rank answered and all wait in the same operation (#" << furthest
         << "): no rank is behind; suspect the network or the transport between them.";
   }
+  if (!by_design.empty())
+    out << " Rank(s) " << join_ranks(by_design) << " wait for their group by design.";
   out << "\n" << lines.str();
   for (const auto& r : ranks) {
     if (r.answer == RankProgress::Answer::kAnswered && r.operation == furthest &&
@@ -832,13 +920,31 @@ class HangWatchdog::Impl {
     std::lock_guard lock(mutex_);
     phase_ = std::move(description);
     busy_ = true;
+    waiting_for_.clear();
     last_change_ = Clock::now();
     watch_->set_activity(phase_, true);
   }
   void end_phase() {
     std::lock_guard lock(mutex_);
     busy_ = false;
+    waiting_for_.clear();
     watch_->set_activity(phase_, false);
+  }
+  void begin_wait(std::string description, std::vector<int> awaited,
+                  std::chrono::milliseconds limit) {
+    std::lock_guard lock(mutex_);
+    phase_ = std::move(description);
+    busy_ = true;
+    std::erase(awaited, world_.rank());
+    waiting_for_ = std::move(awaited);
+    wait_limit_ = limit;
+    last_change_ = Clock::now();
+    watch_->set_activity(phase_, true);
+  }
+  void set_stall_evidence(std::function<std::string()> evidence, std::chrono::milliseconds limit) {
+    std::lock_guard lock(mutex_);
+    evidence_ = std::move(evidence);
+    evidence_limit_ = limit;
   }
 
  private:
@@ -1044,13 +1150,14 @@ class HangWatchdog::Impl {
 
   std::string progress_line() {
     std::lock_guard lock(mutex_);
-    const double stalled = std::chrono::duration<double>(Clock::now() - last_change_).count();
-    std::string phase = phase_;
-    for (char& c : phase)
-      if (c == '\n' || c == '\r') c = ' ';
-    return std::to_string(world_.rank()) + " " + (busy_ ? "1" : "0") + " " +
-           std::to_string(operation_.load(std::memory_order_relaxed)) + " " +
-           std::to_string(stalled) + " " + phase + "\n";
+    RankProgress mine;
+    mine.rank = world_.rank();
+    mine.busy = busy_;
+    mine.operation = operation_.load(std::memory_order_relaxed);
+    mine.stalled_seconds = std::chrono::duration<double>(Clock::now() - last_change_).count();
+    mine.waiting_for = waiting_for_;
+    mine.phase = phase_;
+    return format_progress_line(mine);
   }
 
   void check_progress() {
@@ -1064,7 +1171,9 @@ class HangWatchdog::Impl {
         return;
       }
       // A timeout of 0 is none (-T 0): stalls are never reported; deaths still are.
-      if (!busy_ || timeout_.count() <= 0 || now - last_change_ < timeout_ || expired_) return;
+      // A wait for the group is timed as a whole, against its own limit.
+      const auto limit = waiting_for_.empty() ? timeout_ : wait_limit_;
+      if (!busy_ || timeout_.count() <= 0 || now - last_change_ < limit || expired_) return;
       expired_ = true;
     }
     // Ask the others from a separate thread so that this one keeps answering.
@@ -1082,24 +1191,46 @@ class HangWatchdog::Impl {
     }
     std::vector<RankProgress> ranks;
     for (auto& answer : answers) ranks.push_back(answer.get());
+    bool waiting = false;
+    std::chrono::milliseconds limit = timeout_, evidence_limit{0};
+    std::function<std::string()> evidence;
+    {
+      std::lock_guard lock(mutex_);
+      waiting = !waiting_for_.empty();
+      if (waiting) limit = wait_limit_;
+      evidence = evidence_;
+      evidence_limit = evidence_limit_;
+    }
     // The lowest rank that is stalled reports; others only confirm and exit.
+    // A rank waiting for its group by design stalls only when its whole wait
+    // outlasts its limit: it is not the reporter of the others' timeout, and
+    // one whose wait ran out defers only to a lower rank waiting as well.
     bool reporter = true;
     for (const auto& r : ranks)
-      if (r.rank < world_.rank() && r.answer == RankProgress::Answer::kAnswered && r.busy)
+      if (r.rank < world_.rank() && r.answer == RankProgress::Answer::kAnswered && r.busy &&
+          r.waiting_for.empty() != waiting)
         reporter = false;
-    const double seconds = std::chrono::duration<double>(timeout_).count();
+    const double seconds = std::chrono::duration<double>(limit).count();
     watch_->reported.store(true);
     if (reporter) {
       const std::string report = describe_stall(ranks, world_.hostnames(), seconds, world_.rank());
       std::fwrite(report.data(), 1, report.size(), stderr);
       std::fflush(stderr);
+      // Evidence from elsewhere (NCCL's RAS), after the report: a query that
+      // hangs cannot hold the report back.
+      if (evidence) {
+        const std::string text = stall_evidence_within(evidence, evidence_limit);
+        std::fwrite(text.data(), 1, text.size(), stderr);
+        std::fflush(stderr);
+      }
       // The launcher forwards this output and handles the abort on different
       // channels; give the output a head start, or Hydra may end the job first
       // and drop the report (seen in the virtual cluster with a node cut off).
       std::this_thread::sleep_for(std::chrono::seconds(1));
     } else {
-      // Give the reporter time to ask this rank before the job goes away.
-      std::this_thread::sleep_for(std::chrono::seconds(5));
+      // Give the reporter time to ask this rank (and its evidence) before the job goes away.
+      std::this_thread::sleep_for(std::chrono::seconds(5) +
+                                  (evidence ? evidence_limit : std::chrono::milliseconds(0)));
       std::fprintf(stderr, "ccscope: rank %d (%s): timeout after %g s in %s\n", world_.rank(),
                    world_.hostname().c_str(), seconds, progress_line().c_str());
       std::fflush(stderr);
@@ -1123,6 +1254,10 @@ class HangWatchdog::Impl {
   std::mutex mutex_;
   std::string phase_;
   bool busy_ = false;
+  std::vector<int> waiting_for_;  // begin_wait's ranks, until the next phase
+  std::chrono::milliseconds wait_limit_{0};
+  std::function<std::string()> evidence_;
+  std::chrono::milliseconds evidence_limit_{0};
   bool expired_ = false;
   unsigned long long last_operation_ = 0;
   Clock::time_point last_change_;
@@ -1139,5 +1274,13 @@ void HangWatchdog::begin_phase(std::string description) {
   impl_->begin_phase(std::move(description));
 }
 void HangWatchdog::end_phase() { impl_->end_phase(); }
+void HangWatchdog::begin_wait(std::string description, std::vector<int> awaited,
+                              std::chrono::milliseconds limit) {
+  impl_->begin_wait(std::move(description), std::move(awaited), limit);
+}
+void HangWatchdog::set_stall_evidence(std::function<std::string()> evidence,
+                                      std::chrono::milliseconds limit) {
+  impl_->set_stall_evidence(std::move(evidence), limit);
+}
 
 }  // namespace ccscope

@@ -60,26 +60,20 @@ run 1 "$work/empty.log"
 grep -q "log.no_nccl_lines" "$work/out" || fail "an empty file not reported"
 # --ras-addr: NCCL's RAS service asked (a stub on loopback answering its text protocol with a
 # report of rank 5 one all-reduce behind); the hung rank is named with RAS's evidence.
-python3 - "$work/port" <<'PY' &
-import socket, sys
-report = ("Errors\n======\n\nWarnings\n========\n\n#0-0 (9e8a5b7c1d2f3a40) MISMATCH\n"
-          "  Communicator ranks have different AllReduce operation counts\n"
-          "  7 ranks have launched up to operation 120\n"
-          "  Rank 5 has launched up to operation 119 -- GPU 1 managed by process 4242 on node node1\n\n")
-server = socket.socket()
-server.bind(("127.0.0.1", 0))
-server.listen(1)
-server.settimeout(20)
-open(sys.argv[1] + ".tmp", "w").write(str(server.getsockname()[1]))
-__import__("os").rename(sys.argv[1] + ".tmp", sys.argv[1])
-conn, _ = server.accept()
-f = conn.makefile("rw")
-for line in f:
-    if line.startswith("CLIENT PROTOCOL"): f.write("SERVER PROTOCOL 2\n"); f.flush()
-    elif line.startswith("TIMEOUT"): f.write("OK\n"); f.flush()
-    elif line.startswith("STATUS"): f.write(report); f.flush(); break
-conn.close()
-PY
+cat >"$work/ras_report" <<'EOF'
+Errors
+======
+
+Warnings
+========
+
+#0-0 (9e8a5b7c1d2f3a40) MISMATCH
+  Communicator ranks have different AllReduce operation counts
+  7 ranks have launched up to operation 120
+  Rank 5 has launched up to operation 119 -- GPU 1 managed by process 4242 on node node1
+
+EOF
+python3 "$(dirname "$0")/../../../standin/src/ras_stub.py" "$work/port" 20 "$work/ras_report" &
 stub=$!
 for _ in $(seq 100); do [[ -s $work/port ]] && break; sleep 0.05; done
 run 1 --ras-addr "127.0.0.1:$(cat "$work/port")" --ras-timeout 5 "$logs/ib-2node-gdr-openmpi.log"

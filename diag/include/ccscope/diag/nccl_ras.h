@@ -97,6 +97,14 @@ std::string to_string(const NcclRasAddress& address);
 std::vector<NcclLogFinding> ask_nccl_ras(const NcclRasAddress& address,
                                          std::chrono::milliseconds timeout);
 
+// Whether an NCCL of this version ("2.27.3"; "" when unknown) runs RAS: 2.24
+// and later, and an unknown one may.
+bool nccl_version_has_ras(const std::string& version);
+
+// The findings as lines for the watchdog's stall report, worst first
+// ("NCCL RAS: FAIL ras.ranks_behind: NCCL RAS (localhost:28028): rank 5 ...").
+std::string nccl_ras_stall_evidence(const std::vector<NcclLogFinding>& findings);
+
 // The findings as checklist checks "nccl_ras.<name>" (ras.dead_processes ->
 // nccl_ras.dead_processes): info PASS, warn WARN, fail FAIL, as nccl_log_checks.
 std::vector<Check> nccl_ras_checks(const std::vector<NcclLogFinding>& findings, Stage stage);

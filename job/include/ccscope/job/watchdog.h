@@ -64,11 +64,23 @@ struct RankProgress {
   double stalled_seconds = 0;        // time since the last operation started
   std::string phase;                 // what the rank is doing
   std::string detail;                // why there was no answer (errno text)
+  // Ranks it waits for by design (HangWatchdog::begin_wait: a stage's leaders
+  // measure while the others wait); such a rank is never "behind".
+  std::vector<int> waiting_for;
 };
+
+// The progress line a rank answers with ("RANK BUSY OPERATION STALLED WAITING
+// PHASE\n", WAITING "-" or "2,5") and its reading (pure, unit tested); the
+// parse gives kAnswered, or kNoAnswer for a line that does not parse.
+std::string format_progress_line(const RankProgress& progress);
+RankProgress parse_progress_line(const std::string& line);
 
 // Picks the ranks to blame and formats the report (pure, unit tested).
 // `hosts` are the hostnames by rank; `reporter` is the rank writing the report
-// (what it cannot reach may be its own fault).
+// (what it cannot reach may be its own fault). Ranks waiting by design
+// (waiting_for) are left out of the operation counts' comparison and named as
+// waiting for their group; when the reporter itself is such a rank (its wait
+// outlasted its limit, `timeout_seconds`), the ranks it waits for are named.
 std::string describe_stall(const std::vector<RankProgress>& ranks,
                            const std::vector<std::string>& hosts, double timeout_seconds,
                            int reporter);
@@ -113,6 +125,13 @@ void watchdog_say_goodbye() noexcept;
 // its consequence, not a user's request).
 bool watchdog_is_ending_job() noexcept;
 
+// Runs `evidence` (a query of another service, e.g. NCCL's RAS) for at most
+// `limit`: its text, its exception's message, or a note that it gave no answer
+// in time (it then runs on, detached; the process is ending). Each line of the
+// result starts with "ccscope: ".
+std::string stall_evidence_within(const std::function<std::string()>& evidence,
+                                  std::chrono::milliseconds limit);
+
 class HangWatchdog {
  public:
   // Collective over the world: opens the side channel on every rank. A timeout
@@ -126,6 +145,17 @@ class HangWatchdog {
   // outside phases the rank is never considered stalled.
   void begin_phase(std::string description);
   void end_phase();
+  // A wait for other ranks by design (a stage's node leaders measure while the
+  // others wait): busy, but timed as a whole against `limit` (not the timeout
+  // between operations), and told to the stall report as waiting for
+  // `awaited`, so that a hang names those ranks, not the waiting ones. Ends
+  // with the next begin_phase or end_phase.
+  void begin_wait(std::string description, std::vector<int> awaited,
+                  std::chrono::milliseconds limit);
+  // Evidence from elsewhere for the stall report (NCCL's RAS view): called by
+  // the reporting rank, bounded by `limit`, after the report and before it ends
+  // the job; its text follows the report. Set before the phases it covers.
+  void set_stall_evidence(std::function<std::string()> evidence, std::chrono::milliseconds limit);
   // Called as each operation starts, from one thread only: a relaxed load and
   // store (no locked instruction), so it costs about a nanosecond per operation.
   void operation_started() {
