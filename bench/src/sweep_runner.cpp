@@ -832,6 +832,12 @@ SweepOutcome run_sweep(const BenchOptions& options, const ControlPlane& control,
       const Figures figures = sweep.reduce_across_ranks(timing, checks, pending_signal());
       if (figures.wrong > 0) sweep.report_wrong(what, checks, figures.wrong);
       outcome.wrong_elements += figures.wrong;
+      if (figures.wrong > 0) {  // which ranks: one gather more, in a failing sweep only
+        const std::vector<std::string> counts = control.all_gather(std::to_string(checks.wrong));
+        outcome.wrong_elements_per_rank.resize(counts.size());
+        for (size_t r = 0; r < counts.size(); ++r)
+          outcome.wrong_elements_per_rank[r] += std::stoll(counts[r]);
+      }
       ++outcome.records;
       const records::BenchRecord record = sweep.make_record(layout, in_place, timing, figures);
       outcome.busbw_sum_GBps += record.busbw_GBps;

@@ -505,12 +505,21 @@ void node_stage(const World& world, PhaseMonitor& monitor, PointToPoint& p2p,
                  {"records", outcome.records},
                  {"busbw", busbw},
                  {"from", from},
-                 {"to", to}};
+                 {"to", to},
+                 {"wrong_by_rank", json::object()}};
     } else {
       figures["wrong"] =
           figures["wrong"].get<int64_t>() + static_cast<int64_t>(outcome.wrong_elements);
       figures["records"] = figures["records"].get<size_t>() + outcome.records;
       figures["busbw"] = std::max(figures["busbw"].get<double>(), busbw);
+    }
+    // The node's rank i is world rank members[i] (bench counts within the node).
+    json& by_rank = figures["wrong_by_rank"];
+    for (size_t i = 0; i < outcome.wrong_elements_per_rank.size() && i < members.size(); ++i) {
+      if (outcome.wrong_elements_per_rank[i] == 0) continue;
+      const std::string world_rank = std::to_string(members[i]);
+      by_rank[world_rank] =
+          by_rank.value(world_rank, int64_t{0}) + outcome.wrong_elements_per_rank[i];
     }
   };
   const CollectiveDescription& all_reduce_description = describe(Collective::kAllReduce);
@@ -558,23 +567,37 @@ void node_stage(const World& world, PhaseMonitor& monitor, PointToPoint& p2p,
     for (const auto& [collective, figures] : f["collectives"].items()) {
       const int64_t wrong = figures["wrong"].get<int64_t>();
       const size_t records = figures["records"].get<size_t>();
+      // The world ranks whose results were wrong, with their hosts.
+      const json by_rank = figures.value("wrong_by_rank", json::object());
+      std::vector<std::pair<int, int64_t>> wrong_counts;
+      for (const auto& [rank_text, count] : by_rank.items())
+        wrong_counts.push_back({std::stoi(rank_text), count.get<int64_t>()});
+      std::sort(wrong_counts.begin(), wrong_counts.end());  // "10" sorts before "2" as keys
+      std::vector<int> wrong_ranks;
+      std::vector<std::string> wrong_on;
+      for (const auto& [r, count] : wrong_counts) {
+        wrong_ranks.push_back(r);
+        wrong_on.push_back(fmt::format("world rank {} ({}): {}", r,
+                                       world.hostnames()[static_cast<size_t>(r)], count));
+      }
       Check c = make_check(
           Stage::kNode, "node." + collective,
           wrong > 0 || records == 0 ? Status::kFail : Status::kPass, host,
-          wrong > 0 && local == 1 ? node_ranks.front() : -1,
+          wrong > 0 && wrong_ranks.size() == 1 ? wrong_ranks.front()
+          : wrong > 0 && local == 1            ? node_ranks.front()
+                                               : -1,
           wrong > 0
               ? fmt::format("{} {}: {} wrong elements{}", collective, over, wrong,
-                            local > 1 && world.node_count() > 1
-                                ? fmt::format("; the WRONG RESULT line's rank i is the i-th of "
-                                              "world ranks {}",
-                                              fmt::join(node_ranks, ","))
-                                : std::string())
+                            wrong_on.empty()
+                                ? std::string()
+                                : "; wrong on " + fmt::format("{}", fmt::join(wrong_on, ", ")))
           : records == 0 ? fmt::format("{} {}: nothing measured", collective, over)
                          : fmt::format("{} {}, {} to {} ({} records): every element correct",
                                        collective, over, format_size(figures["from"].get<size_t>()),
                                        format_size(figures["to"].get<size_t>()), records),
-          "results are wrong between this node's ranks: look at the rank named in the WRONG "
-          "RESULT line above, its GPU (ECC errors) or the intra-node transport (NCCL_P2P_DISABLE=1 "
+          "results are wrong between this node's ranks: look at the world rank named here (and "
+          "in the WRONG RESULT line above), its GPU (ECC errors) or the intra-node transport "
+          "(NCCL_P2P_DISABLE=1 "
           "/ NCCL_SHM_DISABLE=1 to isolate)");
       c.measured = static_cast<double>(wrong);
       c.expected = 0;

@@ -278,16 +278,16 @@ diag)
   fi
   # Two nodes (SLURMD_NODENAME names each rank's node: fake0 ranks 0-1, fake1 ranks 2-3): stage
   # 2 runs over NCCL on every node (a communicator per node), and rank 3 corrupting an element
-  # fails fake1 only, its FAILs naming the node's world ranks.
+  # fails fake1 only, its FAILs naming the node's world ranks and the world rank that was wrong.
   timeout 120 "$mpiexec" -n 4 sh -c 'SLURMD_NODENAME=fake$((PMI_RANK / 2)) exec "$0" "$@"' \
     "$ccscope" diag --stages 2 --backend nccl --bytes 256K --timeout 10 --test-corrupt-rank 3 \
     >"$work/diag_nodes.out" 2>&1
   rc=$?
-  fails=$(grep -cE "^  FAIL  node\.[a-z]+ +fake1: .*\(world ranks 2,3; nccl\): [0-9]+ wrong" "$work/diag_nodes.out")
+  fails=$(grep -cE "^  FAIL  node\.[a-z]+ +fake1 rank 3: .*\(world ranks 2,3; nccl\): [0-9]+ wrong elements; wrong on world rank 3 \(fake1\): [0-9]+$" "$work/diag_nodes.out")
   if [ "$rc" -eq 1 ] && [ "$fails" -eq 6 ] &&
       [ "$(grep -cE "^  PASS  node\.[a-z]+ +fake0: .*\(world ranks 0,1; nccl\)" "$work/diag_nodes.out")" -eq 6 ] &&
       ! grep -qE "^  FAIL .* fake0:" "$work/diag_nodes.out"; then
-    ok "diag stage 2 over NCCL on 2 nodes: fake1 (world ranks 2,3) FAILs, fake0 PASSes"
+    ok "diag stage 2 over NCCL on 2 nodes: fake1 FAILs naming world rank 3, fake0 PASSes"
   else
     fail "diag on 2 nodes over NCCL: exit $rc, $fails FAILs on fake1"; grep -E "^  (FAIL|PASS)  node" "$work/diag_nodes.out" | head -14
   fi

@@ -155,7 +155,7 @@ csv_select q.csv check | grep -qx rank.collective || fail "-q: q.csv has no rank
 log "corrupt run: --test-corrupt-rank 1 --stages 1-3"
 diag 2 --test-corrupt-rank 1 --stages 1-3 --timeout 30 --csv c.csv --json c.json --prometheus c.prom
 assert_eq 1 "$RC" "corrupt run: exit status"
-grep -Eq "^  FAIL  node\.[a-z]+ +$HOST: .*wrong element" "$WORK/out" ||
+grep -Eq "^  FAIL  node\.[a-z]+ +$HOST rank 1: .*wrong elements; wrong on world rank 1 \($HOST\): [0-9]+$" "$WORK/out" ||
   fail "corrupt run: no node.* FAIL line naming host $HOST: $(grep -E '^  [A-Z]{4}  node' "$WORK/out" | head -3)"
 grep -Eq '^stage 2 node: FAIL ' "$WORK/out" || fail "corrupt run: stage 2 does not say FAIL"
 grep -Eq '^stage 3' "$WORK/out" && fail "corrupt run: stage 3 ran after stage 2 FAILed: $(grep '^stage 3' "$WORK/out")"

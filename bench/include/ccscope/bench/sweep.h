@@ -4,8 +4,10 @@
 // node's ranks (a group's communicator and control plane) to check every
 // collective and measure intra-node busbw. Records go to a Reporter as they
 // are measured.
+#include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "ccscope/bench/options.h"
 #include "ccscope/collectives/communicator.h"
@@ -18,6 +20,9 @@ namespace ccscope::bench {
 
 struct SweepOutcome {
   int64_t wrong_elements = 0;  // over all ranks and sizes
+  // Over sizes, by the control plane's rank (its order of the sweep's ranks);
+  // empty while no element was wrong.
+  std::vector<int64_t> wrong_elements_per_rank;
   size_t records = 0;
   double busbw_sum_GBps = 0;  // over the records (NCCL_TESTS_MIN_BW's average)
   int stopped_by_signal = 0;  // the signal every rank stopped for, after the last record; 0 = none
