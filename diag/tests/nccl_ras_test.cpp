@@ -200,7 +200,7 @@ TEST(NcclRas, AStallReportCarriesRasEvidenceWithinItsBound) {
   RasStub stub("ras", kRankBehind);
   const NcclRasAddress address{"127.0.0.1", stub.port()};
   const std::string evidence = stall_evidence_within(
-      [&] {
+      [address] {
         return nccl_ras_stall_evidence(ask_nccl_ras(address, std::chrono::milliseconds(2000)));
       },
       std::chrono::milliseconds(2500));
@@ -214,7 +214,9 @@ TEST(NcclRas, AStallReportCarriesRasEvidenceWithinItsBound) {
   const NcclRasAddress quiet{"127.0.0.1", silent.port()};
   const auto started = std::chrono::steady_clock::now();
   const std::string none = stall_evidence_within(
-      [&] { return nccl_ras_stall_evidence(ask_nccl_ras(quiet, std::chrono::milliseconds(400))); },
+      [quiet] {
+        return nccl_ras_stall_evidence(ask_nccl_ras(quiet, std::chrono::milliseconds(400)));
+      },
       std::chrono::milliseconds(1000));
   EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::milliseconds(900));
   EXPECT_EQ(none.rfind("ccscope: NCCL RAS: INFO ras.unreachable: NCCL RAS (127.0.0.1:", 0), 0u)
