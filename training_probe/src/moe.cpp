@@ -6,6 +6,9 @@
 #include <stdexcept>
 #include <string>
 
+#include "ccscope/training_probe/data.h"
+#include "moe_layout.h"
+
 namespace ccscope::training_probe {
 namespace {
 
@@ -196,6 +199,37 @@ double load_imbalance(std::span<const size_t> per_expert) {
   if (total == 0) return 0.0;
   const double mean = static_cast<double>(total) / static_cast<double>(per_expert.size());
   return static_cast<double>(most) / mean;
+}
+
+bool mixture_layer(size_t layer, size_t depth) { return layer % 2 == 1 && layer + 1 < depth; }
+
+MoeLayout moe_layout(const ModelShape& shape, size_t experts) {
+  MoeLayout layout;
+  const size_t w = shape.width;
+  for (size_t l = 0; l < shape.depth; ++l) {
+    MoeLayout::Layer layer;
+    layer.mixture = mixture_layer(l, shape.depth);
+    layer.offset = layout.total;
+    if (!layer.mixture) {
+      layout.total += w * w + w;
+    } else {
+      layout.total += experts * w;
+      for (size_t e = 0; e < experts; ++e) {
+        layer.expert_offsets.push_back(layout.total);
+        layout.total += w * w + w;
+      }
+    }
+    layout.layers.push_back(layer);
+  }
+  return layout;
+}
+
+std::vector<float> moe_initial_parameters(size_t total, size_t width, uint64_t seed) {
+  std::vector<float> values(total);
+  const float bound = 1.0f / std::sqrt(static_cast<float>(width));
+  const uint64_t stream = splitmix64(seed ^ 0x6d6f652d696e6974ULL);
+  for (size_t i = 0; i < total; ++i) values[i] = bound * uniform_pm1(stream, i);
+  return values;
 }
 
 }  // namespace ccscope::training_probe

@@ -25,6 +25,7 @@
 #include "engine.h"
 #include "grid_layers.h"
 #include "layers.h"
+#include "moe_layout.h"
 #include "transformer_trainer.h"
 #include "wire.h"
 
@@ -46,8 +47,6 @@ GroupColors group_colors(size_t rank, const ParallelOptions& l) {
 }
 
 namespace {
-
-bool mixture_layer(size_t layer, size_t depth) { return layer % 2 == 1 && layer + 1 < depth; }
 
 // Blocks a pipeline cuts between: Megatron pairs under tensor parallelism
 // (a cut inside a pair would send a partial sum), layers otherwise.
@@ -492,50 +491,6 @@ class GridZero1 final : public Grid {
 };
 
 // ====================================================================== MoE
-// The mixture-of-experts model's flat parameters (for the initial values and
-// the single-rank layout): per layer, a dense layer's W, b, or a mixture's
-// gate Wg [E x w] then each expert's W, b.
-struct MoeLayout {
-  struct Layer {
-    bool mixture = false;
-    size_t offset = 0;  // dense: W then b; mixture: Wg
-    std::vector<size_t> expert_offsets;
-  };
-  std::vector<Layer> layers;
-  size_t total = 0;
-};
-
-MoeLayout moe_layout(const ModelShape& shape, size_t experts) {
-  MoeLayout layout;
-  const size_t w = shape.width;
-  for (size_t l = 0; l < shape.depth; ++l) {
-    MoeLayout::Layer layer;
-    layer.mixture = mixture_layer(l, shape.depth);
-    layer.offset = layout.total;
-    if (!layer.mixture) {
-      layout.total += w * w + w;
-    } else {
-      layout.total += experts * w;
-      for (size_t e = 0; e < experts; ++e) {
-        layer.expert_offsets.push_back(layout.total);
-        layout.total += w * w + w;
-      }
-    }
-    layout.layers.push_back(layer);
-  }
-  return layout;
-}
-
-// nn.Linear-like bounds, U(-1/sqrt(w), 1/sqrt(w)), from counter-based random
-// numbers of a stream of its own.
-std::vector<float> moe_initial_parameters(size_t total, size_t width, uint64_t seed) {
-  std::vector<float> values(total);
-  const float bound = 1.0f / std::sqrt(static_cast<float>(width));
-  const uint64_t stream = splitmix64(seed ^ 0x6d6f652d696e6974ULL);
-  for (size_t i = 0; i < total; ++i) values[i] = bound * uniform_pm1(stream, i);
-  return values;
-}
-
 }  // namespace
 
 size_t moe_parameter_count(const ModelShape& shape, size_t experts) {

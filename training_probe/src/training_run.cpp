@@ -293,7 +293,8 @@ RunMeasurement measure_run(const World& world, const RunRequest& q, const RunHoo
   job::BackendOptions device_options;
   device_options.isolate_ranks = options.isolate_ranks;
   if (on_device) device_comm = job::make_backend(options.backend, world, device_options);
-  if (on_device && model_parallel)
+  const bool expert = options.strategy == Strategy::kExpert;
+  if (on_device && model_parallel && !expert)
     device_grid = make_grid_communicators(world, options.backend, device_options, options.parallel);
   if (hooks.started) hooks.started(device_comm ? *device_comm : *comm);
 
@@ -311,7 +312,9 @@ RunMeasurement measure_run(const World& world, const RunRequest& q, const RunHoo
   const ParallelGroups host_groups{comm.get(), host_grid.tp.get(), host_grid.pp.get(),
                                    host_grid.dp.get()};
   const TrainResult result =
-      model_parallel && device_comm
+      expert && device_comm
+          ? train_expert_on_device(comm.get(), device_comm.get(), options, on_step)
+      : model_parallel && device_comm
           ? train_grid_on_device(host_groups,
                                  {device_comm.get(), device_grid.tp.get(), device_grid.pp.get(),
                                   device_grid.dp.get()},

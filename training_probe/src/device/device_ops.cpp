@@ -214,6 +214,29 @@ void round_copy(const Context& c, Precision precision, const float* master, floa
         "round-copy kernel launch");
 }
 
+void gather_rows(const Context& c, const float* src, const uint32_t* index, float* dst, size_t rows,
+                 size_t cols) {
+  check(launch::gather_rows(c.stream, src, index, dst, rows, cols), "gather-rows kernel launch");
+}
+
+void scatter_rows(const Context& c, const float* src, const uint32_t* index, float* dst,
+                  size_t rows, size_t cols) {
+  check(launch::scatter_rows(c.stream, src, index, dst, rows, cols), "scatter-rows kernel launch");
+}
+
+void combine_rows(const Context& c, float* y, const float* values, const int32_t* row,
+                  const float* weight, size_t tokens, size_t slots, size_t cols) {
+  check(launch::combine_rows(c.stream, y, values, row, weight, tokens, slots, cols),
+        "combine kernel launch");
+}
+
+void combine_backward(const Context& c, const float* dy, const float* values, const uint32_t* token,
+                      const float* weight, float* d_rows, float* d_weight, size_t rows,
+                      size_t cols) {
+  check(launch::combine_backward(c.stream, dy, values, token, weight, d_rows, d_weight, rows, cols),
+        "combine-backward kernel launch");
+}
+
 void scale(const Context& c, float* values, size_t n, float factor) {
   check(cublas().sscal(c.blas, blas_int(n, "cublasSscal"), &factor, values, 1), "cublasSscal");
 }

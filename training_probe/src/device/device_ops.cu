@@ -103,4 +103,37 @@ cudaError_t round_copy(cudaStream_t stream, const float* master, float* params, 
   return cudaGetLastError();
 }
 
+cudaError_t gather_rows(cudaStream_t stream, const float* src, const uint32_t* index, float* dst,
+                        size_t rows, size_t cols) {
+  if (rows * cols == 0) return cudaSuccess;
+  ccscope_gather_rows_kernel<<<blocks_for(rows * cols), kThreads, 0, stream>>>(src, index, dst,
+                                                                               rows, cols);
+  return cudaGetLastError();
+}
+
+cudaError_t scatter_rows(cudaStream_t stream, const float* src, const uint32_t* index, float* dst,
+                         size_t rows, size_t cols) {
+  if (rows * cols == 0) return cudaSuccess;
+  ccscope_scatter_rows_kernel<<<blocks_for(rows * cols), kThreads, 0, stream>>>(src, index, dst,
+                                                                                rows, cols);
+  return cudaGetLastError();
+}
+
+cudaError_t combine_rows(cudaStream_t stream, float* y, const float* values, const int32_t* row,
+                         const float* weight, size_t tokens, size_t slots, size_t cols) {
+  if (tokens * cols == 0) return cudaSuccess;
+  ccscope_combine_rows_kernel<<<blocks_for(tokens * cols), kThreads, 0, stream>>>(
+      y, values, row, weight, tokens, slots, cols);
+  return cudaGetLastError();
+}
+
+cudaError_t combine_backward(cudaStream_t stream, const float* dy, const float* values,
+                             const uint32_t* token, const float* weight, float* d_rows,
+                             float* d_weight, size_t rows, size_t cols) {
+  if (rows == 0) return cudaSuccess;
+  ccscope_combine_backward_kernel<<<blocks_for(rows), kThreads, 0, stream>>>(
+      dy, values, token, weight, d_rows, d_weight, rows, cols);
+  return cudaGetLastError();
+}
+
 }  // namespace ccscope::training_probe::device::launch

@@ -219,6 +219,21 @@ void from_16(const Context& c, Precision precision, const uint16_t* in16, float*
 void round_copy(const Context& c, Precision precision, const float* master, float* params,
                 uint16_t* params16, size_t n);
 
+// Mixture of experts (kernels.cuh): dst[r] = src[index[r]], and dst[index[r]]
+// = src[r] (distinct indices), for rows of `cols` values.
+void gather_rows(const Context& c, const float* src, const uint32_t* index, float* dst, size_t rows,
+                 size_t cols);
+void scatter_rows(const Context& c, const float* src, const uint32_t* index, float* dst,
+                  size_t rows, size_t cols);
+// y[t] += weight[t][s] values[row[t][s]] over token t's `slots` rows in order
+// (row -1: none; weight null: 1).
+void combine_rows(const Context& c, float* y, const float* values, const int32_t* row,
+                  const float* weight, size_t tokens, size_t slots, size_t cols);
+// Per routed row r: d_rows[r] = weight[r] dy[token[r]]; d_weight[r] = dy[token[r]] . values[r].
+void combine_backward(const Context& c, const float* dy, const float* values, const uint32_t* token,
+                      const float* weight, float* d_rows, float* d_weight, size_t rows,
+                      size_t cols);
+
 // values *= factor (cublasSscal): fp16's unscaling, gradient clipping.
 void scale(const Context& c, float* values, size_t n, float factor);
 // The L2 norm of values (cublasSnrm2, fp32). Synchronizes the stream.

@@ -743,9 +743,8 @@ std::string device_training_unsupported(const TrainOptions& o) {
   if (o.model != TrainedModel::kMlp)
     return "the GPU path trains the MLP only so far; drop --model transformer or use "
            "--backend mpi";
-  if (o.strategy == Strategy::kExpert)
-    return "the GPU path runs single, ddp, zero1-3, tp, pp and 3d so far, not ep; use --backend "
-           "mpi for it";
+  if (o.strategy == Strategy::kExpert && o.offload_optimizer)
+    return "the GPU path offloads the optimizer of ddp and zero1-3 only so far, not of ep";
   if (const std::string why = device_grid_unsupported(o); !why.empty()) return why;
   const Faults& f = o.faults;
   if (f.sum_not_average || f.sampler_not_reseeded || f.unreduced_bucket || f.clip_per_shard)
@@ -755,6 +754,16 @@ std::string device_training_unsupported(const TrainOptions& o) {
 
 TrainResult train_single_on_device(const TrainOptions& options,
                                    const std::function<void(const StepFigures&)>& on_step) {
+  if (options.strategy == Strategy::kExpert) {
+    // The mixture-of-experts model on one GPU with every expert (the host
+    // path's train_parallel_single).
+    TrainOptions single = options;
+    single.faults = Faults{};
+    single.micro_batches = 1;
+    const std::string unsupported = device_training_unsupported(single);
+    if (!unsupported.empty()) throw UsageError(unsupported);
+    return train_expert_on_device(nullptr, nullptr, single, on_step);
+  }
   TrainOptions single = options;
   single.strategy = Strategy::kSingle;
   // The plain run: an offloaded run is then held against the device's optimizer.

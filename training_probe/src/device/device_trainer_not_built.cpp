@@ -28,4 +28,9 @@ TrainResult train_single_on_device(const TrainOptions& options,
   throw UsageError(device_training_unsupported(options));
 }
 
+TrainResult train_expert_on_device(Communicator*, Communicator*, const TrainOptions& options,
+                                   const std::function<void(const StepFigures&)>&) {
+  throw UsageError(device_training_unsupported(options));
+}
+
 }  // namespace ccscope::training_probe

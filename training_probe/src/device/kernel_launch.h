@@ -33,4 +33,15 @@ cudaError_t adam(cudaStream_t stream, float* params, const float* grads, float* 
 cudaError_t round_copy(cudaStream_t stream, const float* master, float* params, uint16_t* params16,
                        size_t n, int precision);
 
+// Mixture of experts: kernels.cuh's row moves and combine.
+cudaError_t gather_rows(cudaStream_t stream, const float* src, const uint32_t* index, float* dst,
+                        size_t rows, size_t cols);
+cudaError_t scatter_rows(cudaStream_t stream, const float* src, const uint32_t* index, float* dst,
+                         size_t rows, size_t cols);
+cudaError_t combine_rows(cudaStream_t stream, float* y, const float* values, const int32_t* row,
+                         const float* weight, size_t tokens, size_t slots, size_t cols);
+cudaError_t combine_backward(cudaStream_t stream, const float* dy, const float* values,
+                             const uint32_t* token, const float* weight, float* d_rows,
+                             float* d_weight, size_t rows, size_t cols);
+
 }  // namespace ccscope::training_probe::device::launch

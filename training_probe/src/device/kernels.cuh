@@ -207,3 +207,63 @@ extern "C" __global__ void ccscope_round_copy_kernel(const float* master, float*
     if (params16 != nullptr) params16[i] = ccscope_to_16(precision, p);
   }
 }
+
+// Mixture of experts (moe.h): rows of width `cols` moved by an index.
+// dst[r] = src[index[r]] (the dispatch's gather of tokens into send order and
+// of received rows into each local expert's contiguous block).
+extern "C" __global__ void ccscope_gather_rows_kernel(const float* src, const uint32_t* index,
+                                                      float* dst, size_t rows, size_t cols) {
+  CCSCOPE_GRID_STRIDE(i, rows * cols) {
+    const size_t r = i / cols, c = i % cols;
+    dst[i] = src[(size_t)index[r] * cols + c];
+  }
+}
+
+// dst[index[r]] = src[r] (the indices distinct): back from the experts' blocks.
+extern "C" __global__ void ccscope_scatter_rows_kernel(const float* src, const uint32_t* index,
+                                                       float* dst, size_t rows, size_t cols) {
+  CCSCOPE_GRID_STRIDE(i, rows * cols) {
+    const size_t r = i / cols, c = i % cols;
+    dst[(size_t)index[r] * cols + c] = src[i];
+  }
+}
+
+// The combine: y[t] += weight[t][s] values[row[t][s]] for each of token t's
+// `slots` rows in order (row -1: none; weight null: 1), one thread per element
+// of y, so that a token's sum is added in the host's order (parallel_trainer.cpp).
+extern "C" __global__ void ccscope_combine_rows_kernel(float* y, const float* values,
+                                                       const int32_t* row, const float* weight,
+                                                       size_t tokens, size_t slots, size_t cols) {
+  CCSCOPE_GRID_STRIDE(i, tokens * cols) {
+    const size_t t = i / cols, c = i % cols;
+    float v = y[i];
+    for (size_t s = 0; s < slots; ++s) {
+      const int32_t r = row[t * slots + s];
+      if (r < 0) continue;
+      const float x = values[(size_t)r * cols + c];
+      v += weight != nullptr ? weight[t * slots + s] * x : x;
+    }
+    y[i] = v;
+  }
+}
+
+// The combine's backward, one thread per routed row r (token token[r], gate
+// weight weight[r]): d_rows[r] = weight dy[token] and d_weight[r] = the dot
+// product of dy[token] with the expert's output values[r], in double as the
+// host path's.
+extern "C" __global__ void ccscope_combine_backward_kernel(const float* dy, const float* values,
+                                                           const uint32_t* token,
+                                                           const float* weight, float* d_rows,
+                                                           float* d_weight, size_t rows,
+                                                           size_t cols) {
+  CCSCOPE_GRID_STRIDE(r, rows) {
+    const float g = weight[r];
+    const float* d = dy + (size_t)token[r] * cols;
+    double dot = 0.0;
+    for (size_t c = 0; c < cols; ++c) {
+      d_rows[r * cols + c] = g * d[c];
+      dot += (double)d[c] * values[r * cols + c];
+    }
+    d_weight[r] = (float)dot;
+  }
+}

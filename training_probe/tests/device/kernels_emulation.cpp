@@ -18,3 +18,7 @@ CCSCOPE_EMULATE_KERNEL(ccscope_nonfinite_kernel);
 CCSCOPE_EMULATE_KERNEL(ccscope_sgd_kernel);
 CCSCOPE_EMULATE_KERNEL(ccscope_adam_kernel);
 CCSCOPE_EMULATE_KERNEL(ccscope_round_copy_kernel);
+CCSCOPE_EMULATE_KERNEL(ccscope_gather_rows_kernel);
+CCSCOPE_EMULATE_KERNEL(ccscope_scatter_rows_kernel);
+CCSCOPE_EMULATE_KERNEL(ccscope_combine_rows_kernel);
+CCSCOPE_EMULATE_KERNEL(ccscope_combine_backward_kernel);

@@ -214,6 +214,14 @@ struct ParallelGroups;
 TrainResult train_grid_on_device(const ParallelGroups& host, const ParallelGroups& on_device,
                                  const TrainOptions& options,
                                  const std::function<void(const StepFigures&)>& on_step = {});
+// The GPU path of ep (the mixture-of-experts model): tokens to their experts
+// and back by all-to-all over `device` (NCCL), the replicated gradients
+// all-reduced over it, scalars and the split sizes over `control` (a host
+// communicator over the same ranks). Both null: the single-GPU reference with
+// every expert.
+TrainResult train_expert_on_device(Communicator* control, Communicator* device,
+                                   const TrainOptions& options,
+                                   const std::function<void(const StepFigures&)>& on_step = {});
 // Why `options` cannot run on the GPU path ("" when they can).
 std::string device_training_unsupported(const TrainOptions& options);
 // Whether this ccscope was built with the GPU path (CUDA and cuBLAS).
