@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "ccscope/common/statistics.h"
 
@@ -39,22 +40,66 @@ MeanInterval mean_interval(std::span<const double> samples) {
   return out;
 }
 
+size_t median_interval_rank(size_t samples) {
+  if (samples < 7) return 0;
+  const double n = static_cast<double>(samples);
+  if (samples > 1000) {
+    // Normal approximation of Binomial(n, 1/2) (within one rank of the exact
+    // answer at 1000 samples); 2.170 is the normal's 98.5% quantile.
+    const double k = std::floor((n - 2.170090 * std::sqrt(n)) / 2);
+    return std::max<size_t>(1, static_cast<size_t>(k));
+  }
+  // The largest k with P(B <= k - 1) <= 1.5%, B ~ Binomial(n, 1/2): its terms
+  // by recurrence from P(B = 0) = 2^-n (no underflow to 1000 samples).
+  double term = std::pow(0.5, n), cumulative = 0;
+  size_t k = 0;
+  for (size_t i = 0; i < samples && cumulative + term <= 0.015; ++i) {
+    cumulative += term;
+    k = i + 1;
+    term *= (n - static_cast<double>(i)) / (static_cast<double>(i) + 1);
+  }
+  return k;
+}
+
+MedianInterval median_interval(std::span<const double> samples) {
+  MedianInterval out;
+  out.samples = samples.size();
+  out.median = median(samples);
+  const double inf = std::numeric_limits<double>::infinity();
+  out.half_width = out.relative_half_width = inf;
+  const size_t k = median_interval_rank(samples.size());
+  if (k == 0) return out;
+  std::vector<double> sorted(samples.begin(), samples.end());
+  const auto at = [&](size_t rank) {  // 1-based order statistic
+    std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(rank - 1),
+                     sorted.end());
+    return sorted[rank - 1];
+  };
+  out.lower = at(k);
+  out.upper = at(samples.size() + 1 - k);
+  out.half_width = std::max(out.median - out.lower, out.upper - out.median);
+  out.relative_half_width = out.median > 0 ? out.half_width / out.median : inf;
+  return out;
+}
+
 bool drifts(std::span<const double> samples, double relative) {
   if (samples.size() < 4) return false;
   const size_t half = samples.size() / 2;
-  const double first = mean(samples.first(half)), second = mean(samples.last(half));
-  const double all = mean(samples);
+  const double first = median(samples.first(half)), second = median(samples.last(half));
+  const double all = median(samples);
   return all > 0 && std::abs(second - first) > relative * all;
 }
 
 StopReason stopping_decision(std::span<const double> samples, bool budget_spent,
                              const StoppingRule& rule) {
-  if (samples.size() >= std::max<size_t>(rule.min_samples, 2) &&
-      mean_interval(samples).relative_half_width <= rule.target_relative &&
+  const size_t n = samples.size();
+  const size_t least = std::max<size_t>(rule.min_samples, 7);
+  const bool look = n <= 64 || n % std::max<size_t>(1, n / 32) == 0;
+  if (n >= least && look && median_interval(samples).relative_half_width <= rule.target_relative &&
       !drifts(samples, 2 * rule.target_relative))
     return StopReason::kConverged;
-  if (budget_spent) return StopReason::kBudgetSpent;
-  if (samples.size() >= rule.max_samples) return StopReason::kSampleLimit;
+  if (budget_spent && n >= least) return StopReason::kBudgetSpent;
+  if (n >= rule.max_samples) return StopReason::kSampleLimit;
   return StopReason::kContinue;
 }
 

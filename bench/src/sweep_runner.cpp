@@ -183,7 +183,7 @@ struct Timing {
   size_t iterations = 0;        // timed iterations
   size_t warmup = 0;            // untimed iterations before them
   // Adaptive sampling: samples are the timed batches' reported statistic over
-  // ranks (the same on every rank), their mean is the reported time.
+  // ranks (the same on every rank), their median is the reported time.
   bool adaptive = false;
   bool converged = false;
 };
@@ -420,7 +420,9 @@ Timing Sweep::measure(const Layout& layout, bool in_place, const std::string& wh
 // to back plus one wait, as the fixed headline) until stopping_decision says
 // so. After each batch one reduction over ranks gives every rank the batch's
 // reported statistic (-a) and whether any rank's budget is spent, so every
-// rank decides alike and they stop together.
+// rank decides alike and they stop together. The row reports the batches'
+// median: on a loaded host their stream is bimodal and heavy-tailed, and the
+// median's interval narrows where the mean's would need tens of thousands.
 Timing Sweep::measure_adaptive(const Placement& at, const Layout& layout, const std::string& what) {
   const auto start = std::chrono::steady_clock::now();
   const double budget = options_.max_seconds_per_size;
@@ -699,19 +701,26 @@ records::BenchRecord Sweep::make_record(const Layout& layout, bool in_place, con
   record.rank_time_min_s = figures.rank_min;
   record.rank_time_avg_s = figures.rank_avg;
   record.rank_time_max_s = figures.rank_max;
-  // The interval: of the batches' statistic whose mean is the reported time
-  // (adaptive), else of the stamped pass's samples, scaled to the headline.
-  const MeanInterval interval = mean_interval(figures.samples);
-  record.time_s = timing.adaptive ? interval.mean : figures.reported;
+  // The interval: adaptive, of the median of the batches' statistic (the
+  // reported time); fixed, of the mean of the stamped pass's samples, scaled
+  // to the headline (nccl-tests' mean over -n).
+  double relative_half_width = 0;
+  if (timing.adaptive) {
+    const MedianInterval interval = median_interval(figures.samples);
+    record.time_s = interval.median;
+    relative_half_width = interval.relative_half_width;
+  } else {
+    record.time_s = figures.reported;
+    relative_half_width = mean_interval(figures.samples).relative_half_width;
+  }
   record.timing_samples = figures.samples.size();
-  record.ci_half_width_percent =
-      std::isfinite(interval.relative_half_width) ? 100 * interval.relative_half_width : 0;
+  record.ci_half_width_percent = std::isfinite(relative_half_width) ? 100 * relative_half_width : 0;
   record.target_ci_percent = timing.adaptive ? options_.target_ci_percent : 0;
   record.converged = timing.converged;
   record.time_statistic = time_statistic_token(options_.time_across_ranks);
   record.time_method = timing.adaptive
-                           ? "host wall clock over timed batches + one sync each, until the 95% "
-                             "interval is within --target-ci (ccscope)"
+                           ? "host wall clock over timed batches + one sync each, the median "
+                             "batch, until its 95% interval is within --target-ci (ccscope)"
                        : options_.report_cputime
                            ? "host time to issue -n iterations (-C 1)"
                            : (options_.graph_launches > 0

@@ -14,6 +14,7 @@
 #include "ccscope/collectives/backends.h"
 #include "ccscope/collectives/error.h"
 #include "ccscope/collectives/in_process_transport.h"
+#include "adaptive.h"
 #include "collective_spec.h"
 #include "sweep_runner.h"
 
@@ -323,7 +324,7 @@ TEST(Sweep, AdaptiveRecordsCarryTheirInterval) {
     EXPECT_EQ(record.wrong, 0);
     // Converged means at least the minimum of samples and an interval within the target.
     if (record.converged) {
-      EXPECT_GE(record.timing_samples, 5u);
+      EXPECT_GE(record.timing_samples, StoppingRule{}.min_samples);
       EXPECT_LE(record.ci_half_width_percent, 50);
     }
     EXPECT_NE(record.time_method.find("--target-ci"), std::string::npos);
@@ -333,7 +334,8 @@ TEST(Sweep, AdaptiveRecordsCarryTheirInterval) {
 TEST(Sweep, RanksThatDisagreeOnStoppingStopTogether) {
   // Rank 1's budget is spent at once, rank 0's never is and its target cannot
   // be met: alone, rank 0 would time batches until the sample limit. The vote
-  // reduced with every batch stops both after the first.
+  // reduced with every batch stops both as soon as the row has an interval
+  // (the fewest samples one needs, StoppingRule::min_samples).
   const auto options_of = [](int rank) {
     BenchOptions o = small_sweep(Collective::kAllReduce, DataType::kFloat32, ReduceOp::kSum);
     o.min_bytes = o.max_bytes = 256;
@@ -344,7 +346,7 @@ TEST(Sweep, RanksThatDisagreeOnStoppingStopTogether) {
   const Result r = run_in_process(2, options_of);
   ASSERT_EQ(r.records.size(), 2u);
   for (const auto& record : r.records) {
-    EXPECT_EQ(record.timing_samples, 1u);
+    EXPECT_EQ(record.timing_samples, StoppingRule{}.min_samples);
     EXPECT_FALSE(record.converged);
   }
 }
