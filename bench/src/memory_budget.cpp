@@ -17,26 +17,40 @@ std::optional<size_t> buffer_bytes(Collective collective, size_t size, size_t el
   return total;
 }
 
-std::string memory_shortfall(Collective collective, size_t max_size, size_t element_bytes,
-                             int ranks, int ranks_here, size_t available,
+size_t library_scratch_bytes(const std::string& backend, Collective collective, size_t size) {
+  return backend == "mpi" && has_reduction(collective) ? size : 0;
+}
+
+std::string memory_shortfall(const std::string& backend, Collective collective, size_t max_size,
+                             size_t element_bytes, int ranks, int ranks_here, size_t available,
                              const std::string& where) {
   const size_t here = static_cast<size_t>(ranks_here < 1 ? 1 : ranks_here);
+  const auto need_of = [&](size_t size) -> std::optional<size_t> {
+    const auto buffers = buffer_bytes(collective, size, element_bytes, ranks);
+    size_t total = 0;
+    if (!buffers ||
+        __builtin_add_overflow(*buffers, library_scratch_bytes(backend, collective, size), &total))
+      return std::nullopt;
+    return total;
+  };
   const auto fits = [&](size_t size) {
-    const auto need = buffer_bytes(collective, size, element_bytes, ranks);
+    const auto need = need_of(size);
     return need && *need <= available / here;
   };
   // A size that rounds down to no elements moves nothing: not worth suggesting.
   const auto moves_data = [&](size_t size) {
-    const auto need = buffer_bytes(collective, size, element_bytes, ranks);
+    const auto need = need_of(size);
     return need && *need > 0;
   };
   if (fits(max_size)) return "";
-  const auto need = buffer_bytes(collective, max_size, element_bytes, ranks);
+  const auto need = need_of(max_size);
+  const bool scratch = library_scratch_bytes(backend, collective, max_size) > 0;
   std::string line = "-e " + format_size(max_size) + " needs " +
                      (need ? format_size(*need) : std::string("more than 16 EiB")) +
-                     " of buffers per rank (send + receive) for " + std::string(name(collective)) +
-                     ", but " + where + " has " + format_size(available) + " available for " +
-                     std::to_string(here) + " rank(s)";
+                     " per rank (send + receive buffers" +
+                     (scratch ? ", and " + backend + "'s reduction scratch of one message" : "") +
+                     ") for " + std::string(name(collective)) + ", but " + where + " has " +
+                     format_size(available) + " available for " + std::to_string(here) + " rank(s)";
   size_t largest = 0;
   for (size_t size = size_t{1} << 62; size >= 1; size >>= 1)
     if (size <= max_size && moves_data(size) && fits(size)) {

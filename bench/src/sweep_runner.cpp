@@ -786,8 +786,8 @@ std::string preflight(const BenchOptions& options, const World& world, const Com
                 std::string(name(collective)) + " call, more than the " + comm.backend_name() +
                 " backend takes (" + std::to_string(comm.max_count()) + "); use a smaller -e";
     else if (available)
-      problem = memory_shortfall(collective, sizes.back(), element_bytes, comm.size(),
-                                 sharing_ranks, *available, where);
+      problem = memory_shortfall(comm.backend_name(), collective, sizes.back(), element_bytes,
+                                 comm.size(), sharing_ranks, *available, where);
   }
   return first_problem_over_ranks(world, problem);
 }

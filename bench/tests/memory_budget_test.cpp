@@ -22,28 +22,50 @@ TEST(MemoryBudget, BufferBytesOverflowIsNoAnswer) {
 }
 
 TEST(MemoryBudget, FitsSaysNothing) {
-  EXPECT_EQ(memory_shortfall(Collective::kAllReduce, GiB, 4, 2, 2, 8 * GiB, "host a"), "");
+  EXPECT_EQ(memory_shortfall("gloo", Collective::kAllReduce, GiB, 4, 2, 2, 8 * GiB, "host a"), "");
   // Exactly the budget: 2 ranks x 2 GiB = 4 GiB.
-  EXPECT_EQ(memory_shortfall(Collective::kAllReduce, GiB, 4, 2, 2, 4 * GiB, "host a"), "");
+  EXPECT_EQ(memory_shortfall("gloo", Collective::kAllReduce, GiB, 4, 2, 2, 4 * GiB, "host a"), "");
 }
 
 TEST(MemoryBudget, TooLargeSaysWhatFits) {
   // -e 1 TiB all-reduce, 2 ranks on a host with 24 GiB: 12 GiB per rank, 2
   // buffers each -> 4 GiB is the largest power of two that fits.
-  const std::string line =
-      memory_shortfall(Collective::kAllReduce, size_t{1} << 40, 4, 2, 2, 24 * GiB, "host vm");
-  EXPECT_NE(line.find("-e 1 TiB needs 2 TiB of buffers per rank"), std::string::npos) << line;
+  const std::string line = memory_shortfall("gloo", Collective::kAllReduce, size_t{1} << 40, 4, 2,
+                                            2, 24 * GiB, "host vm");
+  EXPECT_NE(line.find("-e 1 TiB needs 2 TiB per rank (send + receive buffers)"), std::string::npos)
+      << line;
   EXPECT_NE(line.find("host vm has 24 GiB available for 2 rank(s)"), std::string::npos) << line;
   EXPECT_NE(line.find("use -e 4 GiB or less"), std::string::npos) << line;
   EXPECT_EQ(line.find('\n'), std::string::npos);
   // One rank per node has twice the budget.
-  EXPECT_NE(memory_shortfall(Collective::kAllReduce, size_t{1} << 40, 4, 2, 1, 24 * GiB, "h")
-                .find("use -e 8 GiB or less"),
-            std::string::npos);
+  EXPECT_NE(
+      memory_shortfall("gloo", Collective::kAllReduce, size_t{1} << 40, 4, 2, 1, 24 * GiB, "h")
+          .find("use -e 8 GiB or less"),
+      std::string::npos);
+}
+
+TEST(MemoryBudget, TheFourGiBSweepOnThisHostIsCappedToWhatMpiHolds) {
+  // all_reduce_perf -b 8 -e 4G at 2 ranks on a 24 GiB host with 21.5 GiB
+  // available: the buffers alone (2 x 8 GiB) would fit, but MPI's all-reduce
+  // holds a third copy of the message: 12 GiB per rank, 24 in all.
+  const size_t available = 21 * GiB + GiB / 2;
+  EXPECT_EQ(memory_shortfall("gloo", Collective::kAllReduce, 4 * GiB, 4, 2, 2, available, "h"), "");
+  const std::string line =
+      memory_shortfall("mpi", Collective::kAllReduce, 4 * GiB, 4, 2, 2, available, "host vm");
+  EXPECT_NE(line.find("-e 4 GiB needs 12 GiB per rank (send + receive buffers, and mpi's "
+                      "reduction scratch of one message) for allreduce"),
+            std::string::npos)
+      << line;
+  EXPECT_NE(line.find("use -e 2 GiB or less"), std::string::npos) << line;
+  // A collective that does not reduce needs no scratch.
+  EXPECT_EQ(memory_shortfall("mpi", Collective::kAllGather, 4 * GiB, 4, 2, 2, available, "h"), "");
+  EXPECT_EQ(library_scratch_bytes("mpi", Collective::kReduceScatter, GiB), GiB);
+  EXPECT_EQ(library_scratch_bytes("nccl", Collective::kAllReduce, GiB), 0u);
 }
 
 TEST(MemoryBudget, NothingFits) {
-  const std::string line = memory_shortfall(Collective::kAllReduce, 1 << 20, 4, 2, 4, 3, "h");
+  const std::string line =
+      memory_shortfall("gloo", Collective::kAllReduce, 1 << 20, 4, 2, 4, 3, "h");
   EXPECT_NE(line.find("not even 1 B fits"), std::string::npos) << line;
 }
 
