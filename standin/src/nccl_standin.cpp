@@ -40,6 +40,7 @@
 
 #include "elements.h"
 #include "faults.h"
+#include "ras_stub.h"
 #include "runtime.h"
 
 namespace ccscope::standin {
@@ -67,6 +68,10 @@ struct RankSlot {
   std::atomic<int32_t> split_key;
   std::atomic<uint64_t> split;
   std::atomic<uint64_t> split_read;
+  // What the RAS stub reports (ras_stub.h): operations launched by Kind, and
+  // the rank's hostname (written before it counts as joined).
+  std::atomic<uint64_t> launched[8];
+  char hostname[64];
 };
 
 struct Header {
@@ -247,6 +252,37 @@ uint64_t host_identity() {
 
 bool process_gone(int32_t pid) { return pid > 0 && kill(pid, 0) != 0 && errno == ESRCH; }
 
+// The RAS stub's view: every live communicator of this process, once each.
+std::vector<RasCommView> ras_snapshot() {
+  std::vector<std::shared_ptr<CommState>> states;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    for (ncclComm* comm : g_live)
+      if (comm->state->init_state.load() == ncclSuccess && comm->state->header != nullptr)
+        states.push_back(comm->state);
+  }
+  std::vector<RasCommView> comms;
+  std::set<std::string> seen;
+  for (const auto& state : states) {
+    if (!seen.insert(state->shm_name).second) continue;
+    RasCommView view;
+    view.id = state->shm_name.substr(17, 16);
+    for (int r = 0; r < state->nranks; ++r) {
+      const RankSlot& slot = state->header->slots[r];
+      RasRankView rank;
+      rank.rank = r;
+      rank.pid = slot.pid.load();
+      rank.host.assign(slot.hostname, strnlen(slot.hostname, sizeof slot.hostname));
+      rank.gpu = slot.device.load();
+      rank.gone = process_gone(slot.pid.load());
+      for (const auto& count : slot.launched) rank.launched.push_back(count.load());
+      view.ranks.push_back(std::move(rank));
+    }
+    comms.push_back(std::move(view));
+  }
+  return comms;
+}
+
 // ---- joining ---------------------------------------------------------------
 
 std::string id_name(const ncclUniqueId& id) {
@@ -316,6 +352,7 @@ ncclResult_t join(CommState& state, const ncclUniqueId& id) {
   }
   mine.device.store(state.device);
   mine.host.store(host_identity());
+  gethostname(mine.hostname, sizeof(mine.hostname) - 1);
   h.joined.fetch_add(1);
   const bool all_joined = wait_while(state, [&] {
     for (int r = 0; r < state.nranks; ++r) {
@@ -367,6 +404,7 @@ ncclResult_t join(CommState& state, const ncclUniqueId& id) {
           " cudaDev " + std::to_string(state.device) + " nvmlDev " + std::to_string(state.device) +
           " busId " + std::to_string(0x18 + 0x10 * state.device) + "000 commId 0x" + state.shm_name.substr(17, 16) +
           " - Init COMPLETE");
+  start_ras_service_once(ras_snapshot);
   return ncclSuccess;
 }
 
@@ -956,6 +994,7 @@ ncclResult_t enqueue_operation(ncclComm_t comm, cudaStream_t stream, Operation o
   if (find_fault(faults(), FaultKind::kCallHang, me, ++calls)) {
     for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));  // never returns
   }
+  state->header->slots[me].launched[static_cast<int>(op.kind)].fetch_add(1, std::memory_order_relaxed);
   if (tls_group_depth > 0) {
     tls_pending.push_back({state, stream, std::move(op)});
     return ncclSuccess;
