@@ -540,7 +540,9 @@ TEST(NcclLogFuzz, MutatedAndTruncatedSeedsAreRead) {
                                            "'"};
   size_t runs = 0;
   for (const auto& seed : all) {
-    for (int round = 0; round < 40; ++round, ++runs) {
+    // 20 rounds per seed: under ASan (where CI runs it) 40 took 24 s; the libFuzzer target
+    // (diag/fuzz) fuzzes longer.
+    for (int round = 0; round < 20; ++round, ++runs) {
       std::string s = seed;
       const int edits = 1 + static_cast<int>(random() % 8);
       for (int e = 0; e < edits && !s.empty(); ++e) {
@@ -563,7 +565,7 @@ TEST(NcclLogFuzz, MutatedAndTruncatedSeedsAreRead) {
       ASSERT_EQ(nccl_log_fuzz::check_one_input(s), "") << "round " << round;
     }
   }
-  EXPECT_GE(runs, 320u);
+  EXPECT_GE(runs, 160u);
 }
 
 }  // namespace
