@@ -915,7 +915,7 @@ TrainResult train_parallel_single(const TrainOptions& options,
                                   const std::function<void(const StepFigures&)>& on_step) {
   TrainOptions single = options;
   single.faults = Faults{};
-  single.micro_batches = 1;
+  single.micro_batches = options.reference_micro_batches;
   single.parallel.tp = single.parallel.pp = single.parallel.dp = 1;
   single.parallel.chunks = 1;
   single.parallel.stage_blocks.clear();

@@ -192,12 +192,14 @@ Reference64 reference64_losses(const TrainOptions& o, const std::vector<bool>& s
 }
 
 EquivalenceResult compare_with_reference64(std::span<const double> curve,
-                                           const Reference64& reference, double tolerance) {
-  const size_t limit =
+                                           const Reference64& reference, double tolerance,
+                                           size_t horizon) {
+  const size_t kink_limit =
       reference.first_kink_step ? *reference.first_kink_step + 1 : reference.losses.size();
-  EquivalenceResult e = compare_losses(curve, reference.losses, tolerance, limit);
+  EquivalenceResult e =
+      compare_losses(curve, reference.losses, tolerance, std::min(kink_limit, horizon));
   e.reference = "float64 reference";
-  if (reference.first_kink_step)
+  if (reference.first_kink_step && kink_limit <= horizon)
     e.note = fmt::format(
         "stopped after step {}: a ReLU input {:.2g} of its layer's rms from 0, within {}'s "
         "rounding, where runs may take the other branch",

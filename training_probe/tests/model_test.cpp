@@ -299,6 +299,27 @@ TEST(Equivalence, PassesWithinToleranceAndNamesTheWorstStep) {
   EXPECT_FALSE(compare_losses({}, reference, 1e-4).equivalent);
 }
 
+// A 16-bit run's losses are compared while 4 x the spread of two correctly
+// reordered single-rank runs stays within the tolerance.
+TEST(Equivalence, RoundingHorizonEndsWhereTheReorderedSpreadReachesAQuarter) {
+  const std::vector<double> reference = {1.0, 1.0, 1.0, 1.0, 1.0};
+  // Spreads 0, 1e-3, 2e-3, 3e-3 (4 x 3e-3 > 1e-2: the horizon is 3 steps), 0.
+  const std::vector<double> reordered = {1.0, 1.001, 0.998, 1.003, 1.0};
+  EXPECT_EQ(rounding_horizon(reference, reordered, 1e-2), 3u);
+  // Within a quarter throughout: every step; with a factor of 1, the tolerance itself.
+  EXPECT_EQ(rounding_horizon(reference, std::vector<double>{1.0, 1.002, 1.0, 1.0, 1.0}, 1e-2), 5u);
+  EXPECT_EQ(rounding_horizon(reference, reordered, 1e-2, 1.0), 5u);
+  // At least the first step; a NaN ends it.
+  EXPECT_EQ(rounding_horizon(reference, std::vector<double>{1.5, 1.0, 1.0}, 1e-2), 1u);
+  EXPECT_EQ(rounding_horizon(reference, std::vector<double>{1.0, 1.0, NAN, 1.0}, 1e-2), 2u);
+  // The reordered reference: 4 m micro-batches, else 2 m, where the batch divides.
+  EXPECT_EQ(reordered_micro_batches(32, 1), 4u);
+  EXPECT_EQ(reordered_micro_batches(32, 2), 8u);
+  EXPECT_EQ(reordered_micro_batches(20, 2), 4u);
+  EXPECT_EQ(reordered_micro_batches(12, 4), std::nullopt);
+  EXPECT_EQ(reordered_micro_batches(6, 3), 6u);
+}
+
 }  // namespace
 }  // namespace ccscope::training_probe
 

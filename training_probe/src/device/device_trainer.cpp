@@ -759,7 +759,7 @@ TrainResult train_single_on_device(const TrainOptions& options,
     // path's train_parallel_single).
     TrainOptions single = options;
     single.faults = Faults{};
-    single.micro_batches = 1;
+    single.micro_batches = options.reference_micro_batches;
     const std::string unsupported = device_training_unsupported(single);
     if (!unsupported.empty()) throw UsageError(unsupported);
     return train_expert_on_device(nullptr, nullptr, single, on_step);

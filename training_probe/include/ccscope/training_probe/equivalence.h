@@ -4,6 +4,7 @@
 // curves are not bitwise equal; the tolerance says how far rounding alone can
 // move them (see loss_tolerance).
 #include <cstddef>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -29,6 +30,23 @@ struct EquivalenceResult {
 // Compares the first min(len, limit) steps of both curves.
 EquivalenceResult compare_losses(std::span<const double> curve, std::span<const double> reference,
                                  double tolerance, size_t limit = 100);
+
+// A 16-bit run's loss can be held against another run's only while rounding
+// alone cannot move it by the tolerance. Two correct single-rank runs that
+// differ only in their summation order (`reordered`: the reference with more
+// micro-batches, each gradient accumulated in the format) drift apart, as
+// Adam's normalised steps carry every rounding into every weight (measured,
+// bf16, AdamW lr 0.05, clipping 0.05: 1.3e-2 apart by step 5, 0.19 by step 99).
+// The horizon is the count of leading steps over which `factor` times their
+// spread (their relative difference) stays within `tolerance`, at least 1
+// (the first step's forward). A parallel run's own
+// drift from the reference measured at most 1.6 times that spread (3d tp 2 x
+// dp 2, 2 micro-batches, 100 steps, against 4 micro-batches), hence 4.
+size_t rounding_horizon(std::span<const double> reference, std::span<const double> reordered,
+                        double tolerance, double factor = 4.0);
+// The reordered reference's micro-batches from the reference's `micro_batches`:
+// 4 m, else 2 m, where the global batch divides into them; none otherwise.
+std::optional<size_t> reordered_micro_batches(size_t global_batch, size_t micro_batches);
 
 // The gradients the optimizer took at one step against the single-rank run's
 // at the same step, unit by unit (a layer: its normwise relative difference).

@@ -18,6 +18,7 @@
 // at step 4 gives a 7e-3 loss difference by step 79). The reference marks the
 // first such step; the comparison stops before it.
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
@@ -48,8 +49,11 @@ std::string reference64_unsupported(const TrainOptions& options);
 Reference64 reference64_losses(const TrainOptions& options, const std::vector<bool>& skipped = {});
 
 // The run's curve against the reference up to its first kink (included), with
-// `tolerance` relative; the result names the reference and says where it stopped.
+// `tolerance` relative, and over `horizon` steps at most (a 16-bit run's
+// rounding_horizon, equivalence.h); the result names the reference and says
+// where a kink stopped it.
 EquivalenceResult compare_with_reference64(std::span<const double> curve,
-                                           const Reference64& reference, double tolerance);
+                                           const Reference64& reference, double tolerance,
+                                           size_t horizon = SIZE_MAX);
 
 }  // namespace ccscope::training_probe

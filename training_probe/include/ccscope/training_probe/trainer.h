@@ -107,6 +107,10 @@ struct TrainOptions {
   // them (reduced, unscaled, clipped), gathered whole on every rank, and the
   // global norm clipping used there, as the ranks computed it.
   bool capture_first_gradients = false;
+  // The model-parallel single-rank reference's micro-batches (train_parallel_single,
+  // the GPU path's ep reference): 1, or more for a 16-bit run's reordered
+  // reference (equivalence.h: rounding_horizon).
+  size_t reference_micro_batches = 1;
   // Called (from the training thread) when a communication wait times out,
   // before anything is unwound: the verb ends the job there (MPI_Abort), since
   // the communication thread is still inside the backend. Unset: TimeoutError.

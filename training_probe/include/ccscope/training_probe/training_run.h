@@ -38,6 +38,10 @@ struct RunRequest {
   bool yielding_waits = true;
   std::string run_id;
   std::optional<std::vector<double>> reference;  // rank 0: one rank's loss curve
+  // rank 0, 16-bit runs: the same one-rank run with more micro-batches (another
+  // summation order), and their count: the loss checks' horizon (rounding_horizon)
+  std::optional<std::vector<double>> reordered;
+  size_t reordered_micro_batches = 0;
   bool check_reference64 = false;  // rank 0: also against the float64 reference (reference64.h)
   // rank 0: the one-rank run (its first gradients, TrainResult::first_gradients)
   std::shared_ptr<const TrainResult> single;
