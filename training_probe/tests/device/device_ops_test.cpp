@@ -329,6 +329,73 @@ TEST_F(DeviceOps, ActivationBackwardMatchesTheHostExactly) {
     }
 }
 
+// The mixture of experts' row moves and combine (device_expert_trainer.cpp)
+// against the host path's loops (parallel_trainer.cpp's Expert), bit for bit:
+// a token's rows are added in send order, and a dropped slot (-1) adds nothing.
+TEST_F(DeviceOps, MixtureRowMovesAndCombineMatchTheHostExactly) {
+  const size_t tokens = 5, k = 2, w = 7, rows = 7;
+  const auto x = random_values(tokens * w, 20);
+  const auto values = random_values(rows * w, 21);
+  const auto dy = random_values(tokens * w, 22);
+  // Rows in send order: (token, weight); token 3 has one row, token 4 none.
+  const std::vector<uint32_t> token = {2, 0, 1, 2, 0, 1, 3};
+  const std::vector<float> weight = {0.25f, 0.5f, 0.125f, 0.375f, 0.3f, 0.7f, 0.9f};
+  std::vector<int32_t> row_of_slot(tokens * k, -1);
+  std::vector<float> weight_of_slot(tokens * k, 0.0f);
+  std::vector<size_t> used(tokens, 0);
+  for (size_t r = 0; r < rows; ++r) {
+    const size_t slot = token[r] * k + used[token[r]]++;
+    row_of_slot[slot] = static_cast<int32_t>(r);
+    weight_of_slot[slot] = weight[r];
+  }
+  // Host: gather, then y = x + sum g values in send order; backward's rows and dots.
+  std::vector<float> gathered(rows * w), y = x, d_rows(rows * w), d_weight(rows);
+  for (size_t r = 0; r < rows; ++r)
+    for (size_t c = 0; c < w; ++c) {
+      gathered[r * w + c] = x[token[r] * w + c];
+      y[token[r] * w + c] += weight[r] * values[r * w + c];
+    }
+  for (size_t r = 0; r < rows; ++r) {
+    double dot = 0;
+    for (size_t c = 0; c < w; ++c) {
+      d_rows[r * w + c] = weight[r] * dy[token[r] * w + c];
+      dot += static_cast<double>(dy[token[r] * w + c]) * values[r * w + c];
+    }
+    d_weight[r] = static_cast<float>(dot);
+  }
+  auto x_d = d.upload(x), values_d = d.upload(values), dy_d = d.upload(dy);
+  auto token_d = d.upload(token);
+  auto weight_d = d.upload(weight);
+  auto slot_d = d.upload(row_of_slot);
+  auto slot_weight_d = d.upload(weight_of_slot);
+  dev::DeviceBuffer<float> gathered_d(d.allocator, rows * w), back_d(d.allocator, tokens * w);
+  dev::DeviceBuffer<float> d_rows_d(d.allocator, rows * w), d_weight_d(d.allocator, rows);
+  auto y_d = d.upload(x);
+  const dev::Context c = d.context();
+  dev::gather_rows(c, x_d.data(), token_d.data(), gathered_d.data(), rows, w);
+  dev::combine_rows(c, y_d.data(), values_d.data(), slot_d.data(), slot_weight_d.data(), tokens, k,
+                    w);
+  dev::combine_backward(c, dy_d.data(), values_d.data(), token_d.data(), weight_d.data(),
+                        d_rows_d.data(), d_weight_d.data(), rows, w);
+  expect_same_bits(d.download(gathered_d), gathered, "gather_rows");
+  expect_same_bits(d.download(y_d), y, "combine_rows");
+  expect_same_bits(d.download(d_rows_d), d_rows, "combine_backward rows");
+  expect_same_bits(d.download(d_weight_d), d_weight, "combine_backward weights");
+  // Scatter undoes a gather by a permutation; no weights: the rows added as they are.
+  const std::vector<uint32_t> permutation = {3, 0, 4, 1, 2};
+  auto permutation_d = d.upload(permutation);
+  dev::DeviceBuffer<float> moved(d.allocator, tokens * w);
+  dev::gather_rows(c, x_d.data(), permutation_d.data(), moved.data(), tokens, w);
+  dev::scatter_rows(c, moved.data(), permutation_d.data(), back_d.data(), tokens, w);
+  expect_same_bits(d.download(back_d), x, "scatter_rows after gather_rows");
+  std::vector<float> summed = x;
+  for (size_t r = 0; r < rows; ++r)
+    for (size_t c2 = 0; c2 < w; ++c2) summed[token[r] * w + c2] += values[r * w + c2];
+  auto sum_d = d.upload(x);
+  dev::combine_rows(c, sum_d.data(), values_d.data(), slot_d.data(), nullptr, tokens, k, w);
+  expect_same_bits(d.download(sum_d), summed, "combine_rows without weights");
+}
+
 TEST_F(DeviceOps, MseLossAndGradientMatchTheHost) {
   const size_t batch = 32, width = 48, batch_total = 64;
   const auto output = random_values(batch * width, 12);
