@@ -94,13 +94,19 @@ class PhaseMonitor : public bench::SweepMonitor {
     outer_.clear();
     watchdog_.end_phase();
   }
-  // This rank waits for `awaited` by design (stage 3's node leaders measure):
-  // timed as a whole against `limit`, and never called behind in a stall
-  // report. Ends with the next stage().
+  // This rank waits for `awaited` by design (stage 3's node leaders measure,
+  // stage 2's nodes take turns): timed as a whole against `limit`, and never
+  // called behind in a stall report. Ends with end_wait() or the next stage().
   void wait_for(const std::string& description, const std::vector<int>& awaited,
                 std::chrono::milliseconds limit) {
-    outer_.clear();
     watchdog_.begin_wait(description, awaited, limit);
+  }
+  // Back to the stage's phase after a wait.
+  void end_wait() {
+    if (outer_.empty())
+      watchdog_.end_phase();
+    else
+      watchdog_.begin_phase(outer_);
   }
   void begin_phase(const std::string& description) override {
     watchdog_.begin_phase(outer_.empty() ? description : outer_ + ": " + description);
@@ -281,6 +287,7 @@ std::vector<int> low_outlier_ranks(const World& world, PhaseMonitor& monitor, do
 struct Turns {
   int mine = 0;
   int count = 1;
+  std::vector<int> of_rank;  // every world rank's turn
 };
 // Stage 1's schedule over ranks (per_node false) or stage 2's over nodes, in node order:
 // those on one machine take turns (measurement_turns).
@@ -288,19 +295,25 @@ Turns machine_turns(const World& world, bool per_node) {
   const std::vector<std::string> machine_of_rank = world.all_gather(machine_identity(world));
   std::vector<std::string> subjects = machine_of_rank;
   size_t mine = static_cast<size_t>(world.rank());
+  std::vector<size_t> subject_of_rank(machine_of_rank.size());
+  for (size_t r = 0; r < subject_of_rank.size(); ++r) subject_of_rank[r] = r;
   if (per_node) {
     subjects.clear();
     std::vector<std::string> hosts;  // in order of their first rank
     for (size_t r = 0; r < machine_of_rank.size(); ++r) {
       const std::string& host = world.hostnames()[r];
-      if (std::find(hosts.begin(), hosts.end(), host) != hosts.end()) continue;
+      const auto known = std::find(hosts.begin(), hosts.end(), host);
+      subject_of_rank[r] = static_cast<size_t>(known - hosts.begin());
+      if (known != hosts.end()) continue;
       if (host == world.hostname()) mine = hosts.size();
       hosts.push_back(host);
       subjects.push_back(machine_of_rank[r]);
     }
   }
   const std::vector<int> turns = measurement_turns(subjects);
-  return {turns[mine], *std::max_element(turns.begin(), turns.end()) + 1};
+  Turns out{turns[mine], *std::max_element(turns.begin(), turns.end()) + 1, {}};
+  for (size_t subject : subject_of_rank) out.of_rank.push_back(turns[subject]);
+  return out;
 }
 
 void rank_stage(const World& world, PhaseMonitor& monitor, PointToPoint& p2p,
@@ -524,11 +537,29 @@ void node_stage(const World& world, PhaseMonitor& monitor, PointToPoint& p2p,
   };
   const CollectiveDescription& all_reduce_description = describe(Collective::kAllReduce);
   const Turns turns = machine_turns(world, true);
+  // While some nodes measure, the others wait for them by design (not behind
+  // them in a stall report), each turn within twice the timeout.
+  auto wait_for_ranks = [&](const std::vector<int>& ranks, const std::string& what) {
+    monitor.operation_started();
+    monitor.wait_for("diag stage 2 (node): waiting for " + what, ranks, 2 * options.timeout);
+    world.sleeping_barrier(2 * options.timeout + kWaitReportMargin);
+    monitor.end_wait();
+  };
+  auto ranks_of_turn = [&](int turn) {
+    std::vector<int> ranks;
+    for (size_t r = 0; r < turns.of_rank.size(); ++r)
+      if (turns.of_rank[r] == turn) ranks.push_back(static_cast<int>(r));
+    return ranks;
+  };
+  int last_turn = -1;  // the turn that measured last
   for (int round = 0; round < kBusbwRounds; ++round) {
     for (int turn = 0; turn < turns.count; ++turn) {
       if (turns.count > 1) {
-        monitor.operation_started();
-        world.sleeping_barrier(2 * options.timeout);
+        if (last_turn >= 0)
+          wait_for_ranks(ranks_of_turn(last_turn), fmt::format("the nodes of turn {}", last_turn));
+        else
+          world.sleeping_barrier(2 * options.timeout);
+        last_turn = turn;
       }
       if (turn != turns.mine || !comm) continue;
       if (round > 0) {
@@ -539,15 +570,16 @@ void node_stage(const World& world, PhaseMonitor& monitor, PointToPoint& p2p,
         if (c != Collective::kSendRecv || members.size() >= 2) run_collective(describe(c), false);
     }
   }
+  if (last_turn >= 0)
+    wait_for_ranks(ranks_of_turn(last_turn), fmt::format("the nodes of turn {}", last_turn));
   // Nodes whose busbw is below the others' measure it again, alone.
   const bool busbw_leader = comm && node_p2p->rank() == 0 && members.size() >= 2;
   const double my_busbw = busbw_leader ? mine["collectives"]["allreduce"]["busbw"].get<double>()
                                        : std::numeric_limits<double>::quiet_NaN();
   for (int suspect : low_outlier_ranks(world, monitor, my_busbw)) {
-    if (comm && world.hostnames()[static_cast<size_t>(suspect)] == world.hostname())
-      run_collective(all_reduce_description, true);
-    monitor.operation_started();
-    world.sleeping_barrier(2 * options.timeout);
+    const std::string& host = world.hostnames()[static_cast<size_t>(suspect)];
+    if (comm && host == world.hostname()) run_collective(all_reduce_description, true);
+    wait_for_ranks(ranks_of_host(world, host), host + "'s re-test");
   }
   const std::vector<std::string> all = gather(world, monitor, mine.dump());
   if (world.rank() != 0) return;
