@@ -5,8 +5,8 @@
 # usage: train_standin.sh CCSCOPE MPIEXEC STANDIN_LIB_DIR READ_RECORDS DEEPSPEED_CONFIGS
 # One CTest test (training_probe.train.standin): DDP at 2 ranks in fp32 (ReLU,
 # Adam, small buckets, 2 ranks on one GPU), bf16 (tanh, AdamW, 2 micro-batches,
-# clipping) and fp16 (no overlap, the optimizer offloaded); ZeRO-1 (fp16), ZeRO-2
-# (bf16; fp32 at 3 ranks, padded shards) and ZeRO-3 (bf16, the optimizer
+# clipping) and fp16 (no overlap, the optimizer offloaded); ZeRO-1 (fp16; fp32
+# offloaded), ZeRO-2 (bf16; fp32 at 3 ranks, padded shards) and ZeRO-3 (bf16;
 # offloaded); DeepSpeed's ZeRO-2 + CPU offload config in fp16; tp (fp32,
 # clipping), 3d as tp 2 x dp 2 (bf16), tp 2 x pp 2 and dp 3 with ZeRO-1,
 # interleaved pp (bf16); ep at 2 (bf16) and 4 ranks; three faults caught; the
@@ -110,6 +110,8 @@ offloaded ddp_fp16_offload $?
 # ranks the buckets are padded.
 train 2 zero1_fp16 --strategy zero1 --precision fp16 --activation tanh --bucket-mb 0.01
 passed zero1_fp16 $?
+train 2 zero1_offload --strategy zero1 --offload optimizer --optimizer adamw
+offloaded zero1_offload $?
 CCSCOPE_STANDIN_GPUS=4 batch=48 train 3 zero2_3ranks --strategy zero2 --optimizer adamw \
   --micro-batches 2 --bucket-mb 0.01
 passed zero2_3ranks $?
@@ -121,6 +123,8 @@ passed zero2_bf16 $?
 # padding allowed), the run held against the device's own optimizer (single on
 # one GPU, not offloaded); also DeepSpeed's ZeRO-2 + CPU offload config (fp16,
 # 4 micro-batches, Adam).
+train 2 zero3_bf16 --strategy zero3 --precision bf16 --activation tanh --micro-batches 2
+passed zero3_bf16 $?
 train 2 zero3_offload_bf16 --strategy zero3 --precision bf16 --activation tanh --micro-batches 2 \
   --offload optimizer --optimizer adamw
 offloaded zero3_offload_bf16 $?
