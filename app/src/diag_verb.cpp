@@ -61,6 +61,7 @@ struct DiagFlags {
   double clock_warn_ms = 10;
   double min_efficiency = 0.7;
   size_t train_steps = 100;
+  size_t train_width = 256;
   std::string bytes = "4M";
   diag::LocalizeMethod localize = diag::LocalizeMethod::kAuto;
   int test_corrupt_rank = -1;
@@ -230,6 +231,7 @@ int run_diag(job::JobContext& job, const DiagFlags& flags, const std::vector<Sta
   options.clock_warn_ms = flags.clock_warn_ms;
   options.min_efficiency = flags.min_efficiency;
   options.train_steps = flags.train_steps;
+  options.train_width = flags.train_width;
   options.node_bytes = options.cluster_bytes = options.pair_bytes = *parse_size(flags.bytes);
   options.localize = flags.localize;
   options.corrupt_rank = flags.test_corrupt_rank;
@@ -426,6 +428,11 @@ int diag_verb(const std::vector<std::string>& args, const std::vector<std::strin
           CLI::ignore_case));
   app.add_option("--train-steps", flags.train_steps, "stage 4's training steps (default 100)")
       ->check(CLI::Range(size_t{2}, size_t{100000}));
+  app.add_option("--train-width", flags.train_width,
+                 "stage 4's model width: 4 square layers, so 16 x width^2 bytes of gradients "
+                 "all-reduced per step (default 256: 1 MiB; a slow network judges a smaller one "
+                 "sooner)")
+      ->check(CLI::Range(size_t{8}, size_t{8192}));
   app.add_flag("-q,--quiet", flags.quiet, "no human summary (files and exit code only)");
   app.add_option("--test-corrupt-rank", flags.test_corrupt_rank,
                  "test only: this rank corrupts one element of stage 2's results")
