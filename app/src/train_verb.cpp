@@ -187,14 +187,18 @@ void print_results(const TrainOptions& options, size_t ranks, bool weak, const R
         options.offload_optimizer ? ", the optimizer's on the host" : "",
         mb(r.device_used_B.value_or(0)).c_str());
   }
-  if (r.offload_bytes_per_step)
+  if (r.offload_bytes_per_step) {
+    const std::string against =
+        r.offload_bytes_expected
+            ? fmt::format("formula 2 x element x Psi / shards = {}): {}",
+                          mb(*r.offload_bytes_expected), m.offload_ok ? "ok" : "DIFFERS")
+            : std::string("the largest rank's slice of the model-parallel layout)");
     std::printf(
-        "# offload per step: %s copied between device and host (formula 2 x element x Psi / "
-        "shards = %s): "
-        "%s; copies %.3f ms on the device, the optimizer step %.3f ms on the host\n",
-        mb(*r.offload_bytes_per_step).c_str(), mb(r.offload_bytes_expected.value_or(0)).c_str(),
-        m.offload_ok ? "ok" : "DIFFERS", r.offload_copy_median_s.value_or(0) * 1e3,
-        r.host_optimizer_median_s.value_or(0) * 1e3);
+        "# offload per step: %s copied between device and host (%s; copies %.3f ms on the "
+        "device, the optimizer step %.3f ms on the host\n",
+        mb(*r.offload_bytes_per_step).c_str(), against.c_str(),
+        r.offload_copy_median_s.value_or(0) * 1e3, r.host_optimizer_median_s.value_or(0) * 1e3);
+  }
   if (options.check_consistency) {
     if (!m.inconsistent_after_step)
       std::printf("# parameters agree across ranks after every step\n");

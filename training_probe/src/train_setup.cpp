@@ -440,8 +440,16 @@ TrainPlan plan_runs(const TrainSettings& s, TrainOptions base, const std::vector
           "spans the whole job";
       return plan;
     }
-    if (!s.deepspeed_config.empty() || s.export_data || !s.offload.empty()) {
-      plan.problem = "--deepspeed-config, --export and --offload apply to single, ddp and zero";
+    if (!s.deepspeed_config.empty() || s.export_data) {
+      plan.problem = "--deepspeed-config and --export apply to single, ddp and zero";
+      return plan;
+    }
+    // The GPU path offloads each rank's slice of the grid's optimizer (plan_backend set
+    // it, or refused ep's); on the CPU path there is nothing to offload.
+    if (!s.offload.empty() && !o.offload_optimizer) {
+      plan.problem =
+          "--offload applies to tp, pp and 3d on a GPU backend (--backend nccl), and to "
+          "single, ddp and zero";
       return plan;
     }
     plan.problem = complete_layout(o, world_size, s.ep);

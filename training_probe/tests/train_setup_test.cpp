@@ -259,8 +259,14 @@ TEST(TrainSetup, PlanRefusesWhatModelParallelRunsCannotDo) {
   s.scaling.clear();
   s.export_data = true;
   EXPECT_EQ(plan_runs(s, tp, {}, 2).problem,
-            "--deepspeed-config, --export and --offload apply to single, ddp and zero");
+            "--deepspeed-config and --export apply to single, ddp and zero");
   s.export_data = false;
+  // On the CPU path a model-parallel run has no optimizer to offload to the host.
+  s.offload = "optimizer";
+  EXPECT_EQ(plan_runs(s, tp, {}, 2).problem,
+            "--offload applies to tp, pp and 3d on a GPU backend (--backend nccl), and to "
+            "single, ddp and zero");
+  s.offload.clear();
   const TrainPlan plan = plan_runs(s, tp, {}, 2);
   EXPECT_EQ(plan.problem, "");
   EXPECT_EQ(plan.base.parallel.tp, 2u);

@@ -30,6 +30,7 @@
 #include "device_strategy.h"
 #include "engine.h"
 #include "grid_layers.h"
+#include "host_offload.h"
 #include "wire.h"
 
 namespace ccscope::training_probe {
@@ -116,6 +117,12 @@ class DeviceGrid final : public StrategyHooks {
       grad_shard_ = dev::DeviceBuffer<float>(allocator_, shard_.chunk);
       shard_words_ = dev::DeviceBuffer<uint16_t>(allocator_, mixed_ ? shard_.chunk : 0);
       compute_.synchronize();  // `master` goes out of scope
+      // Offloaded, the device's master_ is only the chunk's staging for the gather.
+      if (o_.offload_optimizer)
+        offload_ = std::make_unique<HostOffload>(o_.optimizer, o_.precision, std::move(master));
+    } else if (o_.offload_optimizer) {
+      // The rank's slice's master weights and optimizer on the host.
+      offload_ = std::make_unique<HostOffload>(o_.optimizer, o_.precision, initial);
     } else if (mixed_) {
       // The master copy from the unrounded parameters, as the host Grid's.
       master_ = dev::DeviceBuffer<float>(allocator_, local_);
@@ -127,8 +134,9 @@ class DeviceGrid final : public StrategyHooks {
     grads_ = dev::DeviceBuffer<float>(allocator_, padded);
     flag_ = dev::DeviceBuffer<int>(allocator_, 1);
     flush_ = dev::DeviceBuffer<float>(allocator_, 1);
-    optimizer_ = std::make_unique<dev::DeviceOptimizer>(allocator_, o_.optimizer,
-                                                        zero1_ ? shard_.chunk : local_, c_.stream);
+    if (!offload_)
+      optimizer_ = std::make_unique<dev::DeviceOptimizer>(
+          allocator_, o_.optimizer, zero1_ ? shard_.chunk : local_, c_.stream);
     per_replica_ = o_.global_batch / p_.dp;
     micro_ = per_replica_ / o_.micro_batches;
     const size_t width = o_.shape.width, n = micro_ * width;
@@ -221,7 +229,15 @@ class DeviceGrid final : public StrategyHooks {
   }
 
   void apply(std::span<const float>, size_t step, StepFigures& f) override {
-    if (zero1_) {
+    if (offload_ && zero1_) {
+      // The chunk down, stepped on the host, up into the gather's staging.
+      offload_->step(c_, grad_shard_.data(), shard_words_.data(), master_.data(), step, f);
+      if (mixed_) dev::from_16(c_, o_.precision, shard_words_.data(), master_.data(), shard_.chunk);
+      gather_parameters(f);
+    } else if (offload_) {
+      offload_->step(c_, grads_.data(), params16_.data(), params_.data(), step, f);
+      if (mixed_) dev::from_16(c_, o_.precision, params16_.data(), params_.data(), local_);
+    } else if (zero1_) {
       optimizer_->step(c_, master_.data(), grad_shard_.data(), step);
       gather_parameters(f);
     } else if (mixed_) {
@@ -284,8 +300,9 @@ class DeviceGrid final : public StrategyHooks {
     m.gradients = e * n;
     // fp32 master weights where the compute format is 16-bit (the host path's
     // accounting; in fp32 the parameters are their own master copy).
-    m.optimizer = static_cast<double>(optimizer_->state_bytes()) +
-                  (mixed_ ? 4.0 * (zero1_ ? static_cast<double>(shard_.chunk) : n) : 0.0);
+    m.optimizer =
+        static_cast<double>(offload_ ? offload_->state_bytes() : optimizer_->state_bytes()) +
+        (mixed_ ? 4.0 * (zero1_ ? static_cast<double>(shard_.chunk) : n) : 0.0);
     return m;
   }
 
@@ -607,7 +624,8 @@ class DeviceGrid final : public StrategyHooks {
   dev::DeviceBuffer<float> params_, master_, grads_, flush_;
   dev::DeviceBuffer<uint16_t> params16_;
   dev::DeviceBuffer<int> flag_;
-  std::unique_ptr<dev::DeviceOptimizer> optimizer_;
+  std::unique_ptr<dev::DeviceOptimizer> optimizer_;  // null when offloaded
+  std::unique_ptr<HostOffload> offload_;
   std::unique_ptr<DeviceGradients> gradients_;
   size_t per_replica_ = 0, micro_ = 0;
   dev::DeviceBuffer<float> batch_inputs_, batch_targets_, diff_, dy_, dx_;
@@ -629,9 +647,6 @@ std::string device_grid_unsupported(const TrainOptions& o) {
   if (o.strategy != Strategy::kTensor && o.strategy != Strategy::kPipeline &&
       o.strategy != Strategy::kHybrid)
     return "";
-  if (o.offload_optimizer)
-    return "the GPU path offloads the optimizer of ddp and zero1-3 only so far, not of tp, pp "
-           "or 3d";
   return "";
 }
 

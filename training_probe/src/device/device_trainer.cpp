@@ -24,35 +24,13 @@
 #include "device_ops.h"
 #include "device_strategy.h"
 #include "engine.h"
+#include "host_offload.h"
 #include "wire.h"
 
 namespace ccscope::training_probe {
 namespace {
 
 namespace dev = device;
-
-// Page-locked host memory (cudaMallocHost): the offloaded copies run
-// asynchronously from it at PCIe speed, as DeepSpeed pins its CPU buffers.
-template <class T>
-class PinnedBuffer {
- public:
-  explicit PinnedBuffer(size_t count) : count_(count) {
-    void* p = nullptr;
-    if (count > 0) dev::check(cudaMallocHost(&p, count * sizeof(T)), "cudaMallocHost");
-    data_ = static_cast<T*>(p);
-  }
-  ~PinnedBuffer() {
-    if (data_ != nullptr) (void)cudaFreeHost(data_);
-  }
-  PinnedBuffer(const PinnedBuffer&) = delete;
-  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
-  std::span<T> span() { return {data_, count_}; }
-  T* data() { return data_; }
-
- private:
-  T* data_ = nullptr;
-  size_t count_ = 0;
-};
 
 // One micro-batch's activations: each layer's input (x[l], x[depth] the
 // output), pre-activation, and their 16-bit copies for the GEMMs.
@@ -125,11 +103,9 @@ class DeviceDataParallel final : public StrategyHooks {
     if (o_.offload_optimizer) {
       // Master weights (all, or this rank's shard) and optimizer state on the
       // host; the copies' staging pinned.
-      const size_t n = zero_stage_ > 0 ? shard_elements_ : psi_;
-      if (zero_stage_ == 0) host_master_ = initial;  // (shard_buckets set the shard's)
-      host_optimizer_ = std::make_unique<Optimizer>(o_.optimizer, n);
-      pinned_grads_ = std::make_unique<PinnedBuffer<float>>(n);
-      if (mixed_) pinned_words_ = std::make_unique<PinnedBuffer<uint16_t>>(n);
+      offload_ = std::make_unique<HostOffload>(
+          o_.optimizer, o_.precision,
+          zero_stage_ > 0 ? std::move(shard_master_) : initial);  // (shard_buckets set the shard's)
     } else if (zero_stage_ > 0) {
       // The optimizer over this rank's shard, in fp32 (master weights).
       optimizer_ = std::make_unique<dev::DeviceOptimizer>(allocator_, o_.optimizer, shard_elements_,
@@ -289,7 +265,7 @@ class DeviceDataParallel final : public StrategyHooks {
     // ZeRO-2 holds the gradient shard between steps (its full-size buffer is
     // backward's workspace here, in device_peak_B).
     m.gradients = e * (zero_stage_ >= 2 ? shard : psi);
-    m.optimizer = static_cast<double>(o_.offload_optimizer ? host_optimizer_->state_bytes()
+    m.optimizer = static_cast<double>(o_.offload_optimizer ? offload_->state_bytes()
                                                            : optimizer_->state_bytes());
     if (mixed_) m.optimizer += 4.0 * (zero_stage_ > 0 ? shard : psi);
     return m;
@@ -432,7 +408,7 @@ class DeviceDataParallel final : public StrategyHooks {
     }
     master_ = dev::DeviceBuffer<float>(allocator_, shard_elements_);
     master_.upload(master, c_.stream);
-    if (o_.offload_optimizer) host_master_ = master;
+    if (o_.offload_optimizer) shard_master_ = master;
     grad_shard_ = dev::DeviceBuffer<float>(allocator_, shard_elements_);
     shard_words_ = dev::DeviceBuffer<uint16_t>(allocator_, mixed_ ? shard_elements_ : 0);
     received_ = dev::DeviceBuffer<float>(allocator_, largest_padded_ / ranks_);
@@ -532,71 +508,17 @@ class DeviceDataParallel final : public StrategyHooks {
     return whole;
   }
 
-  // DeepSpeed's CPU offload: the gradients the optimizer steps (all of them,
-  // or under ZeRO this rank's shard) down in the compute format, the optimizer
-  // on the host over fp32 master weights, the parameters up (ZeRO: then
-  // all-gathered).
+  // DeepSpeed's CPU offload (host_offload.h) of what this rank's optimizer
+  // steps: all the parameters, or under ZeRO its shard (then all-gathered).
   void apply_on_host(size_t step, StepFigures& f) {
-    const Precision p = o_.precision;
     const bool sharded = zero_stage_ > 0;
-    const size_t n = sharded ? shard_elements_ : psi_;
-    float* grads = sharded ? grad_shard_.data() : grads_.data();
     // 16-bit staging on the device: the shard's words (ZeRO's gather reads
-    // them), else the 16-bit parameters, rewritten by the upload below.
-    uint16_t* words = sharded ? shard_words_.data() : params16_.data();
-    // fp32: where the parameters land (ZeRO: the shard its gather reads).
-    float* fp32_parameters = sharded ? master_.data() : params_.data();
-    const double element = mixed_ ? 2.0 : 4.0;
-
-    dev::Event down_start(true), down_end(true);
-    down_start.record(c_.stream);
-    if (mixed_) {
-      dev::to_16(c_, p, grads, words, n);
-      copy(pinned_words_->data(), words, n * 2, cudaMemcpyDeviceToHost, "gradients to the host");
-    } else {
-      copy(pinned_grads_->data(), grads, n * 4, cudaMemcpyDeviceToHost, "gradients to the host");
-    }
-    down_end.record(c_.stream);
-    down_end.synchronize();
-    f.offload_copy_seconds += elapsed(down_start, down_end);
-
-    const auto host_start = Clock::now();
-    std::span<float> host_grads = pinned_grads_->span().first(n);
-    if (mixed_) {
-      const std::span<const uint16_t> in = pinned_words_->span();
-      for (size_t i = 0; i < n; ++i)
-        host_grads[i] = p == Precision::kBFloat16 ? bfloat16_to_float(in[i]) : half_to_float(in[i]);
-    }
-    host_optimizer_->step(host_master_, host_grads, step);
-    if (mixed_) {
-      const std::span<uint16_t> out = pinned_words_->span();
-      for (size_t i = 0; i < n; ++i)
-        out[i] = p == Precision::kBFloat16 ? float_to_bfloat16(host_master_[i])
-                                           : float_to_half(host_master_[i]);
-    } else {
-      std::copy(host_master_.begin(), host_master_.end(), host_grads.begin());
-    }
-    f.host_optimizer_seconds += seconds_between(host_start, Clock::now());
-
-    dev::Event up_start(true), up_end(true);
-    up_start.record(c_.stream);
-    if (mixed_) {
-      copy(words, pinned_words_->data(), n * 2, cudaMemcpyHostToDevice, "parameters to the device");
-      if (!sharded) dev::from_16(c_, p, params16_.data(), params_.data(), psi_);
-    } else {
-      copy(fp32_parameters, pinned_grads_->data(), n * 4, cudaMemcpyHostToDevice,
-           "parameters to the device");
-    }
-    up_end.record(c_.stream);
-    up_end.synchronize();  // the pinned staging is reused next step
-    f.offload_copy_seconds += elapsed(up_start, up_end);
-    f.offload_bytes += 2.0 * element * static_cast<double>(n);
+    // them), else the 16-bit parameters; fp32: where the parameters land.
+    offload_->step(c_, sharded ? grad_shard_.data() : grads_.data(),
+                   sharded ? shard_words_.data() : params16_.data(),
+                   sharded ? master_.data() : params_.data(), step, f);
+    if (mixed_ && !sharded) dev::from_16(c_, o_.precision, params16_.data(), params_.data(), psi_);
     if (sharded && zero_stage_ < 3) gather_parameters(/*words_ready=*/true);
-  }
-
-  void copy(void* to, const void* from, size_t bytes, cudaMemcpyKind kind, const char* what) {
-    dev::check(cudaMemcpyAsync(to, from, bytes, kind, c_.stream),
-               std::string("cudaMemcpyAsync ") + what);
   }
 
   // ZeRO-3: layer l's parameters all-gathered into slot l % 2 on the
@@ -702,11 +624,10 @@ class DeviceDataParallel final : public StrategyHooks {
   dev::DeviceBuffer<uint16_t> dy16_;
   std::unique_ptr<dev::DeviceOptimizer> optimizer_;
   std::unique_ptr<DeviceGradients> gradients_;
-  // Offload: the optimizer's side on the host.
-  std::vector<float> host_master_;
-  std::unique_ptr<Optimizer> host_optimizer_;
-  std::unique_ptr<PinnedBuffer<float>> pinned_grads_;
-  std::unique_ptr<PinnedBuffer<uint16_t>> pinned_words_;
+  // Offload: the optimizer's side on the host (ZeRO: the shard's master
+  // weights until it is made).
+  std::unique_ptr<HostOffload> offload_;
+  std::vector<float> shard_master_;
   // DDP: the communication stream (the communicator's) and the buckets' events.
   cudaStream_t comm_stream_ = nullptr;
   std::unique_ptr<dev::BlasHandle> comm_blas_;
@@ -744,7 +665,7 @@ std::string device_training_unsupported(const TrainOptions& o) {
     return "the GPU path trains the MLP only so far; drop --model transformer or use "
            "--backend mpi";
   if (o.strategy == Strategy::kExpert && o.offload_optimizer)
-    return "the GPU path offloads the optimizer of ddp and zero1-3 only so far, not of ep";
+    return "the GPU path offloads the optimizer of ddp, zero1-3, tp, pp and 3d, not of ep yet";
   if (const std::string why = device_grid_unsupported(o); !why.empty()) return why;
   const Faults& f = o.faults;
   if (f.sum_not_average || f.sampler_not_reseeded || f.unreduced_bucket || f.clip_per_shard)

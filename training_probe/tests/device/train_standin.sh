@@ -8,7 +8,8 @@
 # clipping) and fp16 (no overlap, the optimizer offloaded); ZeRO-1 (fp16; fp32
 # offloaded), ZeRO-2 (bf16; fp32 at 3 ranks, padded shards) and ZeRO-3 (bf16;
 # offloaded); DeepSpeed's ZeRO-2 + CPU offload config in fp16; tp (fp32,
-# clipping), 3d as tp 2 x dp 2 (bf16), tp 2 x pp 2 and dp 3 with ZeRO-1,
+# clipping), 3d as tp 2 x dp 2 (bf16, the optimizer offloaded), tp 2 x pp 2, dp 3 with ZeRO-1
+# and tp 2 x dp 2 with ZeRO-1 offloaded (fp16),
 # interleaved pp (bf16); ep at 2 (bf16) and 4 ranks; three faults caught; the
 # refusals. Each run's --check-loss must pass (exit 0) and its records say what
 # the GPU path measured. 6 steps a run (the check is on the first steps' losses
@@ -154,12 +155,31 @@ grid_passed() {
     ok "$name: equivalent over nccl, tensor, pipeline and data $groups MB per step, device peak $peak B"
   fi
 }
+# grid_offloaded NAME CODE TP PP DP RATIO: grid_passed, and each rank's slice of the
+# optimizer offloaded: stepped on the host, its copies (down and up) RATIO x the data
+# group's bytes, from the other side of the run (at dp 2 an all-reduce moves the stage's
+# parameters once, the offload twice; ZeRO-1's reduce-scatter and all-gather move a chunk
+# twice, as the offload does).
+grid_offloaded() {
+  local name=$1 ratio=$6 moved host_s dp_mb
+  grid_passed "${@:1:5}"
+  moved=${rec[offload_bytes_per_step]} host_s=${rec[host_optimizer_median_s]}
+  dp_mb=$(sed -n 's/^# bytes per step per rank, the largest per group: .* data \([0-9.]*\) MB.*/\1/p' \
+    "$work/$name.out")
+  if [ -z "$moved" ] || [ -z "$dp_mb" ] || ! awk -v m="$moved" -v d="$dp_mb" -v r="$ratio" -v h="$host_s" \
+      'BEGIN {x = m / 1e6 - r * d; exit !(h > 0 && m > 0 && x * x <= (0.0006 * r) ^ 2)}'; then
+    fail "$name: offload $moved B per step, want $ratio x the data group's $dp_mb MB; host optimizer '$host_s' s"
+  else
+    ok "$name: offload $moved B per step ($ratio x the data group's $dp_mb MB), host optimizer $host_s s"
+  fi
+}
 grid=(--activation tanh --lr 0.05)
 train 2 tp_fp32 --strategy tp --optimizer adamw --grad-clip 0.05 "${grid[@]}"
 grid_passed tp_fp32 $? 0.025 0.000 0.000
-CCSCOPE_STANDIN_GPUS=4 train 4 3d_tp_dp_bf16 --strategy 3d --tp 2 --dp 2 --pp 1 --precision bf16 \
-  --micro-batches 2 "${grid[@]}"
-grid_passed 3d_tp_dp_bf16 $? 0.006 0.000 0.017
+# The optimizer offloaded under the grid (DeepSpeed's ZeRO-Offload with Megatron's TP).
+CCSCOPE_STANDIN_GPUS=4 train 4 3d_tp_dp_bf16_offload --strategy 3d --tp 2 --dp 2 --pp 1 \
+  --precision bf16 --micro-batches 2 --offload optimizer "${grid[@]}"
+grid_offloaded 3d_tp_dp_bf16_offload $? 0.006 0.000 0.017 2
 CCSCOPE_STANDIN_GPUS=4 train 4 3d_tp_pp --strategy 3d --tp 2 --pp 2 --micro-batches 2 "${grid[@]}"
 grid_passed 3d_tp_pp $? 0.016 0.008 0.000
 train 2 pp_interleaved_bf16 --strategy pp --schedule interleaved --chunks 2 --micro-batches 4 \
@@ -170,6 +190,10 @@ grid_passed pp_interleaved_bf16 $? 0.000 0.012 0.000
 CCSCOPE_STANDIN_GPUS=4 batch=48 train 3 3d_zero1_3ranks --strategy 3d --dp 3 --tp 1 --pp 1 \
   --zero-stage 1 --optimizer adamw --grad-clip 0.05 "${grid[@]}"
 grid_passed 3d_zero1_3ranks $? 0.000 0.000 0.089
+# ZeRO-1 under tp 2 with each replica's chunk offloaded (fp16).
+CCSCOPE_STANDIN_GPUS=4 train 4 3d_zero1_offload_fp16 --strategy 3d --tp 2 --dp 2 --pp 1 \
+  --zero-stage 1 --precision fp16 --offload optimizer "${grid[@]}"
+grid_offloaded 3d_zero1_offload_fp16 $? 0.006 0.000 0.017 1
 # Each fault with the steps it needs to clear the tolerance 2x or more (measured:
 # tp-allreduce 1.8e-4 after 4 steps, 4.2e-4 after 6; microbatch 5.0e-4 after 4;
 # expert 3.0e-3 from step 2 on, against 1e-4).
