@@ -36,18 +36,24 @@ struct Method {
   std::set<std::string> rotation, aggregate, graph, time_method;
 };
 
-// Adaptive sampling's timed batches and nccl-tests' fixed -n iterations time
-// the same thing, the host wall clock per completed iteration (a mean over
-// iterations issued back to back, each batch or run ended by one wait): they
-// differ in how many samples back it, which their intervals say. One method for
-// compare, so that an adaptive run is judged against a fixed one; -C 1's issue
-// time and -G's graph launches stay methods of their own.
+// How a record's time was taken, as compare tells methods apart. nccl-tests'
+// fixed -n and the first adaptive records (ccscope before the median: its
+// batches' mean) are the same statistic, a mean per completed iteration of the
+// host wall clock: one method, so that those runs are judged against each
+// other. Adaptive records since report the median batch ("the median batch" in
+// their time method): on a loaded host it sits below the mean, so a median is
+// judged only against a median. -C 1's issue time and -G's graph launches are
+// methods of their own.
 std::string compared_time_method(const std::string& time_method) {
   static constexpr const char* kAdaptive = "host wall clock over timed batches + one sync each";
   static constexpr const char* kFixed =
       "host wall clock over -n iterations + one sync (nccl-tests)";
-  if (time_method.rfind(kAdaptive, 0) == 0 || time_method == kFixed)
-    return "host wall clock per completed iteration (adaptive batches or fixed -n)";
+  const bool adaptive = time_method.rfind(kAdaptive, 0) == 0;
+  if (adaptive && time_method.find("the median batch") != std::string::npos)
+    return "the median of timed batches (adaptive sampling)";
+  if (adaptive || time_method == kFixed)
+    return "the mean per completed iteration (fixed -n, or adaptive sampling before ccscope "
+           "reported the median)";
   return printable(time_method);
 }
 
