@@ -34,7 +34,8 @@ if [[ -n $main_build_dir && -f $cache ]]; then
   settings=(-DCCSCOPE_CUDA="$(cached CCSCOPE_CUDA)" -DCMAKE_BUILD_TYPE="$build_type"
     "-DCMAKE_C_FLAGS_$type_upper=$(cached "CMAKE_C_FLAGS_$type_upper")"
     "-DCMAKE_CXX_FLAGS_$type_upper=$(cached "CMAKE_CXX_FLAGS_$type_upper")")
-  for setting in CMAKE_C_COMPILER_LAUNCHER CMAKE_CXX_COMPILER_LAUNCHER CMAKE_UNITY_BUILD; do
+  for setting in CMAKE_C_COMPILER_LAUNCHER CMAKE_CXX_COMPILER_LAUNCHER CMAKE_UNITY_BUILD \
+    CCSCOPE_UNOPTIMISED_LIBRARIES CMAKE_EXE_LINKER_FLAGS CMAKE_SHARED_LINKER_FLAGS; do
     value=$(cached $setting)
     [[ -n $value ]] && settings+=("-D$setting=$value")
   done
