@@ -7,6 +7,7 @@
 #include <string>
 
 #include "ccscope/training_probe/data.h"
+#include "engine.h"
 #include "moe_layout.h"
 
 namespace ccscope::training_probe {
@@ -230,6 +231,24 @@ std::vector<float> moe_initial_parameters(size_t total, size_t width, uint64_t s
   const uint64_t stream = splitmix64(seed ^ 0x6d6f652d696e6974ULL);
   for (size_t i = 0; i < total; ++i) values[i] = bound * uniform_pm1(stream, i);
   return values;
+}
+
+void add_routing_figures(EngineState& state, std::vector<double> wanted, size_t dropped,
+                         StepFigures& f) {
+  const size_t experts = wanted.size();
+  wanted.push_back(static_cast<double>(dropped));
+  if (state.world != nullptr)
+    state.comm.run(state.world, 0, nullptr, [&](Communicator& comm) {
+      comm.all_reduce(wanted.data(), wanted.data(), wanted.size(), DataType::kFloat64,
+                      ReduceOp::kSum);
+    });
+  std::vector<size_t> per_expert;
+  for (size_t e = 0; e < experts; ++e) {
+    per_expert.push_back(static_cast<size_t>(wanted[e]));
+    f.routed_tokens += per_expert.back();
+  }
+  f.dropped_tokens = static_cast<size_t>(wanted.back());
+  f.load_imbalance = load_imbalance(per_expert);
 }
 
 }  // namespace ccscope::training_probe

@@ -571,22 +571,7 @@ class Expert final : public LocalModel {
   }
 
   // Routing figures over every rank.
-  void add_figures(StepFigures& f) override {
-    std::vector<double> counts = wanted_;
-    counts.push_back(static_cast<double>(dropped_));
-    if (world_)
-      s_.comm.run(world_, 0, nullptr, [&](Communicator& comm) {
-        comm.all_reduce(counts.data(), counts.data(), counts.size(), DataType::kFloat64,
-                        ReduceOp::kSum);
-      });
-    std::vector<size_t> per_expert;
-    for (size_t e = 0; e < moe_.experts; ++e) {
-      per_expert.push_back(static_cast<size_t>(counts[e]));
-      f.routed_tokens += per_expert.back();
-    }
-    f.dropped_tokens = static_cast<size_t>(counts.back());
-    f.load_imbalance = load_imbalance(per_expert);
-  }
+  void add_figures(StepFigures& f) override { add_routing_figures(s_, wanted_, dropped_, f); }
 
   // The replicated parameters agree.
   bool consistent() override {

@@ -267,20 +267,7 @@ class DeviceExpert final : public StrategyHooks {
   // Routing figures over every rank (the host Expert's), the all-to-alls' time.
   void add_figures(StepFigures& f) override {
     f.all_to_all_seconds = step_all_to_all_s_;
-    std::vector<double> counts = wanted_;
-    counts.push_back(static_cast<double>(dropped_));
-    if (s_.world != nullptr)
-      s_.comm.run(s_.world, 0, nullptr, [&](Communicator& comm) {
-        comm.all_reduce(counts.data(), counts.data(), counts.size(), DataType::kFloat64,
-                        ReduceOp::kSum);
-      });
-    std::vector<size_t> per_expert;
-    for (size_t e = 0; e < moe_.experts; ++e) {
-      per_expert.push_back(static_cast<size_t>(counts[e]));
-      f.routed_tokens += per_expert.back();
-    }
-    f.dropped_tokens = static_cast<size_t>(counts.back());
-    f.load_imbalance = load_imbalance(per_expert);
+    add_routing_figures(s_, wanted_, dropped_, f);
   }
 
   // The replicated parameters agree.
