@@ -108,8 +108,10 @@ class World : public ControlPlane {
   void sleeping_barrier(std::chrono::milliseconds timeout) const;
   // Broadcasts `bytes` from `root`, resizing on receivers.
   void broadcast(std::vector<char>& bytes, int root) const;
-  // Ends every rank of the job (MPI_Abort, or the rendezvous' abort) with `exit_code`.
+  // Ends every rank of the job (MPI_Abort, or the rendezvous' abort) with `exit_code`,
+  // after kOutputDrainPause, so that the launcher forwards what the rank printed first.
   [[noreturn]] void abort(int exit_code) const;
+  static constexpr std::chrono::milliseconds kOutputDrainPause{500};
   // Builds a World from hostnames alone (for unit tests of node arithmetic).
   static World from_hostnames(int rank, std::vector<std::string> hostnames);
 
