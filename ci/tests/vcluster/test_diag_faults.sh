@@ -6,7 +6,9 @@
 #  - a rank killed: the job ends within 10 s, stderr names the dead rank and node;
 #  - node2's link unplugged: the job ends, stderr names node2 as cut off;
 #  - every time: no process of the job is left, and the checks judged before the
-#    fault are in the CSV (a run that fails keeps its results).
+#    fault are in the CSV (a run that fails keeps its results);
+#  - --test-corrupt-rank 3 (wrong results, no fault of the links): stage 2 FAILs on
+#    node1 (rank 3's node) and the checklist stops there (exit 1, no stage 3).
 source "$(dirname "$0")/lib.sh"
 require_vcluster
 require_ccscope
@@ -62,6 +64,18 @@ grep -qE "^ccscope: rank 4 \(node2, pid [0-9]+\) died" "$WORK/kill.err" ||
 diag_with_fault unplug link-down 2
 ((elapsed <= 30)) || fail "unplug: took ${elapsed}s after the fault (want <= 30 s)"
 grep -q "node node2 is cut off" "$WORK/unplug.err" || fail "unplug: stderr does not name node2"
+
+# Wrong results on one rank: stage 2 fails on its node and the run stops there.
+vc fault link-up 2   # the unplug case left it down
+rc=0
+vc run --timeout 120 -- "$CCSCOPE" diag --timeout 30 --stages 2-3 --bytes 1M --test-corrupt-rank 3 \
+  --csv "$WORK/corrupt.csv" >"$WORK/corrupt.out" 2>"$WORK/corrupt.err" || rc=$?
+note "corrupt: exit $rc; $(grep '^# verdict' "$WORK/corrupt.out" || echo 'no verdict')"
+[[ $rc == 1 ]] || fail "corrupt rank: exit $rc, want 1"
+hosts=$(python3 "$READ_RECORDS" "$WORK/corrupt.csv" --fields check,host --where status=FAIL |
+  awk '$1 ~ /^node\./ {print $2}' | sort -u | xargs)
+[[ $hosts == node1 ]] || fail "corrupt rank: stage 2 FAILs on '$hosts', want node1"
+grep -q "^stage 3" "$WORK/corrupt.out" && fail "corrupt rank: stage 3 ran after stage 2 FAILed"
 vc down
 [[ -z $(our_leftovers) ]] || fail "left behind after down: $(our_leftovers)"
 note PASS
