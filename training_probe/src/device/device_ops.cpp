@@ -33,8 +33,7 @@ cublasComputeType_t compute_type(const Context& c, Precision precision) {
 // column-major C x R one with leading dimension C.
 void gemm(const Context& c, Precision precision, cublasOperation_t transa, cublasOperation_t transb,
           size_t m, size_t n, size_t k, const void* a, size_t lda, const void* b, size_t ldb,
-          float beta, float* out, size_t ldc, const char* what) {
-  const float alpha = 1.0f;
+          float beta, float* out, size_t ldc, const char* what, float alpha = 1.0f) {
   const cudaDataType type = gemm_type(precision);
   check(cublas().gemm_ex(c.blas, transa, transb, blas_int(m, what), blas_int(n, what),
                          blas_int(k, what), &alpha, a, type, blas_int(lda, what), b, type,
@@ -168,15 +167,26 @@ void linear_backward(const Context& c, Precision precision, const void* x, const
   // column-major dy^T (out x batch, ld out), so op(B) = T.
   gemm(c, precision, CUBLAS_OP_N, CUBLAS_OP_T, in, out, batch, x, in, dy_operand, out, 1.0f,
        weight_grad, in, "cublasGemmEx (weight gradient)");
-  check(launch::bias_grad(c.stream, dy, bias_grad, batch, out), "bias gradient kernel launch");
   round_to(c, precision, weight_grad, in * out);
-  round_to(c, precision, bias_grad, out);
+  if (bias_grad != nullptr) {
+    check(launch::bias_grad(c.stream, dy, bias_grad, batch, out), "bias gradient kernel launch");
+    round_to(c, precision, bias_grad, out);
+  }
   if (dx != nullptr) {
     // dx^T [in x batch] = W^T [in x out] dy^T [out x batch].
     gemm(c, precision, CUBLAS_OP_N, CUBLAS_OP_N, in, batch, out, weight, in, dy_operand, out, 0.0f,
          dx, in, "cublasGemmEx (input gradient)");
     round_to(c, precision, dx, batch * in);
   }
+}
+
+void gemm_rows(const Context& c, Precision precision, bool ta, bool tb, size_t m, size_t n,
+               size_t k, float alpha, const void* a, size_t lda, const void* b, size_t ldb,
+               float beta, float* out, size_t ldc) {
+  // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T, where a
+  // row-major operand is its column-major transpose with the same leading dimension.
+  gemm(c, precision, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, b,
+       ldb, a, lda, beta, out, ldc, "cublasGemmEx (row-major product)", alpha);
 }
 
 double mse_loss(const Context& c, const float* output, const float* target, float* diff,
@@ -235,6 +245,76 @@ void combine_backward(const Context& c, const float* dy, const float* values, co
                       size_t cols) {
   check(launch::combine_backward(c.stream, dy, values, token, weight, d_rows, d_weight, rows, cols),
         "combine-backward kernel launch");
+}
+
+void embed(const Context& c, Precision precision, const float* tok_emb, const float* pos_emb,
+           const uint32_t* token, float* x, size_t rows, size_t cols, size_t batch) {
+  check(launch::embed(c.stream, tok_emb, pos_emb, token, x, rows, cols, batch,
+                      precision_code(precision)),
+        "embedding kernel launch");
+}
+
+void embed_backward(const Context& c, const float* dx, const uint32_t* token, float* tok_grad,
+                    float* pos_grad, size_t rows, size_t cols, size_t batch, size_t vocab) {
+  check(launch::embed_backward(c.stream, dx, token, tok_grad, pos_grad, rows, cols, batch, vocab),
+        "embedding backward kernel launch");
+}
+
+void layer_norm(const Context& c, Precision precision, const float* x, const float* w,
+                const float* b, float* y, float* mean, float* rstd, size_t rows, size_t cols) {
+  check(launch::layer_norm(c.stream, x, w, b, y, mean, rstd, rows, cols, precision_code(precision)),
+        "layer norm kernel launch");
+}
+
+void layer_norm_backward(const Context& c, Precision precision, const float* x, const float* mean,
+                         const float* rstd, const float* dy, const float* w, float* w_grad,
+                         float* b_grad, const float* residual, float* dx, size_t rows,
+                         size_t cols) {
+  check(launch::layer_norm_params_backward(c.stream, x, mean, rstd, dy, w_grad, b_grad, rows, cols),
+        "layer norm parameter backward kernel launch");
+  check(launch::layer_norm_backward(c.stream, x, mean, rstd, dy, w, residual, dx, rows, cols,
+                                    precision_code(precision)),
+        "layer norm backward kernel launch");
+}
+
+void bias_residual(const Context& c, Precision precision, const float* x, const float* y,
+                   const float* bias, float* out, size_t rows, size_t cols) {
+  check(launch::bias_residual(c.stream, x, y, bias, out, rows, cols, precision_code(precision)),
+        "bias/residual kernel launch");
+}
+
+void gelu(const Context& c, Precision precision, const float* h, float* out, size_t n) {
+  check(launch::gelu(c.stream, h, out, n, precision_code(precision)), "GELU kernel launch");
+}
+
+void gelu_backward(const Context& c, Precision precision, float* grad, const float* h, size_t n) {
+  check(launch::gelu_backward(c.stream, grad, h, n, precision_code(precision)),
+        "GELU backward kernel launch");
+}
+
+void causal_softmax(const Context& c, Precision precision, float* scores, size_t count,
+                    size_t size) {
+  check(launch::causal_softmax(c.stream, scores, count, size, precision_code(precision)),
+        "causal softmax kernel launch");
+}
+
+void causal_softmax_backward(const Context& c, Precision precision, const float* probs, float* dp,
+                             size_t count, size_t size) {
+  check(
+      launch::causal_softmax_backward(c.stream, probs, dp, count, size, precision_code(precision)),
+      "causal softmax backward kernel launch");
+}
+
+void cross_entropy(const Context& c, Precision precision, const float* logits,
+                   const uint32_t* target, double* row_loss, float* dlogits, size_t rows,
+                   size_t vocab, float factor) {
+  check(launch::cross_entropy(c.stream, logits, target, row_loss, dlogits, rows, vocab, factor,
+                              precision_code(precision)),
+        "cross-entropy kernel launch");
+}
+
+void add(const Context& c, Precision precision, float* a, const float* b, size_t n) {
+  check(launch::add(c.stream, a, b, n, precision_code(precision)), "add kernel launch");
 }
 
 void scale(const Context& c, float* values, size_t n, float factor) {

@@ -136,4 +136,103 @@ cudaError_t combine_backward(cudaStream_t stream, const float* dy, const float* 
   return cudaGetLastError();
 }
 
+cudaError_t embed(cudaStream_t stream, const float* tok_emb, const float* pos_emb,
+                  const uint32_t* token, float* x, size_t rows, size_t cols, size_t batch,
+                  int precision) {
+  if (rows * cols == 0) return cudaSuccess;
+  ccscope_embed_kernel<<<blocks_for(rows * cols), kThreads, 0, stream>>>(
+      tok_emb, pos_emb, token, x, rows, cols, batch, precision);
+  return cudaGetLastError();
+}
+
+cudaError_t embed_backward(cudaStream_t stream, const float* dx, const uint32_t* token,
+                           float* tok_grad, float* pos_grad, size_t rows, size_t cols, size_t batch,
+                           size_t vocab) {
+  const size_t n = (vocab + rows / batch) * cols;
+  if (n == 0) return cudaSuccess;
+  ccscope_embed_backward_kernel<<<blocks_for(n), kThreads, 0, stream>>>(
+      dx, token, tok_grad, pos_grad, rows, cols, batch, vocab);
+  return cudaGetLastError();
+}
+
+cudaError_t layer_norm(cudaStream_t stream, const float* x, const float* w, const float* b,
+                       float* y, float* mean, float* rstd, size_t rows, size_t cols,
+                       int precision) {
+  if (rows == 0) return cudaSuccess;
+  ccscope_layer_norm_kernel<<<blocks_for(rows), kThreads, 0, stream>>>(x, w, b, y, mean, rstd, rows,
+                                                                       cols, precision);
+  return cudaGetLastError();
+}
+
+cudaError_t layer_norm_backward(cudaStream_t stream, const float* x, const float* mean,
+                                const float* rstd, const float* dy, const float* w,
+                                const float* residual, float* dx, size_t rows, size_t cols,
+                                int precision) {
+  if (rows == 0) return cudaSuccess;
+  ccscope_layer_norm_backward_kernel<<<blocks_for(rows), kThreads, 0, stream>>>(
+      x, mean, rstd, dy, w, residual, dx, rows, cols, precision);
+  return cudaGetLastError();
+}
+
+cudaError_t layer_norm_params_backward(cudaStream_t stream, const float* x, const float* mean,
+                                       const float* rstd, const float* dy, float* w_grad,
+                                       float* b_grad, size_t rows, size_t cols) {
+  if (cols == 0) return cudaSuccess;
+  ccscope_layer_norm_params_backward_kernel<<<blocks_for(cols), kThreads, 0, stream>>>(
+      x, mean, rstd, dy, w_grad, b_grad, rows, cols);
+  return cudaGetLastError();
+}
+
+cudaError_t bias_residual(cudaStream_t stream, const float* x, const float* y, const float* bias,
+                          float* out, size_t rows, size_t cols, int precision) {
+  if (rows * cols == 0) return cudaSuccess;
+  ccscope_bias_residual_kernel<<<blocks_for(rows * cols), kThreads, 0, stream>>>(
+      x, y, bias, out, rows, cols, precision);
+  return cudaGetLastError();
+}
+
+cudaError_t gelu(cudaStream_t stream, const float* h, float* out, size_t n, int precision) {
+  if (n == 0) return cudaSuccess;
+  ccscope_gelu_kernel<<<blocks_for(n), kThreads, 0, stream>>>(h, out, n, precision);
+  return cudaGetLastError();
+}
+
+cudaError_t gelu_backward(cudaStream_t stream, float* grad, const float* h, size_t n,
+                          int precision) {
+  if (n == 0) return cudaSuccess;
+  ccscope_gelu_backward_kernel<<<blocks_for(n), kThreads, 0, stream>>>(grad, h, n, precision);
+  return cudaGetLastError();
+}
+
+cudaError_t causal_softmax(cudaStream_t stream, float* scores, size_t count, size_t size,
+                           int precision) {
+  if (count * size == 0) return cudaSuccess;
+  ccscope_causal_softmax_kernel<<<blocks_for(count * size), kThreads, 0, stream>>>(scores, count,
+                                                                                   size, precision);
+  return cudaGetLastError();
+}
+
+cudaError_t causal_softmax_backward(cudaStream_t stream, const float* probs, float* dp,
+                                    size_t count, size_t size, int precision) {
+  if (count * size == 0) return cudaSuccess;
+  ccscope_causal_softmax_backward_kernel<<<blocks_for(count * size), kThreads, 0, stream>>>(
+      probs, dp, count, size, precision);
+  return cudaGetLastError();
+}
+
+cudaError_t cross_entropy(cudaStream_t stream, const float* logits, const uint32_t* target,
+                          double* row_loss, float* dlogits, size_t rows, size_t vocab, float factor,
+                          int precision) {
+  if (rows == 0) return cudaSuccess;
+  ccscope_cross_entropy_kernel<<<blocks_for(rows), kThreads, 0, stream>>>(
+      logits, target, row_loss, dlogits, rows, vocab, factor, precision);
+  return cudaGetLastError();
+}
+
+cudaError_t add(cudaStream_t stream, float* a, const float* b, size_t n, int precision) {
+  if (n == 0) return cudaSuccess;
+  ccscope_add_kernel<<<blocks_for(n), kThreads, 0, stream>>>(a, b, n, precision);
+  return cudaGetLastError();
+}
+
 }  // namespace ccscope::training_probe::device::launch

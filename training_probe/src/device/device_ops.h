@@ -197,13 +197,58 @@ void activation_backward(const Context& c, Precision precision, Activation activ
                          const float* pre, const float* out, size_t n);
 
 // model.cpp's backward of one layer: dW += dy^T x, db += column sums of dy,
-// dx = dy W (dx may be null); then dW, db and dx rounded to the format.
+// dx = dy W (bias_grad and dx may be null); then dW, db and dx rounded to the format.
 // dy [batch x out] is fp32; for bf16/fp16 `dy16` (batch x out words) receives
 // its 16-bit copy for the GEMMs (dy must then already be rounded to the
 // format, or the GEMMs see it rounded where the host path does not).
 void linear_backward(const Context& c, Precision precision, const void* x, const float* dy,
                      uint16_t* dy16, const void* weight, float* weight_grad, float* bias_grad,
                      float* dx, size_t batch, size_t in, size_t out);
+
+// Row-major out [m x n] = alpha op(A) op(B) + beta out (op: transposed where
+// ta/tb), leading dimensions as row strides; A and B of gemm_type(precision),
+// out fp32 (transformer.cpp's gemm: attention's products per sample and head).
+void gemm_rows(const Context& c, Precision precision, bool ta, bool tb, size_t m, size_t n,
+               size_t k, float alpha, const void* a, size_t lda, const void* b, size_t ldb,
+               float beta, float* out, size_t ldc);
+
+// The transformer's elementwise and row work (kernels.cuh; transformer.cpp's
+// loops in their order; each output rounded to the format where the host rounds
+// it). Rows are [seq x batch]: row r is position r / batch of sample r % batch.
+// x[r] = tok_emb[token[r]] + pos_emb[r / batch].
+void embed(const Context& c, Precision precision, const float* tok_emb, const float* pos_emb,
+           const uint32_t* token, float* x, size_t rows, size_t cols, size_t batch);
+// tok_grad[token[r]] += dx[r] and pos_grad[r / batch] += dx[r], each element's
+// rows in order (no atomics: deterministic).
+void embed_backward(const Context& c, const float* dx, const uint32_t* token, float* tok_grad,
+                    float* pos_grad, size_t rows, size_t cols, size_t batch, size_t vocab);
+// y = LayerNorm(x) w + b per row; mean and rstd (1/sqrt(var + 1e-5)) per row kept.
+void layer_norm(const Context& c, Precision precision, const float* x, const float* w,
+                const float* b, float* y, float* mean, float* rstd, size_t rows, size_t cols);
+// w_grad, b_grad += the parameters' gradients; dx = the input's gradient plus
+// `residual` (may be null), rounded.
+void layer_norm_backward(const Context& c, Precision precision, const float* x, const float* mean,
+                         const float* rstd, const float* dy, const float* w, float* w_grad,
+                         float* b_grad, const float* residual, float* dx, size_t rows, size_t cols);
+// out = x + (y + bias) per column (a row-parallel output's bias and the residual).
+void bias_residual(const Context& c, Precision precision, const float* x, const float* y,
+                   const float* bias, float* out, size_t rows, size_t cols);
+// out = GELU(h) (exact, erf); grad *= GELU'(h).
+void gelu(const Context& c, Precision precision, const float* h, float* out, size_t n);
+void gelu_backward(const Context& c, Precision precision, float* grad, const float* h, size_t n);
+// Causal softmax of each row of `count` [size x size] score matrices, in place;
+// its backward: dp = p (dp - rowsum(p dp)).
+void causal_softmax(const Context& c, Precision precision, float* scores, size_t count,
+                    size_t size);
+void causal_softmax_backward(const Context& c, Precision precision, const float* probs, float* dp,
+                             size_t count, size_t size);
+// Per row: row_loss = the cross-entropy against target (double), dlogits =
+// (softmax - one-hot) factor.
+void cross_entropy(const Context& c, Precision precision, const float* logits,
+                   const uint32_t* target, double* row_loss, float* dlogits, size_t rows,
+                   size_t vocab, float factor);
+// a += b.
+void add(const Context& c, Precision precision, float* a, const float* b, size_t n);
 
 // model.cpp's mse_loss: grad = (2 / (batch_total width)) grad_scale (output -
 // target); returns sum (output - target)^2 / (batch_total width), the sum in

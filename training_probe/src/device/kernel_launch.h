@@ -44,4 +44,35 @@ cudaError_t combine_backward(cudaStream_t stream, const float* dy, const float* 
                              const uint32_t* token, const float* weight, float* d_rows,
                              float* d_weight, size_t rows, size_t cols);
 
+// The transformer: kernels.cuh's embedding, layer norm, GELU, causal softmax,
+// cross-entropy and residual kernels.
+cudaError_t embed(cudaStream_t stream, const float* tok_emb, const float* pos_emb,
+                  const uint32_t* token, float* x, size_t rows, size_t cols, size_t batch,
+                  int precision);
+cudaError_t embed_backward(cudaStream_t stream, const float* dx, const uint32_t* token,
+                           float* tok_grad, float* pos_grad, size_t rows, size_t cols, size_t batch,
+                           size_t vocab);
+cudaError_t layer_norm(cudaStream_t stream, const float* x, const float* w, const float* b,
+                       float* y, float* mean, float* rstd, size_t rows, size_t cols, int precision);
+cudaError_t layer_norm_backward(cudaStream_t stream, const float* x, const float* mean,
+                                const float* rstd, const float* dy, const float* w,
+                                const float* residual, float* dx, size_t rows, size_t cols,
+                                int precision);
+cudaError_t layer_norm_params_backward(cudaStream_t stream, const float* x, const float* mean,
+                                       const float* rstd, const float* dy, float* w_grad,
+                                       float* b_grad, size_t rows, size_t cols);
+cudaError_t bias_residual(cudaStream_t stream, const float* x, const float* y, const float* bias,
+                          float* out, size_t rows, size_t cols, int precision);
+cudaError_t gelu(cudaStream_t stream, const float* h, float* out, size_t n, int precision);
+cudaError_t gelu_backward(cudaStream_t stream, float* grad, const float* h, size_t n,
+                          int precision);
+cudaError_t causal_softmax(cudaStream_t stream, float* scores, size_t count, size_t size,
+                           int precision);
+cudaError_t causal_softmax_backward(cudaStream_t stream, const float* probs, float* dp,
+                                    size_t count, size_t size, int precision);
+cudaError_t cross_entropy(cudaStream_t stream, const float* logits, const uint32_t* target,
+                          double* row_loss, float* dlogits, size_t rows, size_t vocab, float factor,
+                          int precision);
+cudaError_t add(cudaStream_t stream, float* a, const float* b, size_t n, int precision);
+
 }  // namespace ccscope::training_probe::device::launch

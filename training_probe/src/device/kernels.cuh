@@ -267,3 +267,204 @@ extern "C" __global__ void ccscope_combine_backward_kernel(const float* dy, cons
     d_weight[r] = (float)dot;
   }
 }
+
+// ---- The transformer (transformer.cpp), rows in its [seq x batch] order:
+// row r is position r / batch of sample r % batch.
+
+// x[r] = tok_emb[token[r]] + pos_emb[r / batch], rounded (its embed).
+extern "C" __global__ void ccscope_embed_kernel(const float* tok_emb, const float* pos_emb,
+                                                const uint32_t* token, float* x, size_t rows,
+                                                size_t cols, size_t batch, int precision) {
+  CCSCOPE_GRID_STRIDE(i, rows * cols) {
+    const size_t r = i / cols, c = i % cols;
+    x[i] = ccscope_round(precision,
+                         tok_emb[(size_t)token[r] * cols + c] + pos_emb[(r / batch) * cols + c]);
+  }
+}
+
+// The embeddings' gradients (its embed_backward) without atomics: one thread
+// per element of tok_grad [vocab x cols] and of pos_grad [positions x cols],
+// each adding its rows' dx in row order, as the host's loop does.
+extern "C" __global__ void ccscope_embed_backward_kernel(const float* dx, const uint32_t* token,
+                                                         float* tok_grad, float* pos_grad,
+                                                         size_t rows, size_t cols, size_t batch,
+                                                         size_t vocab) {
+  const size_t positions = rows / batch;
+  CCSCOPE_GRID_STRIDE(i, (vocab + positions) * cols) {
+    const size_t c = i % cols;
+    if (i < vocab * cols) {
+      const uint32_t v = (uint32_t)(i / cols);
+      float sum = tok_grad[i];
+      for (size_t r = 0; r < rows; ++r)
+        if (token[r] == v) sum += dx[r * cols + c];
+      tok_grad[i] = sum;
+    } else {
+      const size_t p = i / cols - vocab;
+      float sum = pos_grad[p * cols + c];
+      for (size_t r = p * batch; r < (p + 1) * batch; ++r) sum += dx[r * cols + c];
+      pos_grad[p * cols + c] = sum;
+    }
+  }
+}
+
+// nn.LayerNorm over each row (its layer_norm), one thread per row: y rounded,
+// the row's mean and 1/sqrt(var + eps) kept for backward.
+extern "C" __global__ void ccscope_layer_norm_kernel(const float* x, const float* w, const float* b,
+                                                     float* y, float* mean, float* rstd,
+                                                     size_t rows, size_t cols, int precision) {
+  CCSCOPE_GRID_STRIDE(r, rows) {
+    const float* xr = x + r * cols;
+    double sum = 0;
+    for (size_t i = 0; i < cols; ++i) sum += xr[i];
+    const double mu = sum / (double)cols;
+    double var = 0;
+    for (size_t i = 0; i < cols; ++i) var += (xr[i] - mu) * (xr[i] - mu);
+    var /= (double)cols;
+    const float m = (float)mu;
+    const float s = (float)(1.0 / sqrt(var + 1e-5));
+    mean[r] = m;
+    rstd[r] = s;
+    for (size_t i = 0; i < cols; ++i)
+      y[r * cols + i] = ccscope_round(precision, (xr[i] - m) * s * w[i] + b[i]);
+  }
+}
+
+// Its layer_norm_grad's input gradient, one thread per row: dx = rstd (dy w -
+// mean(dy w) - xhat mean(dy w xhat)), plus `residual` (may be null) as the
+// block adds it, rounded.
+extern "C" __global__ void ccscope_layer_norm_backward_kernel(const float* x, const float* mean,
+                                                              const float* rstd, const float* dy,
+                                                              const float* w, const float* residual,
+                                                              float* dx, size_t rows, size_t cols,
+                                                              int precision) {
+  CCSCOPE_GRID_STRIDE(r, rows) {
+    const float* xr = x + r * cols;
+    const float* dr = dy + r * cols;
+    double sum_g = 0, sum_gx = 0;
+    for (size_t i = 0; i < cols; ++i) {
+      const float xhat = (xr[i] - mean[r]) * rstd[r];
+      const float g = dr[i] * w[i];
+      sum_g += g;
+      sum_gx += (double)g * xhat;
+    }
+    const float mg = (float)(sum_g / (double)cols);
+    const float mgx = (float)(sum_gx / (double)cols);
+    for (size_t i = 0; i < cols; ++i) {
+      const float xhat = (xr[i] - mean[r]) * rstd[r];
+      float v = rstd[r] * (dr[i] * w[i] - mg - xhat * mgx);
+      if (residual != nullptr) v += residual[r * cols + i];
+      dx[r * cols + i] = ccscope_round(precision, v);
+    }
+  }
+}
+
+// Its layer_norm_grad's parameter gradients, one thread per column (rows in
+// order): w_grad += dy xhat, b_grad += dy.
+extern "C" __global__ void ccscope_layer_norm_params_backward_kernel(
+    const float* x, const float* mean, const float* rstd, const float* dy, float* w_grad,
+    float* b_grad, size_t rows, size_t cols) {
+  CCSCOPE_GRID_STRIDE(i, cols) {
+    float dw = w_grad[i], db = b_grad[i];
+    for (size_t r = 0; r < rows; ++r) {
+      const float xhat = (x[r * cols + i] - mean[r]) * rstd[r];
+      dw += dy[r * cols + i] * xhat;
+      db += dy[r * cols + i];
+    }
+    w_grad[i] = dw;
+    b_grad[i] = db;
+  }
+}
+
+// out = round(x + (y + bias[col])): a row-parallel output's bias, then the
+// residual (its block_forward).
+extern "C" __global__ void ccscope_bias_residual_kernel(const float* x, const float* y,
+                                                        const float* bias, float* out, size_t rows,
+                                                        size_t cols, int precision) {
+  CCSCOPE_GRID_STRIDE(i, rows * cols) {
+    out[i] = ccscope_round(precision, x[i] + (y[i] + bias[i % cols]));
+  }
+}
+
+// nn.GELU() (exact, erf) as its gelu: out = round(gelu(h)).
+__device__ inline float ccscope_gelu(float x) {
+  return 0.5f * x * (1.0f + erff(x * (float)0.70710678118654752440));
+}
+extern "C" __global__ void ccscope_gelu_kernel(const float* h, float* out, size_t n,
+                                               int precision) {
+  CCSCOPE_GRID_STRIDE(i, n) { out[i] = ccscope_round(precision, ccscope_gelu(h[i])); }
+}
+
+// grad = round(grad gelu'(h)) (its gelu_derivative).
+extern "C" __global__ void ccscope_gelu_backward_kernel(float* grad, const float* h, size_t n,
+                                                        int precision) {
+  CCSCOPE_GRID_STRIDE(i, n) {
+    const float x = h[i];
+    // 1 / sqrt(2 pi) as the host's T(0.5 * M_2_SQRTPI * M_SQRT1_2).
+    const float phi =
+        expf(-0.5f * x * x) * (float)(0.5 * 1.12837916709551257390 * 0.70710678118654752440);
+    const float d = 0.5f * (1.0f + erff(x * (float)0.70710678118654752440)) + x * phi;
+    grad[i] = ccscope_round(precision, grad[i] * d);
+  }
+}
+
+// Causal softmax of each row of `count` square [size x size] score matrices,
+// in place, one thread per row (its attention_probs): row r of a matrix keeps
+// columns 0..r, the rest 0; rounded.
+extern "C" __global__ void ccscope_causal_softmax_kernel(float* scores, size_t count, size_t size,
+                                                         int precision) {
+  CCSCOPE_GRID_STRIDE(row_index, count * size) {
+    const size_t r = row_index % size;
+    float* row = scores + row_index * size;
+    float top = row[0];
+    for (size_t c = 1; c <= r; ++c) top = row[c] > top ? row[c] : top;
+    float sum = 0;
+    for (size_t c = 0; c <= r; ++c) {
+      row[c] = expf(row[c] - top);
+      sum += row[c];
+    }
+    for (size_t c = 0; c <= r; ++c) row[c] = ccscope_round(precision, row[c] / sum);
+    for (size_t c = r + 1; c < size; ++c) row[c] = 0.0f;
+  }
+}
+
+// The softmax's backward (its attention_grad), one thread per row: dp becomes
+// round(p (dp - sum over c <= r of p dp)).
+extern "C" __global__ void ccscope_causal_softmax_backward_kernel(const float* probs, float* dp,
+                                                                  size_t count, size_t size,
+                                                                  int precision) {
+  CCSCOPE_GRID_STRIDE(row_index, count * size) {
+    const size_t r = row_index % size;
+    const float* p = probs + row_index * size;
+    float* d = dp + row_index * size;
+    float dot = 0;
+    for (size_t c = 0; c <= r; ++c) dot += p[c] * d[c];
+    for (size_t c = 0; c < size; ++c) d[c] = ccscope_round(precision, p[c] * (d[c] - dot));
+  }
+}
+
+// Cross-entropy of each row of logits [rows x vocab] against target[r] (its
+// head), one thread per row: row_loss[r] = log(sum exp(l - top)) - (l[target]
+// - top) in double, and dlogits = round((softmax - one-hot) factor).
+extern "C" __global__ void ccscope_cross_entropy_kernel(const float* logits, const uint32_t* target,
+                                                        double* row_loss, float* dlogits,
+                                                        size_t rows, size_t vocab, float factor,
+                                                        int precision) {
+  CCSCOPE_GRID_STRIDE(r, rows) {
+    const float* row = logits + r * vocab;
+    float top = row[0];
+    for (size_t v = 1; v < vocab; ++v) top = row[v] > top ? row[v] : top;
+    double sum = 0;
+    for (size_t v = 0; v < vocab; ++v) sum += exp((double)(row[v] - top));
+    row_loss[r] = log(sum) - (double)(row[target[r]] - top);
+    for (size_t v = 0; v < vocab; ++v) {
+      const double prob = exp((double)(row[v] - top)) / sum;
+      dlogits[r * vocab + v] =
+          ccscope_round(precision, (float)(prob - (v == target[r] ? 1.0 : 0.0)) * factor);
+    }
+  }
+}
+
+// a = round(a + b) (a residual's gradient).
+extern "C" __global__ void ccscope_add_kernel(float* a, const float* b, size_t n, int precision) {
+  CCSCOPE_GRID_STRIDE(i, n) { a[i] = ccscope_round(precision, a[i] + b[i]); }
+}

@@ -11,7 +11,11 @@
 //    4 k 2^-24 sum_l |a_l b_l| (twice the classic bound for both sides), plus one
 //    16-bit ulp of the result where it is rounded to bf16/fp16 afterwards;
 //  - the loss (fp32 dot product against the host's double sum) and the norm:
-//    relative 2 n 2^-24.
+//    relative 2 n 2^-24;
+//  - the transformer's kernels (transformer.cpp's loops): bit for bit under
+//    the stand-in; on a GPU the ones that call erff/expf (GELU, the softmax)
+//    within 8 fp32 ulp and the cross-entropy (double exp/log) within 2, the
+//    rest bit for bit.
 #include "device_ops.h"
 
 #include <gtest/gtest.h>
@@ -27,6 +31,7 @@
 #include "ccscope/collectives/types.h"
 #include "ccscope/training_probe/model.h"
 #include "ccscope/training_probe/optimizer.h"
+#include "ccscope/training_probe/transformer.h"
 #include "kernel_launch.h"
 
 namespace tp = ccscope::training_probe;
@@ -152,6 +157,102 @@ std::vector<double> forward_magnitude(const std::vector<float>& x, const std::ve
       m[r * out + c] = s;
     }
   return m;
+}
+
+// ---- transformer.cpp's host loops (its anonymous namespace), T = float, for
+// the transformer's kernels to be held against.
+namespace host_transformer {
+
+void layer_norm(const std::vector<float>& x, size_t rows, size_t h, const float* w, const float* b,
+                std::vector<float>& y, std::vector<float>& mean, std::vector<float>& rstd) {
+  y.resize(rows * h);
+  mean.resize(rows);
+  rstd.resize(rows);
+  for (size_t r = 0; r < rows; ++r) {
+    const float* xr = x.data() + r * h;
+    double sum = 0;
+    for (size_t i = 0; i < h; ++i) sum += xr[i];
+    const double mu = sum / static_cast<double>(h);
+    double var = 0;
+    for (size_t i = 0; i < h; ++i) var += (xr[i] - mu) * (xr[i] - mu);
+    var /= static_cast<double>(h);
+    mean[r] = static_cast<float>(mu);
+    rstd[r] = static_cast<float>(1.0 / std::sqrt(var + 1e-5));
+    for (size_t i = 0; i < h; ++i) y[r * h + i] = (xr[i] - mean[r]) * rstd[r] * w[i] + b[i];
+  }
+}
+
+void layer_norm_grad(const std::vector<float>& x, const std::vector<float>& mean,
+                     const std::vector<float>& rstd, const std::vector<float>& dy, size_t rows,
+                     size_t h, const float* w, float* dw, float* db, std::vector<float>& dx) {
+  dx.resize(rows * h);
+  for (size_t r = 0; r < rows; ++r) {
+    const float* xr = x.data() + r * h;
+    const float* dr = dy.data() + r * h;
+    double sum_g = 0, sum_gx = 0;
+    for (size_t i = 0; i < h; ++i) {
+      const float xhat = (xr[i] - mean[r]) * rstd[r];
+      const float g = dr[i] * w[i];
+      dw[i] += dr[i] * xhat;
+      db[i] += dr[i];
+      sum_g += g;
+      sum_gx += static_cast<double>(g) * xhat;
+    }
+    const float mg = static_cast<float>(sum_g / static_cast<double>(h));
+    const float mgx = static_cast<float>(sum_gx / static_cast<double>(h));
+    for (size_t i = 0; i < h; ++i) {
+      const float xhat = (xr[i] - mean[r]) * rstd[r];
+      dx[r * h + i] = rstd[r] * (dr[i] * w[i] - mg - xhat * mgx);
+    }
+  }
+}
+
+float gelu(float x) { return 0.5f * x * (1.0f + std::erf(x * static_cast<float>(M_SQRT1_2))); }
+float gelu_derivative(float x) {
+  const float phi = std::exp(-0.5f * x * x) * static_cast<float>(0.5 * M_2_SQRTPI * M_SQRT1_2);
+  return 0.5f * (1.0f + std::erf(x * static_cast<float>(M_SQRT1_2))) + x * phi;
+}
+
+// attention_probs' softmax of one S x S matrix, in place.
+void causal_softmax(float* probs, size_t S) {
+  for (size_t r = 0; r < S; ++r) {
+    float* row = probs + r * S;
+    float top = row[0];
+    for (size_t c = 1; c <= r; ++c) top = std::max(top, row[c]);
+    float sum = 0;
+    for (size_t c = 0; c <= r; ++c) {
+      row[c] = std::exp(row[c] - top);
+      sum += row[c];
+    }
+    for (size_t c = 0; c <= r; ++c) row[c] /= sum;
+    for (size_t c = r + 1; c < S; ++c) row[c] = 0;
+  }
+}
+
+// attention_grad's softmax backward of one matrix.
+void causal_softmax_backward(const float* pr, float* dp, size_t S) {
+  for (size_t r = 0; r < S; ++r) {
+    float dot = 0;
+    for (size_t c = 0; c <= r; ++c) dot += pr[r * S + c] * dp[r * S + c];
+    for (size_t c = 0; c < S; ++c) dp[r * S + c] = pr[r * S + c] * (dp[r * S + c] - dot);
+  }
+}
+
+}  // namespace host_transformer
+
+// |device - host| within `ulps` fp32 ulps of host (0: the same bits).
+void expect_within_ulps(const std::vector<float>& device, const std::vector<float>& host,
+                        double ulps, const std::string& what) {
+  if (ulps == 0) return expect_same_bits(device, host, what);
+  ASSERT_EQ(device.size(), host.size()) << what;
+  size_t bad = 0;
+  for (size_t i = 0; i < host.size(); ++i) {
+    const double magnitude = std::max(std::fabs(static_cast<double>(host[i])), 1.1754944e-38);
+    const double bound = ulps * std::ldexp(1.0, std::ilogb(magnitude) - 23);
+    if (!(std::fabs(static_cast<double>(device[i]) - host[i]) <= bound) && bad++ < 5)
+      ADD_FAILURE() << what << "[" << i << "]: device " << device[i] << " host " << host[i];
+  }
+  EXPECT_EQ(bad, 0u) << what;
 }
 
 class DeviceOps : public ::testing::Test {
@@ -706,6 +807,163 @@ TEST_F(DeviceOps, AModelStepMatchesTheHost) {
       // Not vacuous: relu leaves many gradients at 0, bf16 rounds many small ones to near it.
       EXPECT_GT(moved, params.size() / 8) << what;
     }
+  }
+}
+
+// The transformer's embedding and its deterministic gradient (one thread per
+// element, rows in order), bit for bit: rows in [seq x batch] order, a
+// repeated token, gradients accumulated onto earlier values.
+TEST_F(DeviceOps, TransformerEmbeddingMatchesTheHostExactly) {
+  const size_t S = 5, b = 3, h = 7, V = 6, rows = S * b;
+  const std::vector<uint32_t> token = {0, 3, 3, 5, 1, 3, 2, 2, 0, 4, 3, 1, 5, 5, 0};
+  const auto tok_emb = random_values(V * h, 30), pos_emb = random_values(S * h, 31);
+  const auto dx = random_values(rows * h, 32);
+  std::vector<float> tok_grad = random_values(V * h, 33), pos_grad = random_values(S * h, 34);
+  std::vector<float> x(rows * h);
+  auto tok_grad_d = d.upload(tok_grad), pos_grad_d = d.upload(pos_grad);
+  for (size_t r = 0; r < rows; ++r)
+    for (size_t i = 0; i < h; ++i) {
+      x[r * h + i] = tok_emb[token[r] * h + i] + pos_emb[(r / b) * h + i];
+      tok_grad[token[r] * h + i] += dx[r * h + i];
+      pos_grad[(r / b) * h + i] += dx[r * h + i];
+    }
+  auto tok_d = d.upload(tok_emb), pos_d = d.upload(pos_emb), dx_d = d.upload(dx);
+  auto token_d = d.upload(token);
+  dev::DeviceBuffer<float> x_d(d.allocator, rows * h);
+  const dev::Context c = d.context();
+  dev::embed(c, Precision::kFloat32, tok_d.data(), pos_d.data(), token_d.data(), x_d.data(), rows,
+             h, b);
+  dev::embed_backward(c, dx_d.data(), token_d.data(), tok_grad_d.data(), pos_grad_d.data(), rows, h,
+                      b, V);
+  expect_same_bits(d.download(x_d), x, "embed");
+  expect_same_bits(d.download(tok_grad_d), tok_grad, "token embedding gradient");
+  expect_same_bits(d.download(pos_grad_d), pos_grad, "position embedding gradient");
+}
+
+// Layer norm forward (y, the rows' mean and rstd) and backward (dx with the
+// residual added; dw, db accumulated), bit for bit.
+TEST_F(DeviceOps, TransformerLayerNormMatchesTheHostExactly) {
+  const size_t rows = 6, h = 33;
+  std::vector<float> x = random_values(rows * h, 40, 3.0f);
+  for (size_t i = 0; i < x.size(); ++i) x[i] += 0.5f * static_cast<float>(i / h);  // row means
+  const auto w = random_values(h, 41), b = random_values(h, 42);
+  const auto dy = random_values(rows * h, 43), residual = random_values(rows * h, 44);
+  std::vector<float> y, mean, rstd, dx, dw = random_values(h, 45), db = random_values(h, 46);
+  auto dw_d = d.upload(dw), db_d = d.upload(db);
+  host_transformer::layer_norm(x, rows, h, w.data(), b.data(), y, mean, rstd);
+  host_transformer::layer_norm_grad(x, mean, rstd, dy, rows, h, w.data(), dw.data(), db.data(), dx);
+  for (size_t i = 0; i < dx.size(); ++i) dx[i] += residual[i];
+  auto x_d = d.upload(x), w_d = d.upload(w), b_d = d.upload(b), dy_d = d.upload(dy);
+  auto residual_d = d.upload(residual);
+  dev::DeviceBuffer<float> y_d(d.allocator, rows * h), mean_d(d.allocator, rows),
+      rstd_d(d.allocator, rows), dx_d(d.allocator, rows * h);
+  const dev::Context c = d.context();
+  dev::layer_norm(c, Precision::kFloat32, x_d.data(), w_d.data(), b_d.data(), y_d.data(),
+                  mean_d.data(), rstd_d.data(), rows, h);
+  dev::layer_norm_backward(c, Precision::kFloat32, x_d.data(), mean_d.data(), rstd_d.data(),
+                           dy_d.data(), w_d.data(), dw_d.data(), db_d.data(), residual_d.data(),
+                           dx_d.data(), rows, h);
+  expect_same_bits(d.download(y_d), y, "layer norm");
+  expect_same_bits(d.download(mean_d), mean, "layer norm mean");
+  expect_same_bits(d.download(rstd_d), rstd, "layer norm rstd");
+  expect_same_bits(d.download(dx_d), dx, "layer norm dx + residual");
+  expect_same_bits(d.download(dw_d), dw, "layer norm dw");
+  expect_same_bits(d.download(db_d), db, "layer norm db");
+}
+
+// GELU and its derivative, the causal softmax and its backward, the
+// cross-entropy with its gradient, the bias + residual and the add: the host's
+// loops (see the top of the file for the GPU's ulps).
+TEST_F(DeviceOps, TransformerRowKernelsMatchTheHost) {
+  const dev::Context c = d.context();
+  const Precision f32 = Precision::kFloat32;
+  const double special_ulps = g_standin ? 0 : 8;  // erff, expf
+  {
+    const size_t n = 257;
+    const auto h = random_values(n, 50, 4.0f);
+    const auto grad = random_values(n, 51);
+    std::vector<float> out(n), dgrad = grad;
+    for (size_t i = 0; i < n; ++i) {
+      out[i] = host_transformer::gelu(h[i]);
+      dgrad[i] *= host_transformer::gelu_derivative(h[i]);
+    }
+    auto h_d = d.upload(h), grad_d = d.upload(grad);
+    dev::DeviceBuffer<float> out_d(d.allocator, n);
+    dev::gelu(c, f32, h_d.data(), out_d.data(), n);
+    dev::gelu_backward(c, f32, grad_d.data(), h_d.data(), n);
+    expect_within_ulps(d.download(out_d), out, special_ulps, "gelu");
+    expect_within_ulps(d.download(grad_d), dgrad, special_ulps, "gelu backward");
+  }
+  {
+    const size_t S = 7, count = 3;
+    const auto scores = random_values(count * S * S, 52, 3.0f);
+    const auto dp = random_values(count * S * S, 53);
+    std::vector<float> probs = scores, dp_host = dp;
+    for (size_t m = 0; m < count; ++m)
+      host_transformer::causal_softmax(probs.data() + m * S * S, S);
+    auto scores_d = d.upload(scores), dp_d = d.upload(dp);
+    dev::causal_softmax(c, f32, scores_d.data(), count, S);
+    const auto device_probs = d.download(scores_d);
+    expect_within_ulps(device_probs, probs, special_ulps, "causal softmax");
+    // The backward from the same probabilities on both sides: exact everywhere.
+    auto probs_d = d.upload(probs);
+    for (size_t m = 0; m < count; ++m)
+      host_transformer::causal_softmax_backward(probs.data() + m * S * S,
+                                                dp_host.data() + m * S * S, S);
+    dev::causal_softmax_backward(c, f32, probs_d.data(), dp_d.data(), count, S);
+    expect_same_bits(d.download(dp_d), dp_host, "causal softmax backward");
+  }
+  {
+    const size_t rows = 9, V = 13;
+    const auto logits = random_values(rows * V, 54, 5.0f);
+    std::vector<uint32_t> target(rows);
+    for (size_t r = 0; r < rows; ++r) target[r] = static_cast<uint32_t>((r * 5) % V);
+    const float factor = static_cast<float>(0.75 / 36.0);
+    std::vector<double> row_loss(rows);
+    std::vector<float> dlogits(rows * V);
+    for (size_t r = 0; r < rows; ++r) {  // transformer.cpp's head
+      const float* row = logits.data() + r * V;
+      float top = row[0];
+      for (size_t v = 1; v < V; ++v) top = std::max(top, row[v]);
+      double sum = 0;
+      for (size_t v = 0; v < V; ++v) sum += std::exp(static_cast<double>(row[v] - top));
+      row_loss[r] = std::log(sum) - static_cast<double>(row[target[r]] - top);
+      for (size_t v = 0; v < V; ++v) {
+        const double prob = std::exp(static_cast<double>(row[v] - top)) / sum;
+        dlogits[r * V + v] = static_cast<float>(prob - (v == target[r] ? 1.0 : 0.0)) * factor;
+      }
+    }
+    auto logits_d = d.upload(logits);
+    auto target_d = d.upload(target);
+    dev::DeviceBuffer<double> loss_d(d.allocator, rows);
+    dev::DeviceBuffer<float> dlogits_d(d.allocator, rows * V);
+    dev::cross_entropy(c, f32, logits_d.data(), target_d.data(), loss_d.data(), dlogits_d.data(),
+                       rows, V, factor);
+    const auto device_loss = d.download(loss_d);
+    for (size_t r = 0; r < rows; ++r)
+      if (g_standin)
+        EXPECT_EQ(device_loss[r], row_loss[r]) << "cross-entropy row " << r;
+      else
+        EXPECT_NEAR(device_loss[r], row_loss[r], 1e-14 * std::fabs(row_loss[r])) << r;
+    expect_within_ulps(d.download(dlogits_d), dlogits, g_standin ? 0 : 2, "cross-entropy gradient");
+  }
+  {
+    const size_t rows = 5, cols = 11;
+    const auto x = random_values(rows * cols, 55), y = random_values(rows * cols, 56);
+    const auto bias = random_values(cols, 57);
+    std::vector<float> out(rows * cols), sum(rows * cols);
+    for (size_t i = 0; i < out.size(); ++i) {
+      float p = y[i];
+      p += bias[i % cols];  // add_bias, then the residual
+      out[i] = x[i] + p;
+      sum[i] = out[i] + y[i];
+    }
+    auto x_d = d.upload(x), y_d = d.upload(y), bias_d = d.upload(bias);
+    dev::DeviceBuffer<float> out_d(d.allocator, rows * cols);
+    dev::bias_residual(c, f32, x_d.data(), y_d.data(), bias_d.data(), out_d.data(), rows, cols);
+    expect_same_bits(d.download(out_d), out, "bias + residual");
+    dev::add(c, f32, out_d.data(), y_d.data(), rows * cols);
+    expect_same_bits(d.download(out_d), sum, "add");
   }
 }
 
