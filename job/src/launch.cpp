@@ -3,6 +3,7 @@
 #include <charconv>
 #include <climits>
 #include <cstdint>
+#include <cstdlib>
 #include <initializer_list>
 #include <optional>
 #include <string_view>
@@ -460,6 +461,22 @@ const char* launch_kind_name(LaunchKind kind) {
       return "torchrun";
   }
   return "?";
+}
+
+std::chrono::milliseconds finalize_bound_from(const char* text, std::chrono::milliseconds standard,
+                                              std::string& problem) {
+  problem.clear();
+  if (text == nullptr || *text == '\0') return standard;
+  char* end = nullptr;
+  const double seconds = std::strtod(text, &end);
+  if (end == text || *end != '\0' || !(seconds > 0) || seconds > 3600) {
+    problem = std::string("CCSCOPE_FINALIZE_TIMEOUT_S='") + text +
+              "' is not a number of seconds in (0, 3600]; MPI_Finalize keeps its " +
+              std::to_string(std::chrono::duration_cast<std::chrono::seconds>(standard).count()) +
+              " s bound";
+    return standard;
+  }
+  return std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
 }
 
 int slurm_rendezvous_port(const std::string& job_id, const std::string& step_id) {

@@ -25,19 +25,11 @@ namespace {
 // environment knows its MPI library can hang there after every result is written (MPICH
 // 4.0.2 over UCX on the virtual cluster: ci/tests/vcluster sets 3).
 std::chrono::milliseconds finalize_bound() {
-  const std::chrono::milliseconds standard = MpiSession::kFinalizeBound;
-  const char* text = std::getenv("CCSCOPE_FINALIZE_TIMEOUT_S");
-  if (text == nullptr || *text == '\0') return standard;
-  char* end = nullptr;
-  const double seconds = std::strtod(text, &end);
-  if (end == text || *end != '\0' || !(seconds > 0) || seconds > 3600) {
-    std::fprintf(stderr,
-                 "ccscope: CCSCOPE_FINALIZE_TIMEOUT_S='%s' is not a number of seconds in (0, "
-                 "3600]; MPI_Finalize keeps its %lld s bound\n",
-                 text, static_cast<long long>(MpiSession::kFinalizeBound.count()));
-    return standard;
-  }
-  return std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
+  std::string problem;
+  const std::chrono::milliseconds bound = finalize_bound_from(
+      std::getenv("CCSCOPE_FINALIZE_TIMEOUT_S"), MpiSession::kFinalizeBound, problem);
+  if (!problem.empty()) std::fprintf(stderr, "ccscope: %s\n", problem.c_str());
+  return bound;
 }
 
 }  // namespace

@@ -666,5 +666,27 @@ TEST(SlurmTasksPerNode, MalformedIsRefused) {
   }
 }
 
+TEST(FinalizeBound, TheVariableSetsSecondsAndAnythingElseKeepsTheStandardBoundWithOneLine) {
+  const std::chrono::milliseconds standard{15000};
+  std::string problem;
+  EXPECT_EQ(finalize_bound_from(nullptr, standard, problem), standard);
+  EXPECT_EQ(problem, "");
+  EXPECT_EQ(finalize_bound_from("", standard, problem), standard);
+  EXPECT_EQ(finalize_bound_from("3", standard, problem), std::chrono::milliseconds(3000));
+  EXPECT_EQ(problem, "");
+  EXPECT_EQ(finalize_bound_from("0.25", standard, problem), std::chrono::milliseconds(250));
+  EXPECT_EQ(finalize_bound_from("3600", standard, problem), std::chrono::milliseconds(3600000));
+  for (const char* bad : {"abc", "3s", "0", "-1", "3601", "nan", " "}) {
+    EXPECT_EQ(finalize_bound_from(bad, standard, problem), standard) << bad;
+    EXPECT_NE(problem.find(std::string("CCSCOPE_FINALIZE_TIMEOUT_S='") + bad + "'"),
+              std::string::npos)
+        << problem;
+    EXPECT_NE(problem.find("keeps its 15 s bound"), std::string::npos) << problem;
+  }
+  // A good value after a bad one clears the problem.
+  EXPECT_EQ(finalize_bound_from("1", standard, problem), std::chrono::milliseconds(1000));
+  EXPECT_EQ(problem, "");
+}
+
 }  // namespace
 }  // namespace ccscope::job

@@ -96,4 +96,11 @@ int slurm_rendezvous_port(const std::string& job_id, const std::string& step_id)
 
 const char* launch_kind_name(LaunchKind kind);  // "single", "mpi", "slurm", "torchrun"
 
+// MPI_Finalize's bound from CCSCOPE_FINALIZE_TIMEOUT_S (`text`, seconds, may be null): a
+// test environment whose MPI can hang in MPI_Finalize after every result is written sets
+// it below `standard`. Unset or empty: `standard`. A value that is not seconds in
+// (0, 3600]: `standard`, and `problem` says so in one line (the run goes on).
+std::chrono::milliseconds finalize_bound_from(const char* text, std::chrono::milliseconds standard,
+                                              std::string& problem);
+
 }  // namespace ccscope::job
