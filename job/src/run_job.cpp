@@ -28,7 +28,8 @@ std::chrono::milliseconds finalize_bound() {
   std::string problem;
   const std::chrono::milliseconds bound = finalize_bound_from(
       std::getenv("CCSCOPE_FINALIZE_TIMEOUT_S"), MpiSession::kFinalizeBound, problem);
-  if (!problem.empty()) std::fprintf(stderr, "ccscope: %s\n", problem.c_str());
+  if (!problem.empty() && launcher_says_rank_zero())
+    std::fprintf(stderr, "ccscope: %s\n", problem.c_str());
   return bound;
 }
 
@@ -236,6 +237,7 @@ int run_job(const JobSpec& spec, const std::function<int(JobContext&)>& body) {
   }
   if (launch.kind == LaunchKind::kSlurm || launch.kind == LaunchKind::kTorchrun)
     return run_over_rendezvous(spec, launch, body);
+  const std::chrono::milliseconds finalize_within = finalize_bound();  // its line before the run's
   MpiSession session(nullptr, nullptr);
   World world = World::from_mpi(launch.slurm_node_name);
   // A launcher that started N processes which each see a world of one (the
@@ -248,9 +250,9 @@ int run_job(const JobSpec& spec, const std::function<int(JobContext&)>& body) {
                    "MPI's mpiexec or rebuild ccscope against the launcher's MPI\n",
                    spec.verb.c_str(), launch.size, launch.launcher.c_str(), world.size(),
                    MpiSession::library_version().c_str());
-    return session.finalize(kExitUsage, finalize_bound());
+    return session.finalize(kExitUsage, finalize_within);
   }
-  return session.finalize(run_body(spec, std::move(world), launch, body), finalize_bound());
+  return session.finalize(run_body(spec, std::move(world), launch, body), finalize_within);
 }
 
 bool launcher_says_rank_zero() {
