@@ -17,6 +17,10 @@
 // and the single-GPU reference's bit for bit. Per mixture layer that costs a
 // download of its input (micro-batch x width) and gate (experts x width), and
 // backward a download and upload of the input gradient and gate gradient.
+//
+// --offload optimizer: the rank's parameters (the replicated ones and its
+// experts') have their fp32 master weights and optimizer state in host memory,
+// stepped there (host_offload.h, as under the other strategies).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -28,12 +32,14 @@
 
 #include "ccscope/collectives/error.h"
 #include "ccscope/training_probe/data.h"
+#include "ccscope/training_probe/model.h"
 #include "ccscope/training_probe/moe.h"
 #include "ccscope/training_probe/parallel_trainer.h"
 #include "ccscope/training_probe/trainer.h"
 #include "device_ops.h"
 #include "device_strategy.h"
 #include "engine.h"
+#include "host_offload.h"
 #include "moe_layout.h"
 #include "wire.h"
 
@@ -120,7 +126,17 @@ class DeviceExpert final : public StrategyHooks {
     params_ = dev::DeviceBuffer<float>(allocator_, local_);
     params_.upload(local, c_.stream);
     dev::round_to(c_, o_.precision, params_.data(), local_);
-    if (mixed_) {
+    if (o_.offload_optimizer) {
+      // The master weights from the rounded parameters, as below, on the host
+      // (model.cpp's rounding: the device's bit for bit).
+      compute_.synchronize();  // `local` is uploaded before it is rounded here
+      round_to(o_.precision, local);
+      offload_ = std::make_unique<HostOffload>(o_.optimizer, o_.precision, std::move(local));
+      if (mixed_) {
+        params16_ = dev::DeviceBuffer<uint16_t>(allocator_, local_);
+        dev::to_16(c_, o_.precision, params_.data(), params16_.data(), local_);
+      }
+    } else if (mixed_) {
       // The master copy from the rounded parameters, as the host Expert's.
       master_ = dev::DeviceBuffer<float>(allocator_, local_);
       dev::check(cudaMemcpyAsync(master_.data(), params_.data(), local_ * sizeof(float),
@@ -131,8 +147,9 @@ class DeviceExpert final : public StrategyHooks {
     }
     grads_ = dev::DeviceBuffer<float>(allocator_, local_);
     flag_ = dev::DeviceBuffer<int>(allocator_, 1);
-    optimizer_ =
-        std::make_unique<dev::DeviceOptimizer>(allocator_, o_.optimizer, local_, c_.stream);
+    if (!offload_)
+      optimizer_ =
+          std::make_unique<dev::DeviceOptimizer>(allocator_, o_.optimizer, local_, c_.stream);
     per_replica_ = o_.global_batch / ranks_;
     micro_ = per_replica_ / o_.micro_batches;
     const size_t n = micro_ * w_, depth = o_.shape.depth;
@@ -231,8 +248,11 @@ class DeviceExpert final : public StrategyHooks {
     return g;
   }
 
-  void apply(std::span<const float>, size_t step, StepFigures&) override {
-    if (mixed_) {
+  void apply(std::span<const float>, size_t step, StepFigures& f) override {
+    if (offload_) {
+      offload_->step(c_, grads_.data(), params16_.data(), params_.data(), step, f);
+      if (mixed_) dev::from_16(c_, o_.precision, params16_.data(), params_.data(), local_);
+    } else if (mixed_) {
       optimizer_->step(c_, master_.data(), grads_.data(), step);
       dev::round_copy(c_, o_.precision, master_.data(), params_.data(), params16_.data(), local_);
     } else {
@@ -312,7 +332,9 @@ class DeviceExpert final : public StrategyHooks {
     MemoryFootprint m;
     m.parameters = e * n;
     m.gradients = e * n;
-    m.optimizer = static_cast<double>(optimizer_->state_bytes()) + (mixed_ ? 4.0 * n : 0.0);
+    m.optimizer =
+        static_cast<double>(offload_ ? offload_->state_bytes() : optimizer_->state_bytes()) +
+        (mixed_ ? 4.0 * n : 0.0);
     return m;
   }
 
@@ -655,7 +677,8 @@ class DeviceExpert final : public StrategyHooks {
   dev::DeviceBuffer<float> params_, master_, grads_;
   dev::DeviceBuffer<uint16_t> params16_;
   dev::DeviceBuffer<int> flag_;
-  std::unique_ptr<dev::DeviceOptimizer> optimizer_;
+  std::unique_ptr<dev::DeviceOptimizer> optimizer_;  // null when offloaded
+  std::unique_ptr<HostOffload> offload_;             // --offload optimizer
   std::unique_ptr<DeviceGradients> gradients_;
   size_t per_replica_ = 0, micro_ = 0;
   dev::DeviceBuffer<float> batch_inputs_, batch_targets_, diff_;

@@ -661,11 +661,20 @@ class DeviceDataParallel final : public StrategyHooks {
 bool device_training_built() { return true; }
 
 std::string device_training_unsupported(const TrainOptions& o) {
-  if (o.model != TrainedModel::kMlp)
-    return "the GPU path trains the MLP only so far; drop --model transformer or use "
-           "--backend mpi";
-  if (o.strategy == Strategy::kExpert && o.offload_optimizer)
-    return "the GPU path offloads the optimizer of ddp, zero1-3, tp, pp and 3d, not of ep yet";
+  if (o.model == TrainedModel::kTransformer) {
+    const bool data_parallel = o.strategy == Strategy::kSingle || o.strategy == Strategy::kDdp ||
+                               o.strategy == Strategy::kZero1 || o.strategy == Strategy::kZero2 ||
+                               o.strategy == Strategy::kZero3;
+    if (!data_parallel)
+      return "the GPU path trains the transformer under single, ddp and zero1-3 only so far; "
+             "use --backend mpi for its tp";
+    if (o.precision != Precision::kFloat32)
+      return "the GPU path trains the transformer in fp32 only so far; drop --precision or use "
+             "--backend mpi";
+    if (o.recompute != Recompute::kNone)
+      return "the GPU path does not recompute the transformer's activations yet; drop "
+             "--recompute or use --backend mpi";
+  }
   if (const std::string why = device_grid_unsupported(o); !why.empty()) return why;
   const Faults& f = o.faults;
   if (f.sum_not_average || f.sampler_not_reseeded || f.unreduced_bucket || f.clip_per_shard)

@@ -238,9 +238,14 @@ ep_passed() {
     ok "$name: equivalent over nccl, data and expert $groups MB per step"
   fi
 }
-train 2 ep_bf16 "${expert[@]}" --precision bf16 --activation tanh --optimizer adamw \
-  --micro-batches 2
-ep_passed ep_bf16 $? 0.025
+# The optimizer offloaded (each rank's replicated parameters and experts stepped on the host).
+train 2 ep_bf16_offload "${expert[@]}" --precision bf16 --activation tanh --optimizer adamw \
+  --micro-batches 2 --offload optimizer
+ep_passed ep_bf16_offload $? 0.025
+if ! awk -v m="${rec[offload_bytes_per_step]}" -v h="${rec[host_optimizer_median_s]}" \
+    'BEGIN {exit !(m > 0 && h > 0)}' || ! grep -q '^# offload per step: ' "$work/ep_bf16_offload.out"; then
+  fail "ep_bf16_offload: offload ${rec[offload_bytes_per_step]} B per step, host optimizer ${rec[host_optimizer_median_s]} s"
+fi
 CCSCOPE_STANDIN_GPUS=4 train 4 ep_4ranks --strategy ep --experts 6 --top-k 2 --capacity-factor 0
 ep_passed ep_4ranks $? 0.077
 
