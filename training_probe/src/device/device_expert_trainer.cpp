@@ -496,17 +496,12 @@ class DeviceExpert final : public StrategyHooks {
     uint16_t* in16 = mixed_ ? at_least(mx.in16, received * w_) : nullptr;
     dev::gather_rows(c_, arrived, mx.received_of_block_d.data(), in, received, w_);
     if (mixed_) dev::to_16(c_, o_.precision, in, in16, received * w_);
-    size_t block = 0;
-    for (size_t j = 0; j < mine_.size(); ++j) {
-      const size_t rows_j = mx.expert_rows[j], at = block * w_,
-                   offset = layers_[l].expert_offsets[j];
-      block += rows_j;
-      if (rows_j == 0) continue;
+    for_each_expert_block(l, [&](size_t rows_j, size_t at, size_t offset) {
       const void* input = mixed_ ? static_cast<const void*>(in16 + at) : in + at;
       dev::linear_forward(c_, o_.precision, input, weights(offset), pre + at, rows_j, w_, w_);
       dev::bias_activation(c_, o_.precision, o_.shape.activation, pre + at,
                            params_.data() + offset + w_ * w_, out + at, nullptr, rows_j, w_);
-    }
+    });
     // Combine: the outputs back in received order, to the tokens' ranks.
     dev::scatter_rows(c_, out, mx.received_of_block_d.data(), arrived, received, w_);
     float* returned = at_least(mx.returned, sent * w_);
@@ -517,6 +512,19 @@ class DeviceExpert final : public StrategyHooks {
                       K, w_);
     dev::round_to(c_, o_.precision, y, n);
     if (mixed_) dev::to_16(c_, o_.precision, y, x16_[l + 1].data(), n);
+  }
+
+  // Mixture layer l's local experts in order, each with rows: fn(rows, the
+  // block's first element in the received rows, the expert's parameter offset).
+  template <class Fn>
+  void for_each_expert_block(size_t l, Fn fn) const {
+    const Mixture& mx = mixtures_[l];
+    size_t block = 0;
+    for (size_t j = 0; j < mine_.size(); ++j) {
+      const size_t rows = mx.expert_rows[j], at = block * w_;
+      block += rows;
+      if (rows > 0) fn(rows, at, layers_[l].expert_offsets[j]);
+    }
   }
 
   // The host Expert's experts_backward: dy (d of the layer's output) into dx.
@@ -538,12 +546,7 @@ class DeviceExpert final : public StrategyHooks {
     float* d_in = at_least(block_input_grad_, received * w_);
     uint16_t* d16 = mixed_ ? at_least(block_words_, received * w_) : nullptr;
     dev::gather_rows(c_, arrived, mx.received_of_block_d.data(), d_block, received, w_);
-    size_t block = 0;
-    for (size_t j = 0; j < mine_.size(); ++j) {
-      const size_t rows_j = mx.expert_rows[j], at = block * w_,
-                   offset = layers_[l].expert_offsets[j];
-      block += rows_j;
-      if (rows_j == 0) continue;
+    for_each_expert_block(l, [&](size_t rows_j, size_t at, size_t offset) {
       dev::activation_backward(c_, o_.precision, o_.shape.activation, d_block + at,
                                mx.pre.data() + at, mx.out.data() + at, rows_j * w_);
       const void* input =
@@ -552,7 +555,7 @@ class DeviceExpert final : public StrategyHooks {
       dev::linear_backward(c_, o_.precision, input, d_block + at, mixed_ ? d16 + at : nullptr,
                            weights(offset), weight_grad, weight_grad + w_ * w_, d_in + at, rows_j,
                            w_, w_);
-    }
+    });
     dev::scatter_rows(c_, d_in, mx.received_of_block_d.data(), arrived, received, w_);
     float* back = at_least(send_rows_, sent * w_);  // d_rows is sent already
     all_to_all(arrived, mx.recv_counts, back, mx.send_counts, f);
