@@ -388,8 +388,8 @@ int train_verb(const std::vector<std::string>& args, const std::vector<std::stri
                  "the step on the CPU, the copies measured) or params (DeepSpeed's offload)");
   app.add_option("--backend", s.backend,
                  "what the run communicates over: mpi or gloo (host memory; default: mpi under "
-                 "an MPI launcher, else gloo), or nccl: the GPU path (single, ddp, zero1-3, tp, 3d "
-                 "without pp; the MLP), "
+                 "an MPI launcher, else gloo), or nccl: the GPU path (the MLP: single, ddp, "
+                 "zero1-3, tp, pp, 3d, ep; the transformer in fp32: single, ddp, zero1-3), "
                  "model and gradients in GPU memory, cuBLAS, gradients over NCCL");
   app.add_flag("--tf32", s.tf32,
                "nccl: fp32 GEMMs with TF32 inputs (cuBLAS's CUBLAS_COMPUTE_32F_FAST_TF32, as "

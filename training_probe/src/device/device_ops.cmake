@@ -1,7 +1,8 @@
 # ccscope_training_device: included from training_probe/CMakeLists.txt where
 # nvcc, the CUDA toolkit and cuBLAS were found.
 add_library(ccscope_training_device STATIC src/device/device_ops.cu src/device/device_ops.cpp
-            src/device/cublas_library.cpp)
+            src/device/cublas_library.cpp
+            src/device/device_transformer.cpp)
 # What every target with .cu sources here needs (the device tests' too).
 function(ccscope_cuda_target target)
   set_target_properties(${target} PROPERTIES

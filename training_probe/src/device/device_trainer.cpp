@@ -23,6 +23,7 @@
 #include "cublas_library.h"
 #include "device_ops.h"
 #include "device_strategy.h"
+#include "device_transformer.h"
 #include "engine.h"
 #include "host_offload.h"
 #include "wire.h"
@@ -52,7 +53,11 @@ struct LayerGather {
 // reduce-scatter into this rank's shard whose optimizer step is followed by an
 // all-gather of the parameters) and when (ZeRO-1: after the last backward, as
 // DeepSpeed's stage 1; ZeRO-2: every micro-batch as backward fills a bucket).
-class DeviceDataParallel final : public StrategyHooks {
+//
+// The model is the MLP (its layers here) or the transformer (DeviceTransformer,
+// which asks this class for each unit's parameters and gradients through
+// UnitHooks, as the host model asks the host strategies).
+class DeviceDataParallel final : public StrategyHooks, private UnitHooks {
  public:
   DeviceDataParallel(EngineState& state, Communicator* data)
       : s_(state),
@@ -66,11 +71,11 @@ class DeviceDataParallel final : public StrategyHooks {
                     : o_.strategy == Strategy::kZero2 ? 2
                     : o_.strategy == Strategy::kZero3 ? 3
                                                       : 0),
-        slices_(layer_slices(o_.shape)),
+        slices_(model_units(o_)),
         psi_(slices_.back().end()),
         blas_(compute_.get()),
         c_{compute_.get(), blas_.get(), o_.tf32} {
-    std::vector<float> initial = initial_parameters(o_.shape, o_.seed);
+    std::vector<float> initial = initial_model_parameters(o_);
     grads_ = dev::DeviceBuffer<float>(allocator_, psi_);
     flag_ = dev::DeviceBuffer<int>(allocator_, 1);
     if (zero_stage_ < 3) {  // ZeRO-3 holds its shard only; layers are gathered for use
@@ -155,6 +160,12 @@ class DeviceDataParallel final : public StrategyHooks {
     double local_loss = 0;
     for (size_t m = 0; m < o_.micro_batches; ++m) {
       const bool last = m + 1 == o_.micro_batches;
+      if (transformer_) {
+        const bool reduce = zero_stage_ >= 2 || last;
+        local_loss += transformer_micro_batch(std::span(samples).subspan(m * micro, micro),
+                                              per_replica, reduce, last, f);
+        continue;
+      }
       gather_batch(s_.data, std::span(samples).subspan(m * micro, micro), s_.inputs, s_.targets);
       forward();
       // The loss synchronizes the compute stream: the host's inputs and targets
@@ -290,12 +301,69 @@ class DeviceDataParallel final : public StrategyHooks {
   }
 
  private:
+  // The transformer's micro-batch of `samples`: forward and backward through
+  // the unit hooks below, then what forward_backward does after the MLP's
+  // backward (the buckets not reduced during it; ZeRO-2's gradients restarted).
+  double transformer_micro_batch(std::span<const size_t> samples, size_t per_replica, bool reduce,
+                                 bool last, StepFigures& f) {
+    const std::vector<uint32_t> sequences = gather_sequences(s_.tokens, samples);
+    reduce_during_ = reduce && o_.overlap && data_ != nullptr;
+    next_bucket_ = 0;
+    const double loss = transformer_->micro_batch(c_, sequences, samples.size(), per_replica,
+                                                  static_cast<float>(f.loss_scale), *this);
+    f.peak_activation_bytes =
+        std::max(f.peak_activation_bytes, static_cast<double>(transformer_->held() * s_.element));
+    note_device_memory();
+    if (data_ != nullptr && reduce && !reduce_during_)
+      for (size_t k = 0; k < buckets_.size(); ++k) reduce_bucket(k);
+    if (zero_stage_ >= 2 && !last) {
+      finished_.back()->wait_on(c_.stream);
+      grads_.zero(c_.stream);
+    }
+    return loss;
+  }
+
+  // UnitHooks (the transformer's units, slices_): ZeRO-3 gathers a unit into
+  // a slot before its forward and its backward and prefetches the next (the
+  // head's backward, run with its forward, gathers it again); DDP/ZeRO-1/2
+  // reduce the buckets a unit's backward completed.
+  const float* forward_parameters(size_t u) override {
+    if (zero_stage_ != 3) return params_.data() + slices_[u].begin();
+    if (u == 0) gather_layer(0);
+    use_layer(u);
+    if (u + 1 < slices_.size()) gather_layer(u + 1);
+    return slot_params_[u % 2].data();
+  }
+  void after_forward(size_t u) override {
+    if (zero_stage_ == 3) release_layer(u);
+  }
+  const float* backward_parameters(size_t u) override {
+    if (zero_stage_ != 3) return params_.data() + slices_[u].begin();
+    if (u + 1 == slices_.size()) gather_layer(u);
+    use_layer(u);
+    if (u > 0) gather_layer(u - 1);
+    return slot_params_[u % 2].data();
+  }
+  float* gradients(size_t u) override { return grads_.data() + slices_[u].begin(); }
+  void after_backward(size_t u) override {
+    if (zero_stage_ == 3) release_layer(u);
+    if (reduce_during_)
+      while (next_bucket_ < buckets_.size() && buckets_[next_bucket_].first_layer >= u)
+        reduce_bucket(next_bucket_++);
+  }
+
   // One micro-batch's activations and the loss's scratch, held across steps
   // (as a caching allocator would: no cudaMalloc, which synchronizes the
   // device, inside a step).
   void allocate_activations() {
     const size_t width = o_.shape.width, depth = o_.shape.depth;
     micro_ = o_.global_batch / ranks_ / o_.micro_batches;
+    if (o_.model == TrainedModel::kTransformer) {
+      layout_ = transformer_layout(o_.transformer);
+      transformer_ =
+          std::make_unique<dev::DeviceTransformer>(allocator_, o_.transformer, layout_, micro_);
+      return;
+    }
     const size_t n = micro_ * width;
     for (size_t l = 0; l <= depth; ++l) {
       a_.x.emplace_back(allocator_, n);
@@ -620,6 +688,11 @@ class DeviceDataParallel final : public StrategyHooks {
   dev::DeviceBuffer<int> flag_;
   size_t micro_ = 0;  // rows of a micro-batch on this rank
   DeviceActivations a_;
+  // --model transformer: the model, its layout, and whether its backward
+  // reduces buckets as it completes them.
+  TransformerLayout layout_;
+  std::unique_ptr<dev::DeviceTransformer> transformer_;
+  bool reduce_during_ = false;
   dev::DeviceBuffer<float> target_, diff_, dy_, dx_;
   dev::DeviceBuffer<uint16_t> dy16_;
   std::unique_ptr<dev::DeviceOptimizer> optimizer_;

@@ -15,7 +15,8 @@
 //  - the transformer's kernels (transformer.cpp's loops): bit for bit under
 //    the stand-in; on a GPU the ones that call erff/expf (GELU, the softmax)
 //    within 8 fp32 ulp and the cross-entropy (double exp/log) within 2, the
-//    rest bit for bit.
+//    rest bit for bit; the whole model (its GEMMs in cuBLAS's order) within
+//    1e-4 of the largest gradient.
 #include "device_ops.h"
 
 #include <gtest/gtest.h>
@@ -32,6 +33,7 @@
 #include "ccscope/training_probe/model.h"
 #include "ccscope/training_probe/optimizer.h"
 #include "ccscope/training_probe/transformer.h"
+#include "device_transformer.h"
 #include "kernel_launch.h"
 
 namespace tp = ccscope::training_probe;
@@ -965,6 +967,48 @@ TEST_F(DeviceOps, TransformerRowKernelsMatchTheHost) {
     dev::add(c, f32, out_d.data(), y_d.data(), rows * cols);
     expect_same_bits(d.download(out_d), sum, "add");
   }
+}
+
+// The device transformer's micro-batch against transformer.cpp's (the host
+// model itself, over OpenBLAS): the loss and every gradient, accumulated onto
+// a first micro-batch's, within the GEMMs' summation order.
+TEST_F(DeviceOps, DeviceTransformerMatchesTheHostModel) {
+  tp::TransformerShape shape;
+  shape.vocab = 11;
+  shape.seq_len = 6;
+  shape.hidden = 16;
+  shape.heads = 2;
+  shape.layers = 2;
+  const size_t batch = 3, batch_total = 6;
+  const tp::TransformerLayout layout = tp::transformer_layout(shape);
+  const std::vector<float> params = tp::transformer_initial_parameters(shape, 9);
+  const tp::TokenDataset data = tp::make_token_dataset(2 * batch, shape, 9);
+  const std::vector<size_t> first = {4, 0, 2}, second = {1, 5, 3};
+  const auto seq1 = tp::gather_sequences(data, first), seq2 = tp::gather_sequences(data, second);
+  std::vector<float> grads(layout.total, 0.0f);
+  const tp::Transformer model(shape, Precision::kFloat32);
+  tp::FlatUnits host_units(layout, params.data(), grads.data());
+  double loss = model.train_micro_batch(seq1, batch, batch_total, 1.0f, host_units, nullptr);
+  loss += model.train_micro_batch(seq2, batch, batch_total, 1.0f, host_units, nullptr);
+
+  auto params_d = d.upload(params);
+  dev::DeviceBuffer<float> grads_d(d.allocator, layout.total);
+  grads_d.zero(d.stream.get());
+  tp::FlatUnits device_units(layout, params_d.data(), grads_d.data());
+  dev::DeviceTransformer device_model(d.allocator, shape, layout, batch);
+  const dev::Context c = d.context();
+  double device_loss = device_model.micro_batch(c, seq1, batch, batch_total, 1.0f, device_units);
+  device_loss += device_model.micro_batch(c, seq2, batch, batch_total, 1.0f, device_units);
+  EXPECT_NEAR(device_loss, loss, 1e-6 * loss);
+  const auto device_grads = d.download(grads_d);
+  float largest = 0;
+  for (float g : grads) largest = std::max(largest, std::fabs(g));
+  ASSERT_GT(largest, 0.0f);
+  size_t bad = 0;
+  for (size_t i = 0; i < grads.size(); ++i)
+    if (!(std::fabs(device_grads[i] - grads[i]) <= 1e-4 * largest) && bad++ < 5)
+      ADD_FAILURE() << "gradient " << i << ": device " << device_grads[i] << " host " << grads[i];
+  EXPECT_EQ(bad, 0u);
 }
 
 // A CUDA graph captured once replays its kernels at each launch (the -G path

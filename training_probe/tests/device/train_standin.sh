@@ -11,7 +11,7 @@
 # clipping), 3d as tp 2 x dp 2 (bf16, the optimizer offloaded), tp 2 x pp 2, dp 3 with ZeRO-1
 # and tp 2 x dp 2 with ZeRO-1 offloaded (fp16),
 # interleaved pp (bf16); ep at 2 (bf16) and 4 ranks; three faults caught; the
-# refusals. Each run's --check-loss must pass (exit 0) and its records say what
+# transformer (single, ddp and zero3 at 2 ranks, fp32); the refusals. Each run's --check-loss must pass (exit 0) and its records say what
 # the GPU path measured. 6 steps a run (the check is on the first steps' losses
 # and gradients); a fault runs the steps it needs.
 set -uo pipefail
@@ -36,7 +36,8 @@ train() {
   shift 2
   local start=$EPOCHREALTIME code
   timeout 120 "$mpiexec" -n "$ranks" "$ccscope" train --backend nccl --print-every 0 \
-    --width 64 --depth 4 --global-batch "${batch:-32}" --steps "${steps:-6}" --check-loss \
+    --width "${width:-64}" --depth "${depth:-4}" --global-batch "${batch:-32}" \
+    --steps "${steps:-6}" --check-loss \
     --runs-csv "$work/$name.csv" "$@" >"$work/$name.out" 2>&1
   code=$?
   echo "time $name: $(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN {printf "%.2f", b - a}') s"
@@ -249,6 +250,27 @@ fi
 CCSCOPE_STANDIN_GPUS=4 train 4 ep_4ranks --strategy ep --experts 6 --top-k 2 --capacity-factor 0
 ep_passed ep_4ranks $? 0.077
 
+# The transformer (device_transformer.cpp) through the same data-parallel
+# strategies: one GPU against the float64 reference, DDP with several buckets
+# (reduced as backward completes units) and ZeRO-3 (each unit gathered, 2
+# micro-batches) at 2 ranks against single on one GPU and float64. Small shapes.
+transformer=(--model transformer --heads 2 --seq-len 8 --vocab 16 --optimizer adamw)
+width=32 depth=2 batch=8 train 1 transformer_single --strategy single "${transformer[@]}"
+code=$?
+read_run transformer_single
+if [ "$code" -ne 0 ] || [ "${rec[backend]}" != nccl ] || [ "${rec[loss_equivalent]}" != 1 ] ||
+    ! grep -q '^# loss vs float64 .*: equivalent' "$work/transformer_single.out"; then
+  fail "transformer_single: exit $code, backend '${rec[backend]}', loss_equivalent '${rec[loss_equivalent]}'"
+  grep -E '^# (loss|grad)|rror' "$work/transformer_single.out" | head -4
+else
+  ok "transformer_single: $(grep -m1 '^# loss vs float64' "$work/transformer_single.out")"
+fi
+width=32 depth=2 batch=8 train 2 transformer_ddp --strategy ddp --bucket-mb 0.02 "${transformer[@]}"
+passed transformer_ddp $?
+width=32 depth=2 batch=8 train 2 transformer_zero3 --strategy zero3 --micro-batches 2 \
+  "${transformer[@]}"
+passed transformer_zero3 $?
+
 # Refusals: one line, exit 2.
 refused() {
   local name=$1 want=$2
@@ -263,6 +285,8 @@ refused() {
 }
 refused bogus "not a backend" --backend bogus
 refused scaling "spans every rank" --backend nccl --scaling 1,2
+refused transformer_bf16 "transformer in fp32 only" --backend nccl --model transformer \
+  --strategy ddp --precision bf16
 
 echo "$failures failure(s)"
 [ "$failures" -eq 0 ]
