@@ -643,13 +643,6 @@ class DeviceGrid final : public StrategyHooks {
 
 }  // namespace
 
-std::string device_grid_unsupported(const TrainOptions& o) {
-  if (o.strategy != Strategy::kTensor && o.strategy != Strategy::kPipeline &&
-      o.strategy != Strategy::kHybrid)
-    return "";
-  return "";
-}
-
 TrainResult train_grid_on_device(const ParallelGroups& host, const ParallelGroups& on_device,
                                  const TrainOptions& options,
                                  const std::function<void(const StepFigures&)>& on_step) {

@@ -50,10 +50,6 @@ inline int select_device(Communicator* comm) {
   return ordinal;
 }
 
-// Why the GPU path's tensor x data grid cannot run `options` ("" when it can,
-// or when they are not tp/3d): device_grid_trainer.cpp.
-std::string device_grid_unsupported(const TrainOptions& options);
-
 // What the GPU has in use now (cudaMemGetInfo's total - free: the CUDA
 // context's, NCCL's and cuBLAS's memory included): a strategy keeps the
 // largest, seen at its step's fullest point.

@@ -748,7 +748,6 @@ std::string device_training_unsupported(const TrainOptions& o) {
       return "the GPU path does not recompute the transformer's activations yet; drop "
              "--recompute or use --backend mpi";
   }
-  if (const std::string why = device_grid_unsupported(o); !why.empty()) return why;
   const Faults& f = o.faults;
   if (f.sum_not_average || f.sampler_not_reseeded || f.unreduced_bucket || f.clip_per_shard)
     return "the injected faults run on the host path only; use --backend mpi";

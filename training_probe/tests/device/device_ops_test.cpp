@@ -1078,7 +1078,9 @@ TEST_F(DeviceOps, AnEventOrdersWorkAcrossStreams) {
   // DDP's reducer pattern: the communication stream waits for the compute
   // stream's event before reading the gradients. The compute stream is slow
   // under the stand-in, so without the wait the copy would read stale data.
-  if (g_standin) ASSERT_EQ(setenv("CCSCOPE_STANDIN_STREAM_DELAY_US", "20000", 1), 0);
+  if (g_standin) {
+    ASSERT_EQ(setenv("CCSCOPE_STANDIN_STREAM_DELAY_US", "20000", 1), 0);
+  }
   dev::Stream compute;
   dev::BlasHandle blas(compute.get());
   unsetenv("CCSCOPE_STANDIN_STREAM_DELAY_US");
