@@ -16,6 +16,7 @@
 #include "ccscope/training_probe/optimizer.h"
 #include "ccscope/training_probe/pipeline.h"
 #include "ccscope/training_probe/reference64.h"
+#include "engine.h"
 
 namespace ccscope::training_probe {
 namespace {
@@ -184,9 +185,13 @@ std::optional<GradientCheck> check_first_gradients(const TrainOptions& options,
                                                    const TrainResult& run,
                                                    const TrainResult& single) {
   if (run.first_gradients.empty() || single.first_gradients.empty()) return std::nullopt;
+  // Unit by unit (the MLP's layers, the transformer's embeddings, blocks and head): a
+  // small unit's error is not drowned by a large one's norm. A layout of another size
+  // (ep's mixture) is compared whole.
   std::vector<std::pair<size_t, size_t>> units;
-  if (run.first_gradients.size() == parameter_count(options.shape))
-    for (const LayerSlice& l : layer_slices(options.shape)) units.emplace_back(l.begin(), l.end());
+  const std::vector<LayerSlice> slices = model_units(options);
+  if (!slices.empty() && run.first_gradients.size() == slices.back().end())
+    for (const LayerSlice& l : slices) units.emplace_back(l.begin(), l.end());
   GradientCheck g = compare_gradients(run.first_gradients, single.first_gradients, units,
                                       gradient_tolerance(options.precision));
   g.step = run.first_gradients_step;

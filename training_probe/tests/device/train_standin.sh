@@ -267,6 +267,9 @@ else
 fi
 width=32 depth=2 batch=8 train 2 transformer_ddp --strategy ddp --bucket-mb 0.02 "${transformer[@]}"
 passed transformer_ddp $?
+# The first step's gradients compared unit by unit: embeddings, 2 blocks, final norm and head.
+grep -q '^# gradients vs single at step 0 (4 units)' "$work/transformer_ddp.out" ||
+  fail "transformer_ddp: gradients not compared per unit: $(grep '^# gradients' "$work/transformer_ddp.out")"
 width=32 depth=2 batch=8 train 2 transformer_zero3 --strategy zero3 --micro-batches 2 \
   "${transformer[@]}"
 passed transformer_zero3 $?
