@@ -35,6 +35,7 @@
 #include "ccscope/training_probe/transformer.h"
 #include "device_transformer.h"
 #include "kernel_launch.h"
+#include "transformer_math.h"
 
 namespace tp = ccscope::training_probe;
 namespace dev = ccscope::training_probe::device;
@@ -161,59 +162,14 @@ std::vector<double> forward_magnitude(const std::vector<float>& x, const std::ve
   return m;
 }
 
-// ---- transformer.cpp's host loops (its anonymous namespace), T = float, for
-// the transformer's kernels to be held against.
+// ---- the transformer's host arithmetic (transformer_math.h, and the softmax
+// transformer.cpp computes inline), T = float, for its kernels to be held against.
 namespace host_transformer {
 
-void layer_norm(const std::vector<float>& x, size_t rows, size_t h, const float* w, const float* b,
-                std::vector<float>& y, std::vector<float>& mean, std::vector<float>& rstd) {
-  y.resize(rows * h);
-  mean.resize(rows);
-  rstd.resize(rows);
-  for (size_t r = 0; r < rows; ++r) {
-    const float* xr = x.data() + r * h;
-    double sum = 0;
-    for (size_t i = 0; i < h; ++i) sum += xr[i];
-    const double mu = sum / static_cast<double>(h);
-    double var = 0;
-    for (size_t i = 0; i < h; ++i) var += (xr[i] - mu) * (xr[i] - mu);
-    var /= static_cast<double>(h);
-    mean[r] = static_cast<float>(mu);
-    rstd[r] = static_cast<float>(1.0 / std::sqrt(var + 1e-5));
-    for (size_t i = 0; i < h; ++i) y[r * h + i] = (xr[i] - mean[r]) * rstd[r] * w[i] + b[i];
-  }
-}
-
-void layer_norm_grad(const std::vector<float>& x, const std::vector<float>& mean,
-                     const std::vector<float>& rstd, const std::vector<float>& dy, size_t rows,
-                     size_t h, const float* w, float* dw, float* db, std::vector<float>& dx) {
-  dx.resize(rows * h);
-  for (size_t r = 0; r < rows; ++r) {
-    const float* xr = x.data() + r * h;
-    const float* dr = dy.data() + r * h;
-    double sum_g = 0, sum_gx = 0;
-    for (size_t i = 0; i < h; ++i) {
-      const float xhat = (xr[i] - mean[r]) * rstd[r];
-      const float g = dr[i] * w[i];
-      dw[i] += dr[i] * xhat;
-      db[i] += dr[i];
-      sum_g += g;
-      sum_gx += static_cast<double>(g) * xhat;
-    }
-    const float mg = static_cast<float>(sum_g / static_cast<double>(h));
-    const float mgx = static_cast<float>(sum_gx / static_cast<double>(h));
-    for (size_t i = 0; i < h; ++i) {
-      const float xhat = (xr[i] - mean[r]) * rstd[r];
-      dx[r * h + i] = rstd[r] * (dr[i] * w[i] - mg - xhat * mgx);
-    }
-  }
-}
-
-float gelu(float x) { return 0.5f * x * (1.0f + std::erf(x * static_cast<float>(M_SQRT1_2))); }
-float gelu_derivative(float x) {
-  const float phi = std::exp(-0.5f * x * x) * static_cast<float>(0.5 * M_2_SQRTPI * M_SQRT1_2);
-  return 0.5f * (1.0f + std::erf(x * static_cast<float>(M_SQRT1_2))) + x * phi;
-}
+using ccscope::training_probe::transformer_math::gelu;
+using ccscope::training_probe::transformer_math::gelu_derivative;
+using ccscope::training_probe::transformer_math::layer_norm;
+using ccscope::training_probe::transformer_math::layer_norm_grad;
 
 // attention_probs' softmax of one S x S matrix, in place.
 void causal_softmax(float* probs, size_t S) {
