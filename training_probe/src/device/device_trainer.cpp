@@ -180,14 +180,7 @@ class DeviceDataParallel final : public StrategyHooks, private UnitHooks {
       // (ZeRO-1's default is after backward: DeepSpeed's stage 1 without overlap_comm.)
       const bool during = reduce && o_.overlap;
       backward(during);
-      note_device_memory();
-      if (data_ != nullptr && reduce && !during)
-        for (size_t k = 0; k < buckets_.size(); ++k) reduce_bucket(k);
-      if (zero_stage_ >= 2 && !last) {
-        // The next micro-batch's gradients start from zero once these are reduced.
-        finished_.back()->wait_on(c_.stream);
-        grads_.zero(c_.stream);
-      }
+      end_micro_batch(reduce && !during, last);
     }
     if (data_ != nullptr) {
       // The optimizer waits for the last bucket (DDP's finalize_backward).
@@ -313,14 +306,21 @@ class DeviceDataParallel final : public StrategyHooks, private UnitHooks {
                                                   static_cast<float>(f.loss_scale), *this);
     f.peak_activation_bytes =
         std::max(f.peak_activation_bytes, static_cast<double>(transformer_->held() * s_.element));
+    end_micro_batch(reduce && !reduce_during_, last);
+    return loss;
+  }
+
+  // After a micro-batch's backward (the MLP's and the transformer's): the
+  // buckets not reduced during it (`reduce_now`), and under ZeRO-2 the next
+  // micro-batch's gradients restarted from zero once these are reduced.
+  void end_micro_batch(bool reduce_now, bool last) {
     note_device_memory();
-    if (data_ != nullptr && reduce && !reduce_during_)
+    if (data_ != nullptr && reduce_now)
       for (size_t k = 0; k < buckets_.size(); ++k) reduce_bucket(k);
     if (zero_stage_ >= 2 && !last) {
       finished_.back()->wait_on(c_.stream);
       grads_.zero(c_.stream);
     }
-    return loss;
   }
 
   // UnitHooks (the transformer's units, slices_): ZeRO-3 gathers a unit into
