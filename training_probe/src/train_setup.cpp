@@ -444,11 +444,11 @@ TrainPlan plan_runs(const TrainSettings& s, TrainOptions base, const std::vector
       plan.problem = "--deepspeed-config and --export apply to single, ddp and zero";
       return plan;
     }
-    // The GPU path offloads each rank's slice of the grid's optimizer (plan_backend set
-    // it, or refused ep's); on the CPU path there is nothing to offload.
+    // The GPU path offloads each rank's slice of the optimizer (plan_backend set it);
+    // on the CPU path there is nothing to offload.
     if (!s.offload.empty() && !o.offload_optimizer) {
       plan.problem =
-          "--offload applies to tp, pp and 3d on a GPU backend (--backend nccl), and to "
+          "--offload applies to tp, pp, 3d and ep on a GPU backend (--backend nccl), and to "
           "single, ddp and zero";
       return plan;
     }

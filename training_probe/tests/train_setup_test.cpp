@@ -264,7 +264,7 @@ TEST(TrainSetup, PlanRefusesWhatModelParallelRunsCannotDo) {
   // On the CPU path a model-parallel run has no optimizer to offload to the host.
   s.offload = "optimizer";
   EXPECT_EQ(plan_runs(s, tp, {}, 2).problem,
-            "--offload applies to tp, pp and 3d on a GPU backend (--backend nccl), and to "
+            "--offload applies to tp, pp, 3d and ep on a GPU backend (--backend nccl), and to "
             "single, ddp and zero");
   s.offload.clear();
   const TrainPlan plan = plan_runs(s, tp, {}, 2);
