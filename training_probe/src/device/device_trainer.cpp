@@ -160,8 +160,10 @@ class DeviceDataParallel final : public StrategyHooks, private UnitHooks {
     double local_loss = 0;
     for (size_t m = 0; m < o_.micro_batches; ++m) {
       const bool last = m + 1 == o_.micro_batches;
+      // ZeRO-2 reduces every micro-batch's gradients (its shard accumulates
+      // them), the others the sum over micro-batches after the last one.
+      const bool reduce = zero_stage_ >= 2 || last;
       if (transformer_) {
-        const bool reduce = zero_stage_ >= 2 || last;
         local_loss += transformer_micro_batch(std::span(samples).subspan(m * micro, micro),
                                               per_replica, reduce, last, f);
         continue;
@@ -174,9 +176,6 @@ class DeviceDataParallel final : public StrategyHooks, private UnitHooks {
       local_loss +=
           dev::mse_loss(c_, a_.x.back().data(), target_.data(), diff_.data(), dy_.data(), micro,
                         o_.shape.width, per_replica, static_cast<float>(f.loss_scale));
-      // ZeRO-2 reduces every micro-batch's gradients (its shard accumulates
-      // them), the others the sum over micro-batches after the last one.
-      const bool reduce = zero_stage_ >= 2 || last;
       // (ZeRO-1's default is after backward: DeepSpeed's stage 1 without overlap_comm.)
       const bool during = reduce && o_.overlap;
       backward(during);
