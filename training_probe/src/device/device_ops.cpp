@@ -313,10 +313,6 @@ void cross_entropy(const Context& c, Precision precision, const float* logits,
         "cross-entropy kernel launch");
 }
 
-void add(const Context& c, Precision precision, float* a, const float* b, size_t n) {
-  check(launch::add(c.stream, a, b, n, precision_code(precision)), "add kernel launch");
-}
-
 void scale(const Context& c, float* values, size_t n, float factor) {
   check(cublas().sscal(c.blas, blas_int(n, "cublasSscal"), &factor, values, 1), "cublasSscal");
 }

@@ -229,10 +229,4 @@ cudaError_t cross_entropy(cudaStream_t stream, const float* logits, const uint32
   return cudaGetLastError();
 }
 
-cudaError_t add(cudaStream_t stream, float* a, const float* b, size_t n, int precision) {
-  if (n == 0) return cudaSuccess;
-  ccscope_add_kernel<<<blocks_for(n), kThreads, 0, stream>>>(a, b, n, precision);
-  return cudaGetLastError();
-}
-
 }  // namespace ccscope::training_probe::device::launch

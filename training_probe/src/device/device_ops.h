@@ -247,8 +247,6 @@ void causal_softmax_backward(const Context& c, Precision precision, const float*
 void cross_entropy(const Context& c, Precision precision, const float* logits,
                    const uint32_t* target, double* row_loss, float* dlogits, size_t rows,
                    size_t vocab, float factor);
-// a += b.
-void add(const Context& c, Precision precision, float* a, const float* b, size_t n);
 
 // model.cpp's mse_loss: grad = (2 / (batch_total width)) grad_scale (output -
 // target); returns sum (output - target)^2 / (batch_total width), the sum in

@@ -73,6 +73,5 @@ cudaError_t causal_softmax_backward(cudaStream_t stream, const float* probs, flo
 cudaError_t cross_entropy(cudaStream_t stream, const float* logits, const uint32_t* target,
                           double* row_loss, float* dlogits, size_t rows, size_t vocab, float factor,
                           int precision);
-cudaError_t add(cudaStream_t stream, float* a, const float* b, size_t n, int precision);
 
 }  // namespace ccscope::training_probe::device::launch

@@ -464,7 +464,3 @@ extern "C" __global__ void ccscope_cross_entropy_kernel(const float* logits, con
   }
 }
 
-// a = round(a + b) (a residual's gradient).
-extern "C" __global__ void ccscope_add_kernel(float* a, const float* b, size_t n, int precision) {
-  CCSCOPE_GRID_STRIDE(i, n) { a[i] = ccscope_round(precision, a[i] + b[i]); }
-}

@@ -33,4 +33,3 @@ CCSCOPE_EMULATE_KERNEL(ccscope_gelu_backward_kernel);
 CCSCOPE_EMULATE_KERNEL(ccscope_causal_softmax_kernel);
 CCSCOPE_EMULATE_KERNEL(ccscope_causal_softmax_backward_kernel);
 CCSCOPE_EMULATE_KERNEL(ccscope_cross_entropy_kernel);
-CCSCOPE_EMULATE_KERNEL(ccscope_add_kernel);
