@@ -442,18 +442,7 @@ class Impl {
     const T* q = qkv.data() + n * 3 * hl_ + j * d_;
     const T* k = q + hl_;
     gemm(false, true, S, S, d_, scale(), q, qkv_ld(), k, qkv_ld(), T(0), probs, S);
-    for (size_t r = 0; r < S; ++r) {
-      T* row = probs + r * S;
-      T top = row[0];
-      for (size_t c = 1; c <= r; ++c) top = std::max(top, row[c]);
-      T sum = 0;
-      for (size_t c = 0; c <= r; ++c) {
-        row[c] = std::exp(row[c] - top);
-        sum += row[c];
-      }
-      for (size_t c = 0; c <= r; ++c) row[c] /= sum;
-      for (size_t c = r + 1; c < S; ++c) row[c] = 0;  // causal: no later position
-    }
+    transformer_math::causal_softmax(probs, S);
     round({probs, S * S});
   }
 
@@ -498,12 +487,7 @@ class Impl {
         gemm(false, true, S, S, d_, T(1), dout, ldo, v, qkv_ld(), T(0), dp.data(), S);
         gemm(true, false, S, d_, S, T(1), pr, S, dout, ldo, T(0), dqkv.data() + off + 2 * hl_,
              qkv_ld());
-        // The softmax's backward: dS = P (dP - rowsum(P dP)).
-        for (size_t r = 0; r < S; ++r) {
-          T dot = 0;
-          for (size_t c = 0; c <= r; ++c) dot += pr[r * S + c] * dp[r * S + c];
-          for (size_t c = 0; c < S; ++c) dp[r * S + c] = pr[r * S + c] * (dp[r * S + c] - dot);
-        }
+        transformer_math::causal_softmax_backward(pr, dp.data(), S);
         round(dp);
         // dQ = dS K / sqrt(d); dK = dS^T Q / sqrt(d).
         gemm(false, false, S, d_, S, scale(), dp.data(), S, k, qkv_ld(), T(0), dqkv.data() + off,

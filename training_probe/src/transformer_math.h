@@ -1,7 +1,8 @@
 #pragma once
-// The transformer's per-row arithmetic on the host (layer norm and GELU with
-// their derivatives), shared by transformer.cpp's model and the GPU path's
+// The transformer's per-row arithmetic on the host (layer norm, GELU and the
+// causal softmax, with their derivatives), shared by transformer.cpp's model and the GPU path's
 // kernel tests, which hold the device kernels against it bit for bit.
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <vector>
@@ -68,6 +69,34 @@ template <typename T>
 T gelu_derivative(T x) {
   const T phi = std::exp(T(-0.5) * x * x) * T(0.5 * M_2_SQRTPI * M_SQRT1_2);  // pdf
   return T(0.5) * (T(1) + std::erf(x * T(M_SQRT1_2))) + x * phi;
+}
+
+// The causal softmax of one S x S score matrix, in place, row by row: each
+// position over itself and the earlier ones, later ones 0.
+template <typename T>
+void causal_softmax(T* probs, size_t S) {
+  for (size_t r = 0; r < S; ++r) {
+    T* row = probs + r * S;
+    T top = row[0];
+    for (size_t c = 1; c <= r; ++c) top = std::max(top, row[c]);
+    T sum = 0;
+    for (size_t c = 0; c <= r; ++c) {
+      row[c] = std::exp(row[c] - top);
+      sum += row[c];
+    }
+    for (size_t c = 0; c <= r; ++c) row[c] /= sum;
+    for (size_t c = r + 1; c < S; ++c) row[c] = 0;  // causal: no later position
+  }
+}
+
+// Its backward from the probabilities: dS = P (dP - rowsum(P dP)), in place of dP.
+template <typename T>
+void causal_softmax_backward(const T* probs, T* dp, size_t S) {
+  for (size_t r = 0; r < S; ++r) {
+    T dot = 0;
+    for (size_t c = 0; c <= r; ++c) dot += probs[r * S + c] * dp[r * S + c];
+    for (size_t c = 0; c < S; ++c) dp[r * S + c] = probs[r * S + c] * (dp[r * S + c] - dot);
+  }
 }
 
 }  // namespace ccscope::training_probe::transformer_math

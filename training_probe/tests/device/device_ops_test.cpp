@@ -162,39 +162,16 @@ std::vector<double> forward_magnitude(const std::vector<float>& x, const std::ve
   return m;
 }
 
-// ---- the transformer's host arithmetic (transformer_math.h, and the softmax
-// transformer.cpp computes inline), T = float, for its kernels to be held against.
+// ---- the transformer's host arithmetic (transformer_math.h), T = float, for
+// its kernels to be held against.
 namespace host_transformer {
 
+using ccscope::training_probe::transformer_math::causal_softmax;
+using ccscope::training_probe::transformer_math::causal_softmax_backward;
 using ccscope::training_probe::transformer_math::gelu;
 using ccscope::training_probe::transformer_math::gelu_derivative;
 using ccscope::training_probe::transformer_math::layer_norm;
 using ccscope::training_probe::transformer_math::layer_norm_grad;
-
-// attention_probs' softmax of one S x S matrix, in place.
-void causal_softmax(float* probs, size_t S) {
-  for (size_t r = 0; r < S; ++r) {
-    float* row = probs + r * S;
-    float top = row[0];
-    for (size_t c = 1; c <= r; ++c) top = std::max(top, row[c]);
-    float sum = 0;
-    for (size_t c = 0; c <= r; ++c) {
-      row[c] = std::exp(row[c] - top);
-      sum += row[c];
-    }
-    for (size_t c = 0; c <= r; ++c) row[c] /= sum;
-    for (size_t c = r + 1; c < S; ++c) row[c] = 0;
-  }
-}
-
-// attention_grad's softmax backward of one matrix.
-void causal_softmax_backward(const float* pr, float* dp, size_t S) {
-  for (size_t r = 0; r < S; ++r) {
-    float dot = 0;
-    for (size_t c = 0; c <= r; ++c) dot += pr[r * S + c] * dp[r * S + c];
-    for (size_t c = 0; c < S; ++c) dp[r * S + c] = pr[r * S + c] * (dp[r * S + c] - dot);
-  }
-}
 
 }  // namespace host_transformer
 
