@@ -38,29 +38,6 @@ namespace {
 
 namespace dev = device;
 
-// A group's device communicator, its stream and what runs on that stream
-// around the collective (16-bit packing, scaling).
-struct DeviceGroup {
-  explicit DeviceGroup(Communicator* c) : comm(c) {
-    if (comm == nullptr) return;
-    stream = static_cast<cudaStream_t>(comm->device_stream());
-    if (stream == nullptr)
-      throw UsageError("the GPU path needs device communicators (nccl), not " +
-                       comm->backend_name());
-    blas = std::make_unique<dev::BlasHandle>(stream);
-    context = {stream, blas->get(), false};
-  }
-  Communicator* comm;
-  cudaStream_t stream = nullptr;
-  std::unique_ptr<dev::BlasHandle> blas;
-  dev::Context context;
-};
-
-// One collective's span on its group's stream.
-struct TimedCollective {
-  dev::Event start{true}, end{true};
-};
-
 // One micro-batch's pass through one chunk of this stage: each layer's input
 // (x[i]; x.back() the chunk's output), pre-activation and 16-bit input, the
 // output's gradient (from the loss, or received), the input's gradient (sent
@@ -666,7 +643,9 @@ TrainResult train_grid_on_device(const ParallelGroups& host, const ParallelGroup
   const size_t rank = static_cast<size_t>(host.world->rank());
   return run_engine(
       options, host.world, false,
-      [&](EngineState& state) {
+      [&](EngineState& state) -> std::unique_ptr<StrategyHooks> {
+        if (options.model == TrainedModel::kTransformer)
+          return make_device_transformer_tensor(state, host, on_device.tp, rank);
         return std::make_unique<DeviceGrid>(state, host, on_device, rank);
       },
       on_step);

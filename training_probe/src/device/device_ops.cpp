@@ -168,16 +168,19 @@ void linear_backward(const Context& c, Precision precision, const void* x, const
   gemm(c, precision, CUBLAS_OP_N, CUBLAS_OP_T, in, out, batch, x, in, dy_operand, out, 1.0f,
        weight_grad, in, "cublasGemmEx (weight gradient)");
   round_to(c, precision, weight_grad, in * out);
-  if (bias_grad != nullptr) {
-    check(launch::bias_grad(c.stream, dy, bias_grad, batch, out), "bias gradient kernel launch");
-    round_to(c, precision, bias_grad, out);
-  }
+  if (bias_grad != nullptr) device::bias_grad(c, precision, dy, bias_grad, batch, out);
   if (dx != nullptr) {
     // dx^T [in x batch] = W^T [in x out] dy^T [out x batch].
     gemm(c, precision, CUBLAS_OP_N, CUBLAS_OP_N, in, batch, out, weight, in, dy_operand, out, 0.0f,
          dx, in, "cublasGemmEx (input gradient)");
     round_to(c, precision, dx, batch * in);
   }
+}
+
+void bias_grad(const Context& c, Precision precision, const float* dy, float* bias_grad,
+               size_t rows, size_t cols) {
+  check(launch::bias_grad(c.stream, dy, bias_grad, rows, cols), "bias gradient kernel launch");
+  round_to(c, precision, bias_grad, cols);
 }
 
 void gemm_rows(const Context& c, Precision precision, bool ta, bool tb, size_t m, size_t n,

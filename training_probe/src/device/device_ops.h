@@ -205,6 +205,10 @@ void linear_backward(const Context& c, Precision precision, const void* x, const
                      uint16_t* dy16, const void* weight, float* weight_grad, float* bias_grad,
                      float* dx, size_t batch, size_t in, size_t out);
 
+// bias_grad += the column sums of dy [rows x cols], rounded (a row-parallel
+// layer's bias under sequence parallelism: this rank's rows only).
+void bias_grad(const Context& c, Precision precision, const float* dy, float* bias_grad,
+               size_t rows, size_t cols);
 // Row-major out [m x n] = alpha op(A) op(B) + beta out (op: transposed where
 // ta/tb), leading dimensions as row strides; A and B of gemm_type(precision),
 // out fp32 (transformer.cpp's gemm: attention's products per sample and head).

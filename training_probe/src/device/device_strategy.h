@@ -3,10 +3,12 @@
 // ZeRO; device_grid_trainer.cpp: the tensor x data grid): the step's end over
 // gradients in device memory, the device a strategy runs on, event timing.
 #include <algorithm>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "ccscope/collectives/communicator.h"
+#include "ccscope/collectives/error.h"
 #include "ccscope/training_probe/layout.h"
 #include "ccscope/training_probe/trainer.h"
 #include "device_ops.h"
@@ -41,6 +43,29 @@ class DeviceGradients final : public GradientArithmetic {
   std::vector<Range> counted_;
 };
 
+// A group's device communicator, its stream and what runs on that stream
+// around the collective (16-bit packing, scaling).
+struct DeviceGroup {
+  explicit DeviceGroup(Communicator* c) : comm(c) {
+    if (comm == nullptr) return;
+    stream = static_cast<cudaStream_t>(comm->device_stream());
+    if (stream == nullptr)
+      throw UsageError("the GPU path needs device communicators (nccl), not " +
+                       comm->backend_name());
+    blas = std::make_unique<device::BlasHandle>(stream);
+    context = {stream, blas->get(), false};
+  }
+  Communicator* comm;
+  cudaStream_t stream = nullptr;
+  std::unique_ptr<device::BlasHandle> blas;
+  device::Context context;
+};
+
+// One collective's span on its group's stream.
+struct TimedCollective {
+  device::Event start{true}, end{true};
+};
+
 // Selects the device communicator's GPU for this thread before anything is
 // made on it (streams and memory belong to the device current when made).
 inline int select_device(Communicator* comm) {
@@ -64,5 +89,16 @@ inline double elapsed(const device::Event& from, const device::Event& to) {
   device::check(cudaEventElapsedTime(&ms, from.get(), to.get()), "cudaEventElapsedTime");
   return ms / 1e3;
 }
+
+struct EngineState;
+class StrategyHooks;
+struct ParallelGroups;
+// The transformer's tensor-parallel strategy on the GPU
+// (device_transformer_tensor.cpp): `tensor` the tensor group's device
+// communicator (NCCL), scalars over `host`'s groups.
+std::unique_ptr<StrategyHooks> make_device_transformer_tensor(EngineState& state,
+                                                              const ParallelGroups& host,
+                                                              Communicator* tensor,
+                                                              size_t world_rank);
 
 }  // namespace ccscope::training_probe

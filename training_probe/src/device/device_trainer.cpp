@@ -360,7 +360,9 @@ class DeviceDataParallel final : public StrategyHooks, private UnitHooks {
     if (o_.model == TrainedModel::kTransformer) {
       layout_ = transformer_layout(o_.transformer);
       transformer_ =
-          std::make_unique<dev::DeviceTransformer>(allocator_, o_.transformer, layout_, micro_);
+          std::make_unique<dev::DeviceTransformer>(allocator_, o_.transformer, layout_,
+                                                   TransformerParallel{1, 0, false, o_.recompute},
+                                                   nullptr, micro_);
       return;
     }
     const size_t n = micro_ * width;
@@ -734,18 +736,15 @@ bool device_training_built() { return true; }
 
 std::string device_training_unsupported(const TrainOptions& o) {
   if (o.model == TrainedModel::kTransformer) {
-    const bool data_parallel = o.strategy == Strategy::kSingle || o.strategy == Strategy::kDdp ||
-                               o.strategy == Strategy::kZero1 || o.strategy == Strategy::kZero2 ||
-                               o.strategy == Strategy::kZero3;
-    if (!data_parallel)
-      return "the GPU path trains the transformer under single, ddp and zero1-3 only so far; "
-             "use --backend mpi for its tp";
+    const bool built = o.strategy == Strategy::kSingle || o.strategy == Strategy::kDdp ||
+                       o.strategy == Strategy::kZero1 || o.strategy == Strategy::kZero2 ||
+                       o.strategy == Strategy::kZero3 || o.strategy == Strategy::kTensor;
+    if (!built)
+      return "the GPU path trains the transformer under single, ddp, zero1-3 and tp only so far; "
+             "use --backend mpi";
     if (o.precision != Precision::kFloat32)
       return "the GPU path trains the transformer in fp32 only so far; drop --precision or use "
              "--backend mpi";
-    if (o.recompute != Recompute::kNone)
-      return "the GPU path does not recompute the transformer's activations yet; drop "
-             "--recompute or use --backend mpi";
   }
   const Faults& f = o.faults;
   if (f.sum_not_average || f.sampler_not_reseeded || f.unreduced_bucket || f.clip_per_shard)

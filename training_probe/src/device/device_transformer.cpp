@@ -7,47 +7,84 @@
 namespace ccscope::training_probe::device {
 namespace {
 constexpr Precision kFp32 = Precision::kFloat32;
+
+void copy_rows(const Context& c, float* to, const float* from, size_t n) {
+  check(cudaMemcpyAsync(to, from, n * sizeof(float), cudaMemcpyDeviceToDevice, c.stream),
+        "cudaMemcpyAsync device to device");
+}
 }  // namespace
 
 DeviceTransformer::DeviceTransformer(DeviceAllocator& allocator, const TransformerShape& shape,
-                                     const TransformerLayout& layout, size_t batch)
-    : s_(shape), l_(layout), capacity_(batch) {
-  if (layout.block.heads != shape.heads)
-    throw std::logic_error("DeviceTransformer: tensor-parallel layouts are not built on the GPU");
-  const size_t rows = shape.seq_len * batch, h = shape.hidden, f = shape.ffn_size();
-  const size_t scores = batch * shape.heads * shape.seq_len * shape.seq_len;
+                                     const TransformerLayout& layout,
+                                     const TransformerParallel& parallel, DeviceTensorGroup* group,
+                                     size_t batch)
+    : s_(shape),
+      l_(layout),
+      p_(parallel),
+      group_(group),
+      heads_(layout.block.heads),
+      hl_(layout.block.heads * shape.head_dim()),
+      fl_(layout.block.ffn),
+      sp_(parallel.sequence_parallel && parallel.tp > 1),
+      capacity_(batch) {
+  if (parallel.tp > 1 && group == nullptr)
+    throw std::logic_error("DeviceTransformer: a tensor-parallel transformer without a group");
+  const size_t full = shape.seq_len * batch, mine = sp_ ? full / parallel.tp : full;
+  const size_t h = shape.hidden, scores = batch * heads_ * shape.seq_len * shape.seq_len;
   auto buffer = [&allocator](size_t n) { return DeviceBuffer<float>(allocator, n); };
-  for (size_t i = 0; i <= shape.layers; ++i) x_.push_back(buffer(rows * h));
-  for (size_t i = 0; i < shape.layers; ++i) {
+  for (size_t i = 0; i <= shape.layers; ++i) x_.push_back(buffer(mine * h));
+  // Full recomputation keeps one block's activations, for the block being recomputed.
+  for (size_t i = 0; i < (full_recompute() ? 1 : shape.layers); ++i) {
     Block k;
-    k.mean1 = buffer(rows);
-    k.rstd1 = buffer(rows);
-    k.a = buffer(rows * h);
-    k.qkv = buffer(rows * 3 * h);
-    k.probs = buffer(scores);
-    k.attn = buffer(rows * h);
-    k.x1 = buffer(rows * h);
-    k.mean2 = buffer(rows);
-    k.rstd2 = buffer(rows);
-    k.c = buffer(rows * h);
-    k.h1 = buffer(rows * f);
-    k.g = buffer(rows * f);
+    k.mean1 = buffer(mine);
+    k.rstd1 = buffer(mine);
+    k.a = buffer(full * h);
+    k.qkv = buffer(full * 3 * hl_);
+    k.attn = buffer(full * hl_);
+    k.x1 = buffer(mine * h);
+    k.mean2 = buffer(mine);
+    k.rstd2 = buffer(mine);
+    k.c = buffer(full * h);
+    k.h1 = buffer(full * fl_);
+    k.g = buffer(full * fl_);
     blocks_.push_back(std::move(k));
   }
-  y_ = buffer(rows * h);
-  mean_f_ = buffer(rows);
-  rstd_f_ = buffer(rows);
-  logits_ = buffer(rows * shape.vocab);
-  dlogits_ = buffer(rows * shape.vocab);
-  row_loss_ = DeviceBuffer<double>(allocator, rows);
-  proj_ = buffer(rows * h);
+  for (size_t i = 0; i < (parallel.recompute != Recompute::kNone ? 1 : shape.layers); ++i)
+    probs_.push_back(buffer(scores));
+  recomputed_ = buffer(full_recompute() ? mine * h : 0);
+  xf_ = buffer(sp_ ? full * h : 0);
+  y_ = buffer(full * h);
+  mean_f_ = buffer(full);
+  rstd_f_ = buffer(full);
+  logits_ = buffer(full * shape.vocab);
+  dlogits_ = buffer(full * shape.vocab);
+  row_loss_ = DeviceBuffer<double>(allocator, full);
+  for (DeviceBuffer<float>* d : {&mine_, &proj_mine_, &dxf_, &dfull_})
+    *d = buffer(sp_ ? (d == &mine_ || d == &proj_mine_ ? mine : full) * h : 0);
+  for (DeviceBuffer<float>* d : {&proj_, &d_head_, &dc_, &da_}) *d = buffer(full * h);
+  for (DeviceBuffer<float>* d : {&dout_, &dx_, &dx1_}) *d = buffer(mine * h);
   dp_ = buffer(scores);
-  for (DeviceBuffer<float>* d : {&d_head_, &dout_, &dx_, &dc_, &dx1_, &dattn_, &da_})
-    *d = buffer(rows * h);
-  dg_ = buffer(rows * f);
-  dqkv_ = buffer(rows * 3 * h);
-  token_ = DeviceBuffer<uint32_t>(allocator, rows);
-  target_ = DeviceBuffer<uint32_t>(allocator, rows);
+  dg_ = buffer(full * fl_);
+  dattn_ = buffer(full * hl_);
+  dqkv_ = buffer(full * 3 * hl_);
+  token_ = DeviceBuffer<uint32_t>(allocator, full);
+  target_ = DeviceBuffer<uint32_t>(allocator, full);
+}
+
+const float* DeviceTransformer::gather_rows(const float* mine, float* full, size_t cols) {
+  if (!sp_) return mine;
+  group_->all_gather(mine, full, rows_ * cols);
+  return full;
+}
+
+const float* DeviceTransformer::reduce_rows(float* partial, float* mine, size_t cols) {
+  if (p_.tp == 1) return partial;
+  if (!sp_) {
+    group_->all_reduce(partial, rows_full_ * cols);
+    return partial;
+  }
+  group_->reduce_scatter(partial, mine, rows_ * cols);
+  return mine;
 }
 
 double DeviceTransformer::micro_batch(const Context& c, std::span<const uint32_t> sequences,
@@ -57,60 +94,74 @@ double DeviceTransformer::micro_batch(const Context& c, std::span<const uint32_t
   if (batch > capacity_ || sequences.size() != batch * (S + 1))
     throw std::invalid_argument("DeviceTransformer::micro_batch: sequences of the wrong size");
   b_ = batch;
-  rows_ = S * batch;
+  rows_full_ = S * batch;
+  rows_ = sp_ ? rows_full_ / p_.tp : rows_full_;
+  row0_ = sp_ ? p_.rank * rows_ : 0;
   // Row r = position r / batch of sample r % batch: its input token and target.
-  token_host_.resize(rows_);
-  target_host_.resize(rows_);
-  for (size_t r = 0; r < rows_; ++r) {
+  token_host_.resize(rows_full_);
+  target_host_.resize(rows_full_);
+  for (size_t r = 0; r < rows_full_; ++r) {
     const uint32_t* seq = sequences.data() + (r % b_) * (S + 1);
     token_host_[r] = seq[r / b_];
     target_host_[r] = seq[r / b_ + 1];
   }
   token_.upload(token_host_, c.stream);
   target_.upload(target_host_, c.stream);
+  // This rank's rows start at a whole position (seq_len splits over the group).
+  const size_t first_position = row0_ / b_;
 
   // Forward.
   const float* p0 = hooks.forward_parameters(0);
-  embed(c, kFp32, p0 + l_.tok_emb, p0 + l_.pos_emb, token_.data(), x_[0].data(), rows_, h, b_);
+  embed(c, kFp32, p0 + l_.tok_emb, p0 + l_.pos_emb + first_position * h, token_.data() + row0_,
+        x_[0].data(), rows_, h, b_);
   hooks.after_forward(0);
   for (size_t i = 0; i < s_.layers; ++i) {
-    block_forward(c, hooks.forward_parameters(1 + i), i);
+    block_forward(c, hooks.forward_parameters(1 + i), i, x_[i + 1].data());
     hooks.after_forward(1 + i);
   }
-  // As transformer.cpp counts them: per block x, a, attn, x1, c (rows x h),
-  // qkv (3h), h1 and g (f), the four row statistics and the probabilities.
-  const size_t f = s_.ffn_size();
-  held_ = s_.layers * (rows_ * (5 * h + 3 * h + 2 * f + 4) + b_ * s_.heads * S * S);
-  // The final norm, the head and the loss; its backward.
+  // As transformer.cpp counts them: per block x, x1 (this rank's rows x h),
+  // the four row statistics (its rows), a, c (every row x h), qkv (3 hl), attn
+  // (hl), h1 and g (f / tp), the probabilities; recomputation keeps less.
+  const size_t R = rows_full_, Rl = rows_, scores = b_ * heads_ * S * S;
+  const size_t block_held = full_recompute()
+                                ? Rl * h
+                                : 2 * Rl * h + 4 * Rl + 2 * R * h + 4 * R * hl_ + 2 * R * fl_ +
+                                      (selective_recompute() ? 0 : scores);
+  held_ = s_.layers * block_held;
+  // The final norm, the head and the loss on every row (every rank); its backward.
   const size_t head_unit = s_.layers + 1, head_w = l_.head - l_.lnf_w;
-  const float* x_last = x_[s_.layers].data();
+  const float* x_last = gather_rows(x_[s_.layers].data(), xf_.data(), h);
   const float* p = hooks.forward_parameters(head_unit);
-  layer_norm(c, kFp32, x_last, p, p + h, y_.data(), mean_f_.data(), rstd_f_.data(), rows_, h);
-  linear_forward(c, kFp32, y_.data(), p + head_w, logits_.data(), rows_, h, V);
+  layer_norm(c, kFp32, x_last, p, p + h, y_.data(), mean_f_.data(), rstd_f_.data(), R, h);
+  linear_forward(c, kFp32, y_.data(), p + head_w, logits_.data(), R, h, V);
   hooks.after_forward(head_unit);
   const double denominator = static_cast<double>(batch_total) * static_cast<double>(S);
   const float factor = static_cast<float>(static_cast<double>(grad_scale) / denominator);
-  cross_entropy(c, kFp32, logits_.data(), target_.data(), row_loss_.data(), dlogits_.data(), rows_,
-                V, factor);
-  row_loss_host_.resize(rows_);
+  cross_entropy(c, kFp32, logits_.data(), target_.data(), row_loss_.data(), dlogits_.data(), R, V,
+                factor);
+  row_loss_host_.resize(R);
   row_loss_.download(row_loss_host_, c.stream);
   const float* pb = hooks.backward_parameters(head_unit);
   float* g = hooks.gradients(head_unit);
   linear_backward(c, kFp32, y_.data(), dlogits_.data(), nullptr, pb + head_w, g + head_w, nullptr,
-                  d_head_.data(), rows_, h, V);
+                  d_head_.data(), R, h, V);
+  // Under sequence parallelism every row's input gradient, of which this rank's rows go on.
   layer_norm_backward(c, kFp32, x_last, mean_f_.data(), rstd_f_.data(), d_head_.data(), pb, g,
-                      g + h, nullptr, dout_.data(), rows_, h);
+                      g + h, nullptr, sp_ ? dxf_.data() : dout_.data(), R, h);
+  if (sp_) copy_rows(c, dout_.data(), dxf_.data() + row0_ * h, Rl * h);
   hooks.after_backward(head_unit);
-  // The blocks' backward, then the embeddings'.
+  // The blocks' backward (a recomputed forward first), then the embeddings'.
   for (size_t i = s_.layers; i-- > 0;) {
     const float* pi = hooks.backward_parameters(1 + i);
+    if (full_recompute()) block_forward(c, pi, i, recomputed_.data());
     block_backward(c, pi, hooks.gradients(1 + i), i, dout_.data(), dx_.data());
     std::swap(dout_, dx_);
     hooks.after_backward(1 + i);
   }
   (void)hooks.backward_parameters(0);  // none read; ZeRO-3 still gathers it, as FSDP does
   float* g0 = hooks.gradients(0);
-  embed_backward(c, dout_.data(), token_.data(), g0 + l_.tok_emb, g0 + l_.pos_emb, rows_, h, b_, V);
+  embed_backward(c, dout_.data(), token_.data() + row0_, g0 + l_.tok_emb,
+                 g0 + l_.pos_emb + first_position * h, Rl, h, b_, V);
   hooks.after_backward(0);
   check(cudaStreamSynchronize(c.stream), "cudaStreamSynchronize (the transformer's loss)");
   double loss = 0;  // in row order, as the host sums it
@@ -118,87 +169,110 @@ double DeviceTransformer::micro_batch(const Context& c, std::span<const uint32_t
   return loss / denominator;
 }
 
-void DeviceTransformer::block_forward(const Context& c, const float* p, size_t i) {
-  const BlockLayout& L = l_.block;
-  Block& k = blocks_[i];
-  const size_t S = s_.seq_len, h = s_.hidden, d = s_.head_dim(), heads = s_.heads;
-  const size_t f = s_.ffn_size(), R = rows_, ld = b_ * 3 * h;
+// softmax(Q K^T / sqrt(d), causal) per sample n and head j into `out`: sample
+// n's rows are every b-th, so its matrices have the row stride b x 3 hl.
+void DeviceTransformer::attention_probs(const Context& c, const Block& k, float* out) {
+  const size_t S = s_.seq_len, d = s_.head_dim(), ld = b_ * 3 * hl_;
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
-  layer_norm(c, kFp32, x_[i].data(), p + L.ln1_w, p + L.ln1_b, k.a.data(), k.mean1.data(),
-             k.rstd1.data(), R, h);
-  linear_forward(c, kFp32, k.a.data(), p + L.qkv_w, k.qkv.data(), R, h, 3 * h);
+  for (size_t n = 0; n < b_; ++n)
+    for (size_t j = 0; j < heads_; ++j) {
+      const float* q = k.qkv.data() + n * 3 * hl_ + j * d;
+      gemm_rows(c, kFp32, false, true, S, S, d, scale, q, ld, q + hl_, ld, 0.0f,
+                out + (n * heads_ + j) * S * S, S);
+    }
+  causal_softmax(c, kFp32, out, b_ * heads_, S);
+}
+
+void DeviceTransformer::block_forward(const Context& c, const float* p, size_t i, float* out) {
+  const BlockLayout& L = l_.block;
+  Block& k = cache(i);
+  const size_t S = s_.seq_len, h = s_.hidden, d = s_.head_dim(), R = rows_full_, Rl = rows_;
+  const size_t ld = b_ * 3 * hl_;
+  const float* x = x_[i].data();
+  // ln1 on this rank's rows (into the gathered buffer directly when they are all the rows).
+  layer_norm(c, kFp32, x, p + L.ln1_w, p + L.ln1_b, sp_ ? mine_.data() : k.a.data(), k.mean1.data(),
+             k.rstd1.data(), Rl, h);
+  gather_rows(mine_.data(), k.a.data(), h);
+  linear_forward(c, kFp32, k.a.data(), p + L.qkv_w, k.qkv.data(), R, h, 3 * hl_);
   bias_activation(c, kFp32, std::nullopt, k.qkv.data(), p + L.qkv_b, k.qkv.data(), nullptr, R,
-                  3 * h);
-  // softmax(Q K^T / sqrt(d), causal) V per sample n and head j: sample n's
-  // rows are every b-th, so its matrices have the row stride b x (3h or h).
+                  3 * hl_);
+  float* pr = probs(i);
+  attention_probs(c, k, pr);
   for (size_t n = 0; n < b_; ++n)
-    for (size_t j = 0; j < heads; ++j) {
-      const float* q = k.qkv.data() + n * 3 * h + j * d;
-      gemm_rows(c, kFp32, false, true, S, S, d, scale, q, ld, q + h, ld, 0.0f,
-                k.probs.data() + (n * heads + j) * S * S, S);
+    for (size_t j = 0; j < heads_; ++j) {
+      const float* v = k.qkv.data() + n * 3 * hl_ + 2 * hl_ + j * d;
+      gemm_rows(c, kFp32, false, false, S, d, S, 1.0f, pr + (n * heads_ + j) * S * S, S, v, ld,
+                0.0f, k.attn.data() + n * hl_ + j * d, b_ * hl_);
     }
-  causal_softmax(c, kFp32, k.probs.data(), b_ * heads, S);
-  for (size_t n = 0; n < b_; ++n)
-    for (size_t j = 0; j < heads; ++j) {
-      const float* v = k.qkv.data() + n * 3 * h + 2 * h + j * d;
-      gemm_rows(c, kFp32, false, false, S, d, S, 1.0f, k.probs.data() + (n * heads + j) * S * S, S,
-                v, ld, 0.0f, k.attn.data() + n * h + j * d, b_ * h);
-    }
-  linear_forward(c, kFp32, k.attn.data(), p + L.proj_w, proj_.data(), R, h, h);
-  bias_residual(c, kFp32, x_[i].data(), proj_.data(), p + L.proj_b, k.x1.data(), R, h);
-  layer_norm(c, kFp32, k.x1.data(), p + L.ln2_w, p + L.ln2_b, k.c.data(), k.mean2.data(),
-             k.rstd2.data(), R, h);
-  linear_forward(c, kFp32, k.c.data(), p + L.fc1_w, k.h1.data(), R, h, f);
-  bias_activation(c, kFp32, std::nullopt, k.h1.data(), p + L.fc1_b, k.h1.data(), nullptr, R, f);
-  gelu(c, kFp32, k.h1.data(), k.g.data(), R * f);
-  linear_forward(c, kFp32, k.g.data(), p + L.fc2_w, proj_.data(), R, f, h);
-  bias_residual(c, kFp32, k.x1.data(), proj_.data(), p + L.fc2_b, x_[i + 1].data(), R, h);
+  // The row-parallel proj: partial sums reduced (Megatron's g), its bias once, the residual.
+  linear_forward(c, kFp32, k.attn.data(), p + L.proj_w, proj_.data(), R, hl_, h);
+  const float* attn_out = reduce_rows(proj_.data(), proj_mine_.data(), h);
+  bias_residual(c, kFp32, x, attn_out, p + L.proj_b, k.x1.data(), Rl, h);
+  layer_norm(c, kFp32, k.x1.data(), p + L.ln2_w, p + L.ln2_b, sp_ ? mine_.data() : k.c.data(),
+             k.mean2.data(), k.rstd2.data(), Rl, h);
+  gather_rows(mine_.data(), k.c.data(), h);
+  linear_forward(c, kFp32, k.c.data(), p + L.fc1_w, k.h1.data(), R, h, fl_);
+  bias_activation(c, kFp32, std::nullopt, k.h1.data(), p + L.fc1_b, k.h1.data(), nullptr, R, fl_);
+  gelu(c, kFp32, k.h1.data(), k.g.data(), R * fl_);
+  linear_forward(c, kFp32, k.g.data(), p + L.fc2_w, proj_.data(), R, fl_, h);
+  const float* mlp_out = reduce_rows(proj_.data(), proj_mine_.data(), h);
+  bias_residual(c, kFp32, k.x1.data(), mlp_out, p + L.fc2_b, out, Rl, h);
 }
 
 void DeviceTransformer::block_backward(const Context& c, const float* p, float* g, size_t i,
                                        const float* dout, float* dx) {
   const BlockLayout& L = l_.block;
-  const Block& k = blocks_[i];
-  const size_t S = s_.seq_len, h = s_.hidden, d = s_.head_dim(), heads = s_.heads;
-  const size_t f = s_.ffn_size(), R = rows_, ld = b_ * 3 * h;
+  const Block& k = cache(i);
+  const size_t S = s_.seq_len, h = s_.hidden, d = s_.head_dim(), R = rows_full_, Rl = rows_;
+  const size_t ld = b_ * 3 * hl_;
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
-  // The MLP: out = x1 + fc2(gelu(fc1(ln2(x1)))) + fc2.b.
-  linear_backward(c, kFp32, k.g.data(), dout, nullptr, p + L.fc2_w, g + L.fc2_w, g + L.fc2_b,
-                  dg_.data(), R, f, h);
-  gelu_backward(c, kFp32, dg_.data(), k.h1.data(), R * f);
+  float* pr = probs(i);
+  if (selective_recompute()) attention_probs(c, k, pr);
+  // The MLP: out = x1 + fc2(gelu(fc1(ln2(x1)))) + fc2.b; the bias's gradient
+  // from this rank's rows, the GEMMs' from every row.
+  bias_grad(c, kFp32, dout, g + L.fc2_b, Rl, h);
+  const float* dm = gather_rows(dout, dfull_.data(), h);
+  linear_backward(c, kFp32, k.g.data(), dm, nullptr, p + L.fc2_w, g + L.fc2_w, nullptr, dg_.data(),
+                  R, fl_, h);
+  gelu_backward(c, kFp32, dg_.data(), k.h1.data(), R * fl_);
   linear_backward(c, kFp32, k.c.data(), dg_.data(), nullptr, p + L.fc1_w, g + L.fc1_w, g + L.fc1_b,
-                  dc_.data(), R, h, f);
-  layer_norm_backward(c, kFp32, k.x1.data(), k.mean2.data(), k.rstd2.data(), dc_.data(),
-                      p + L.ln2_w, g + L.ln2_w, g + L.ln2_b, dout, dx1_.data(), R, h);
+                  dc_.data(), R, h, fl_);
+  // The column-parallel input's gradient reduced (Megatron's f).
+  const float* dc = reduce_rows(dc_.data(), mine_.data(), h);
+  layer_norm_backward(c, kFp32, k.x1.data(), k.mean2.data(), k.rstd2.data(), dc, p + L.ln2_w,
+                      g + L.ln2_w, g + L.ln2_b, dout, dx1_.data(), Rl, h);
   // Attention: x1 = x + proj(attention(ln1(x))) + proj.b.
-  linear_backward(c, kFp32, k.attn.data(), dx1_.data(), nullptr, p + L.proj_w, g + L.proj_w,
-                  g + L.proj_b, dattn_.data(), R, h, h);
+  bias_grad(c, kFp32, dx1_.data(), g + L.proj_b, Rl, h);
+  const float* dproj = gather_rows(dx1_.data(), dfull_.data(), h);
+  linear_backward(c, kFp32, k.attn.data(), dproj, nullptr, p + L.proj_w, g + L.proj_w, nullptr,
+                  dattn_.data(), R, hl_, h);
   for (size_t n = 0; n < b_; ++n)
-    for (size_t j = 0; j < heads; ++j) {
-      const size_t off = n * 3 * h + j * d, at = (n * heads + j) * S * S;
-      const float* v = k.qkv.data() + off + 2 * h;
-      const float* d_out = dattn_.data() + n * h + j * d;
+    for (size_t j = 0; j < heads_; ++j) {
+      const size_t off = n * 3 * hl_ + j * d, at = (n * heads_ + j) * S * S;
+      const float* v = k.qkv.data() + off + 2 * hl_;
+      const float* d_out = dattn_.data() + n * hl_ + j * d;
       // dP = dO V^T; dV = P^T dO.
-      gemm_rows(c, kFp32, false, true, S, S, d, 1.0f, d_out, b_ * h, v, ld, 0.0f, dp_.data() + at,
+      gemm_rows(c, kFp32, false, true, S, S, d, 1.0f, d_out, b_ * hl_, v, ld, 0.0f, dp_.data() + at,
                 S);
-      gemm_rows(c, kFp32, true, false, S, d, S, 1.0f, k.probs.data() + at, S, d_out, b_ * h, 0.0f,
-                dqkv_.data() + off + 2 * h, ld);
+      gemm_rows(c, kFp32, true, false, S, d, S, 1.0f, pr + at, S, d_out, b_ * hl_, 0.0f,
+                dqkv_.data() + off + 2 * hl_, ld);
     }
-  causal_softmax_backward(c, kFp32, k.probs.data(), dp_.data(), b_ * heads, S);
+  causal_softmax_backward(c, kFp32, pr, dp_.data(), b_ * heads_, S);
   for (size_t n = 0; n < b_; ++n)
-    for (size_t j = 0; j < heads; ++j) {
-      const size_t off = n * 3 * h + j * d, at = (n * heads + j) * S * S;
+    for (size_t j = 0; j < heads_; ++j) {
+      const size_t off = n * 3 * hl_ + j * d, at = (n * heads_ + j) * S * S;
       const float* q = k.qkv.data() + off;
       // dQ = dS K / sqrt(d); dK = dS^T Q / sqrt(d).
-      gemm_rows(c, kFp32, false, false, S, d, S, scale, dp_.data() + at, S, q + h, ld, 0.0f,
+      gemm_rows(c, kFp32, false, false, S, d, S, scale, dp_.data() + at, S, q + hl_, ld, 0.0f,
                 dqkv_.data() + off, ld);
       gemm_rows(c, kFp32, true, false, S, d, S, scale, dp_.data() + at, S, q, ld, 0.0f,
-                dqkv_.data() + off + h, ld);
+                dqkv_.data() + off + hl_, ld);
     }
   linear_backward(c, kFp32, k.a.data(), dqkv_.data(), nullptr, p + L.qkv_w, g + L.qkv_w,
-                  g + L.qkv_b, da_.data(), R, h, 3 * h);
-  layer_norm_backward(c, kFp32, x_[i].data(), k.mean1.data(), k.rstd1.data(), da_.data(),
-                      p + L.ln1_w, g + L.ln1_w, g + L.ln1_b, dx1_.data(), dx, R, h);
+                  g + L.qkv_b, da_.data(), R, h, 3 * hl_);
+  const float* da = reduce_rows(da_.data(), mine_.data(), h);
+  layer_norm_backward(c, kFp32, x_[i].data(), k.mean1.data(), k.rstd1.data(), da, p + L.ln1_w,
+                      g + L.ln1_w, g + L.ln1_b, dx1_.data(), dx, Rl, h);
 }
 
 }  // namespace ccscope::training_probe::device

@@ -1,13 +1,23 @@
 #pragma once
-// The transformer (ccscope/training_probe/transformer.h) on a GPU for the
-// data-parallel strategies: transformer.cpp's forward and backward of one
-// micro-batch with activations in device memory, its GEMMs through cuBLAS
-// (attention's per sample and head), the rest as kernels.cuh's kernels in the
-// host's operation order. Parameters and gradients are where the strategy's
-// UnitHooks say (device pointers), unit by unit as the host model asks for
-// them, so DDP's buckets and ZeRO's shards and gathers apply unchanged.
-// fp32 only (tp = 1, no recomputation); every activation is allocated once,
-// for micro-batches of up to `batch` sequences.
+// The transformer (ccscope/training_probe/transformer.h) on a GPU: transformer.cpp's
+// forward and backward of one micro-batch with activations in device memory,
+// its GEMMs through cuBLAS (attention's per sample and head), the rest as
+// kernels.cuh's kernels in the host's operation order. Parameters and
+// gradients are where the strategy's UnitHooks say (device pointers), unit by
+// unit as the host model asks for them, so DDP's buckets and ZeRO's shards and
+// gathers apply unchanged.
+//
+// Tensor parallel (TransformerParallel's tp > 1): this rank's heads and MLP
+// features (the rank's layout, transformer_layout(shape, tp, rank)), the
+// partial sums crossing the tensor group through DeviceTensorGroup where
+// transformer.cpp calls its TensorGroup (Megatron's f and g; all-gather and
+// reduce-scatter under sequence parallelism, the block's row work then on this
+// rank's s / tp positions). Recomputation as transformer.cpp's: full keeps
+// each block's input only (one block's activations are allocated, reused by
+// every block and by the recomputed forward), selective drops the attention
+// probabilities (one block's worth, recomputed in backward).
+// fp32 only; every activation is allocated once, for micro-batches of up to
+// `batch` sequences.
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -18,16 +28,32 @@
 
 namespace ccscope::training_probe::device {
 
+// transformer.h's TensorGroup over device memory: each call is queued after
+// the compute stream's work so far, and the compute stream's later work waits
+// for it. Every rank of the group calls them in the same order; chunks are
+// equal and in rank order.
+class DeviceTensorGroup {
+ public:
+  virtual ~DeviceTensorGroup() = default;
+  virtual void all_reduce(float* values, size_t n) = 0;  // sum, in place
+  // Every rank's `mine` (n_mine values) into `full`, in rank order.
+  virtual void all_gather(const float* mine, float* full, size_t n_mine) = 0;
+  // The sum of every rank's `full`, this rank's n_mine-value chunk into `mine`.
+  virtual void reduce_scatter(const float* full, float* mine, size_t n_mine) = 0;
+};
+
 class DeviceTransformer {
  public:
+  // `group`: the tensor group (may be null when parallel.tp is 1).
   DeviceTransformer(DeviceAllocator& allocator, const TransformerShape& shape,
-                    const TransformerLayout& layout, size_t batch);
+                    const TransformerLayout& layout, const TransformerParallel& parallel,
+                    DeviceTensorGroup* group, size_t batch);
 
   // As Transformer::train_micro_batch: `batch` sequences of seq_len + 1
   // tokens; gradients accumulated (+=) into hooks.gradients(unit), times
   // grad_scale; returns the micro-batch's share of the loss (the sum of its
   // tokens' cross-entropies / (batch_total x seq_len)). Synchronizes the
-  // stream at its end (the loss comes back to the host).
+  // stream (the loss comes back to the host).
   double micro_batch(const Context& c, std::span<const uint32_t> sequences, size_t batch,
                      size_t batch_total, float grad_scale, UnitHooks& hooks);
   // The activation elements the blocks hold for backward at the forward's end
@@ -36,22 +62,41 @@ class DeviceTransformer {
 
  private:
   struct Block {  // what one block keeps for backward (transformer.cpp's BlockCache)
-    DeviceBuffer<float> mean1, rstd1, a, qkv, probs, attn, x1, mean2, rstd2, c, h1, g;
+    DeviceBuffer<float> mean1, rstd1, a, qkv, attn, x1, mean2, rstd2, c, h1, g;
   };
-  void block_forward(const Context& c, const float* p, size_t i);
+  // Block i's cache: its own, or under full recomputation the one all share.
+  Block& cache(size_t i) { return blocks_[full_recompute() ? 0 : i]; }
+  bool full_recompute() const { return p_.recompute == Recompute::kFull; }
+  bool selective_recompute() const { return p_.recompute == Recompute::kSelective; }
+  // The tensor group's operators: this rank's rows to every row (sequence
+  // parallel; else a copy only where the buffers differ), and partial sums
+  // summed to this rank's rows (or every row).
+  const float* gather_rows(const float* mine, float* full, size_t cols);
+  const float* reduce_rows(float* partial, float* mine, size_t cols);
+  float* probs(size_t i) { return probs_[p_.recompute != Recompute::kNone ? 0 : i].data(); }
+  void attention_probs(const Context& c, const Block& k, float* probs);
+  void block_forward(const Context& c, const float* p, size_t i, float* out);
   void block_backward(const Context& c, const float* p, float* g, size_t i, const float* dout,
                       float* dx);
 
   TransformerShape s_;
   TransformerLayout l_;
+  TransformerParallel p_;
+  DeviceTensorGroup* group_;
+  size_t heads_, hl_, fl_;  // this rank's heads, their width, its MLP features
+  bool sp_;
   size_t capacity_;  // sequences a micro-batch may hold
-  size_t b_ = 0, rows_ = 0;
+  size_t b_ = 0, rows_full_ = 0, rows_ = 0, row0_ = 0;
   size_t held_ = 0;
-  std::vector<DeviceBuffer<float>> x_;  // the blocks' inputs; x_[layers] the last output
+  // The blocks' inputs (this rank's rows); x_[layers] the last block's output.
+  std::vector<DeviceBuffer<float>> x_;
   std::vector<Block> blocks_;
-  DeviceBuffer<float> y_, mean_f_, rstd_f_, logits_, dlogits_;  // the final norm and head
+  std::vector<DeviceBuffer<float>> probs_;  // per block, or one (recomputed)
+  DeviceBuffer<float> recomputed_;          // full recomputation's block output (discarded)
+  DeviceBuffer<float> xf_, y_, mean_f_, rstd_f_, logits_, dlogits_;  // the final norm and head
   DeviceBuffer<double> row_loss_;
-  DeviceBuffer<float> proj_, dp_, d_head_, dout_, dx_, dg_, dc_, dx1_, dattn_, dqkv_, da_;
+  DeviceBuffer<float> mine_, proj_, proj_mine_, dp_, d_head_, dxf_, dout_, dx_, dfull_, dg_, dc_,
+      dx1_, dattn_, dqkv_, da_;
   DeviceBuffer<uint32_t> token_, target_;
   std::vector<uint32_t> token_host_, target_host_;  // read by the stream until it synchronizes
   std::vector<double> row_loss_host_;

@@ -11,7 +11,8 @@
 # clipping), 3d as tp 2 x dp 2 (bf16, the optimizer offloaded), tp 2 x pp 2, dp 3 with ZeRO-1
 # and tp 2 x dp 2 with ZeRO-1 offloaded (fp16),
 # interleaved pp (bf16); ep at 2 (bf16) and 4 ranks; three faults caught; the
-# transformer (single, ddp and zero3 at 2 ranks, fp32); the refusals. Each run's --check-loss must pass (exit 0) and its records say what
+# transformer (single, ddp and zero3 at 2 ranks; tp at 2 and 4 with sequence
+# parallelism and recomputation; fp32); the refusals. Each run's --check-loss must pass (exit 0) and its records say what
 # the GPU path measured. 6 steps a run (the check is on the first steps' losses
 # and gradients); a fault runs the steps it needs.
 set -uo pipefail
@@ -265,7 +266,8 @@ if [ "$code" -ne 0 ] || [ "${rec[backend]}" != nccl ] || [ "${rec[loss_equivalen
 else
   ok "transformer_single: $(grep -m1 '^# loss vs float64' "$work/transformer_single.out")"
 fi
-width=32 depth=2 batch=8 train 2 transformer_ddp --strategy ddp --bucket-mb 0.02 "${transformer[@]}"
+width=32 depth=2 batch=8 train 2 transformer_ddp --strategy ddp --bucket-mb 0.02 --recompute full \
+  "${transformer[@]}"
 passed transformer_ddp $?
 # The first step's gradients compared unit by unit: embeddings, 2 blocks, final norm and head.
 grep -q '^# gradients vs single at step 0 (4 units)' "$work/transformer_ddp.out" ||
@@ -273,6 +275,63 @@ grep -q '^# gradients vs single at step 0 (4 units)' "$work/transformer_ddp.out"
 width=32 depth=2 batch=8 train 2 transformer_zero3 --strategy zero3 --micro-batches 2 \
   "${transformer[@]}"
 passed transformer_zero3 $?
+
+# Megatron's tensor parallelism over it (device_transformer_tensor.cpp): tp 2
+# (all-reduces, the optimizer offloaded), tp 4 with sequence parallelism
+# (all-gathers and reduce-scatters) and full recomputation, tp 2 with sequence
+# parallelism, selective recomputation and 2 micro-batches. The bytes on the
+# tensor group are the host path's (the same collectives, counted by the same
+# formulas); recomputation holds less device memory than the same run without.
+tp_args=(--model transformer --heads 4 --seq-len 8 --vocab 16 --optimizer adamw --strategy tp)
+# tp_run RANKS NAME [args]: the run passes --check-loss over nccl; prints its tensor-group MB.
+tp_run() {
+  local ranks=$1 name=$2
+  shift 2
+  CCSCOPE_STANDIN_GPUS=4 width=32 depth=2 batch=8 train "$ranks" "$name" --tp "$ranks" \
+    "${tp_args[@]}" "$@"
+  local code=$?
+  read_run "$name"
+  if [ "$code" -ne 0 ] || [ "${rec[backend]}" != nccl ] || [ "${rec[loss_equivalent]}" != 1 ] ||
+      ! grep -q '^# loss vs float64 .*: equivalent' "$work/$name.out"; then
+    fail "$name: exit $code, backend '${rec[backend]}', loss_equivalent '${rec[loss_equivalent]}'"
+    grep -E '^# (loss|grad)|rror' "$work/$name.out" | head -4
+    return 1
+  fi
+  ok "$name: $(grep -m1 '^# loss vs single' "$work/$name.out")"
+}
+tensor_mb() { grep -o 'tensor [0-9.]* MB' "$work/$1.out" | head -1; }
+tp_run 2 transformer_tp2 --offload optimizer
+grep -q '^# offload per step: 0.114 MB' "$work/transformer_tp2.out" ||
+  fail "transformer_tp2: offload copies $(grep '^# offload per step' "$work/transformer_tp2.out")"
+tp_run 4 transformer_tp4_sp --sequence-parallel
+peak_sp=${rec[device_peak_B]}
+tp_run 4 transformer_tp4_sp_full --sequence-parallel --recompute full
+peak_full=${rec[device_peak_B]}
+awk -v a="$peak_full" -v b="$peak_sp" 'BEGIN {exit !(a > 0 && a < b)}' ||
+  fail "transformer_tp4_sp_full: device peak $peak_full B, not below the same run's $peak_sp B without recomputation"
+tp_run 2 transformer_tp2_sp_selective --sequence-parallel --recompute selective --micro-batches 2
+# The same runs on the host path send the same bytes over the tensor group.
+for run in "2 transformer_tp2" "4 transformer_tp4_sp --sequence-parallel" \
+    "4 transformer_tp4_sp_full --sequence-parallel --recompute full"; do
+  read -r ranks name rest <<<"$run"
+  timeout 120 "$mpiexec" -n "$ranks" "$ccscope" train --backend mpi --print-every 0 --width 32 \
+    --depth 2 --global-batch 8 --steps 2 --tp "$ranks" "${tp_args[@]}" $rest >"$work/$name.host.out" 2>&1
+  [ "$(tensor_mb "$name")" = "$(tensor_mb "$name.host")" ] ||
+    fail "$name: $(tensor_mb "$name") on nccl, $(tensor_mb "$name.host") on the host path"
+done
+# Megatron's f skipped in backward (and SP's reduce-scatter): caught.
+for run in "4 tp4 " "2 tp2_sp --sequence-parallel"; do
+  read -r ranks what rest <<<"$run"
+  CCSCOPE_STANDIN_GPUS=4 width=32 depth=2 batch=8 train "$ranks" "transformer_fault_$what" \
+    --tp "$ranks" "${tp_args[@]}" --fault tp-allreduce $rest
+  code=$?
+  if [ "$code" -ne 1 ] ||
+      ! grep -q "loss vs single on one GPU.*NOT equivalent" "$work/transformer_fault_$what.out"; then
+    fail "transformer fault tp-allreduce ($what): exit $code, want 1 and NOT equivalent"
+  else
+    ok "transformer fault tp-allreduce ($what): exit 1, NOT equivalent"
+  fi
+done
 
 # Refusals: one line, exit 2.
 refused() {
