@@ -169,6 +169,19 @@ std::vector<float> transformer_shard(const TransformerShape& s, std::span<const 
   return out;
 }
 
+std::vector<float> transformer_unshard(const TransformerShape& s, std::span<const float> ranks,
+                                       size_t tp) {
+  std::vector<float> full(transformer_parameter_count(s));
+  const size_t local = ranks.size() / tp;
+  for (size_t rank = tp; rank-- > 0;) {  // rank 0 last: its copies stay
+    const std::vector<size_t> at = shard_index(s, tp, rank);
+    if (at.size() != local)
+      throw std::invalid_argument("transformer_unshard: a rank's vector of the wrong size");
+    for (size_t i = 0; i < local; ++i) full[at[i]] = ranks[rank * local + i];
+  }
+  return full;
+}
+
 std::vector<float> transformer_unique(const TransformerShape& s, size_t tp, size_t rank) {
   const TransformerLayout l = transformer_layout(s, tp, rank);
   std::vector<float> unique(l.total, rank == 0 ? 1.0f : 0.0f);

@@ -71,6 +71,17 @@ class TransformerTensor final : public LocalModel {
 
   double bytes_sent(const StepFigures& f, const CommCounters&) const override { return f.tp_bytes; }
 
+  // Every rank's reduced gradients gathered into the whole vector (the
+  // first-gradient check, unit by unit against one rank's).
+  std::vector<float> gathered_gradients(std::span<const float> reduced) override {
+    if (tp_ == 1) return {reduced.begin(), reduced.end()};
+    std::vector<float> ranks(reduced.size() * tp_);
+    s_.comm.run(groups_.tp, 0, nullptr, [&](Communicator& c) {
+      c.all_gather(reduced.data(), ranks.data(), reduced.size(), DataType::kFloat32);
+    });
+    return transformer_unshard(o_.transformer, ranks, tp_);
+  }
+
   double global_loss(double local_loss) override {
     return s_.reduce(rank_ == 0 ? local_loss : 0.0, ReduceOp::kSum);
   }

@@ -6,6 +6,7 @@
 // traffic per block against the formula.
 #include "ccscope/training_probe/transformer.h"
 
+#include <algorithm>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -90,6 +91,39 @@ TEST(Transformer, LayoutIsTheDocumentedOrder) {
   EXPECT_EQ(transformer_problem(s, 2, false), "");
   EXPECT_EQ(transformer_problem({11, 6, 8, 2, 3, 12}, 2, true), "");
   EXPECT_NE(transformer_problem({11, 5, 8, 2, 3, 12}, 2, true), "");  // seq 5 over 2
+}
+
+// Every rank's shard, concatenated, gives back the whole vector; a replicated
+// element comes from rank 0, and a changed element of a split matrix lands in
+// its one place.
+TEST(Transformer, UnshardInvertsTheShards) {
+  const TransformerShape s{11, 6, 8, 4, 2, 12};
+  const size_t total = transformer_parameter_count(s);
+  std::vector<float> full(total);
+  for (size_t i = 0; i < total; ++i) full[i] = static_cast<float>(i);
+  for (size_t tp : {1u, 2u, 4u}) {
+    std::vector<float> ranks;
+    for (size_t r = 0; r < tp; ++r) {
+      const std::vector<float> mine = transformer_shard(s, full, tp, r);
+      ranks.insert(ranks.end(), mine.begin(), mine.end());
+    }
+    EXPECT_EQ(transformer_unshard(s, ranks, tp), full) << "tp " << tp;
+    if (tp == 1) continue;
+    const size_t local = ranks.size() / tp;
+    const std::vector<float> unique = transformer_unique(s, tp, tp - 1);
+    // The last rank's first element it alone holds, and its first copy.
+    const size_t split = static_cast<size_t>(
+        std::find(unique.begin(), unique.end(), 1.0f) - unique.begin());
+    const size_t copy = static_cast<size_t>(
+        std::find(unique.begin(), unique.end(), 0.0f) - unique.begin());
+    std::vector<float> changed = ranks;
+    changed[(tp - 1) * local + split] = -1.0f;
+    changed[(tp - 1) * local + copy] = -2.0f;
+    const std::vector<float> back = transformer_unshard(s, changed, tp);
+    EXPECT_EQ(std::count(back.begin(), back.end(), -1.0f), 1) << "tp " << tp;
+    EXPECT_EQ(std::count(back.begin(), back.end(), -2.0f), 0) << "tp " << tp;  // rank 0's copy
+  }
+  EXPECT_THROW(transformer_unshard(s, std::vector<float>(total + 2), 2), std::invalid_argument);
 }
 
 TEST(Transformer, TeacherDataIsDeterministicAndLearnable) {

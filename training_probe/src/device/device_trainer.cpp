@@ -362,7 +362,7 @@ class DeviceDataParallel final : public StrategyHooks, private UnitHooks {
       transformer_ =
           std::make_unique<dev::DeviceTransformer>(allocator_, o_.transformer, layout_,
                                                    TransformerParallel{1, 0, false, o_.recompute},
-                                                   nullptr, micro_);
+                                                   o_.precision, nullptr, micro_);
       return;
     }
     const size_t n = micro_ * width;
@@ -742,9 +742,6 @@ std::string device_training_unsupported(const TrainOptions& o) {
     if (!built)
       return "the GPU path trains the transformer under single, ddp, zero1-3 and tp only so far; "
              "use --backend mpi";
-    if (o.precision != Precision::kFloat32)
-      return "the GPU path trains the transformer in fp32 only so far; drop --precision or use "
-             "--backend mpi";
   }
   const Faults& f = o.faults;
   if (f.sum_not_average || f.sampler_not_reseeded || f.unreduced_bucket || f.clip_per_shard)

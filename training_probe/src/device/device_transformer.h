@@ -16,8 +16,12 @@
 // each block's input only (one block's activations are allocated, reused by
 // every block and by the recomputed forward), selective drops the attention
 // probabilities (one block's worth, recomputed in backward).
-// fp32 only; every activation is allocated once, for micro-batches of up to
-// `batch` sequences.
+// bf16/fp16 as the host path rounds them: every operation's output rounded
+// to the format where transformer.cpp rounds it, each GEMM on 16-bit copies
+// of its operands (the unit's weights converted as the unit starts; an
+// activation's copy made where it is produced and kept with it), fp32
+// accumulation; the tensor group's collectives carry the format. Every
+// activation is allocated once, for micro-batches of up to `batch` sequences.
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -47,7 +51,7 @@ class DeviceTransformer {
   // `group`: the tensor group (may be null when parallel.tp is 1).
   DeviceTransformer(DeviceAllocator& allocator, const TransformerShape& shape,
                     const TransformerLayout& layout, const TransformerParallel& parallel,
-                    DeviceTensorGroup* group, size_t batch);
+                    Precision precision, DeviceTensorGroup* group, size_t batch);
 
   // As Transformer::train_micro_batch: `batch` sequences of seq_len + 1
   // tokens; gradients accumulated (+=) into hooks.gradients(unit), times
@@ -63,7 +67,16 @@ class DeviceTransformer {
  private:
   struct Block {  // what one block keeps for backward (transformer.cpp's BlockCache)
     DeviceBuffer<float> mean1, rstd1, a, qkv, attn, x1, mean2, rstd2, c, h1, g;
+    DeviceBuffer<uint16_t> a16, qkv16, attn16, c16, g16;  // the GEMMs' operands (bf16/fp16)
   };
+  // A GEMM operand: the values, or their 16-bit copy in bf16/fp16.
+  const void* operand(const float* values, const uint16_t* words) const {
+    return mixed_ ? static_cast<const void*>(words) : static_cast<const void*>(values);
+  }
+  // `words` = the 16-bit copy of `values` (bf16/fp16; nothing in fp32).
+  void copy_16(const Context& c, const float* values, uint16_t* words, size_t n) const;
+  // The unit's parameters' 16-bit copy (p16_), for its GEMMs.
+  void unit_words(const Context& c, const float* p, size_t unit);
   // Block i's cache: its own, or under full recomputation the one all share.
   Block& cache(size_t i) { return blocks_[full_recompute() ? 0 : i]; }
   bool full_recompute() const { return p_.recompute == Recompute::kFull; }
@@ -73,8 +86,10 @@ class DeviceTransformer {
   // summed to this rank's rows (or every row).
   const float* gather_rows(const float* mine, float* full, size_t cols);
   const float* reduce_rows(float* partial, float* mine, size_t cols);
-  float* probs(size_t i) { return probs_[p_.recompute != Recompute::kNone ? 0 : i].data(); }
-  void attention_probs(const Context& c, const Block& k, float* probs);
+  size_t probs_index(size_t i) const { return p_.recompute != Recompute::kNone ? 0 : i; }
+  float* probs(size_t i) { return probs_[probs_index(i)].data(); }
+  uint16_t* probs16(size_t i) { return probs16_[probs_index(i)].data(); }
+  void attention_probs(const Context& c, const Block& k, float* probs, uint16_t* probs16);
   void block_forward(const Context& c, const float* p, size_t i, float* out);
   void block_backward(const Context& c, const float* p, float* g, size_t i, const float* dout,
                       float* dx);
@@ -82,6 +97,8 @@ class DeviceTransformer {
   TransformerShape s_;
   TransformerLayout l_;
   TransformerParallel p_;
+  Precision precision_;
+  bool mixed_;
   DeviceTensorGroup* group_;
   size_t heads_, hl_, fl_;  // this rank's heads, their width, its MLP features
   bool sp_;
@@ -97,6 +114,8 @@ class DeviceTransformer {
   DeviceBuffer<double> row_loss_;
   DeviceBuffer<float> mine_, proj_, proj_mine_, dp_, d_head_, dxf_, dout_, dx_, dfull_, dg_, dc_,
       dx1_, dattn_, dqkv_, da_;
+  std::vector<DeviceBuffer<uint16_t>> probs16_;
+  DeviceBuffer<uint16_t> p16_, y16_, dy16_, dattn16_, dp16_;  // bf16/fp16 operands and scratch
   DeviceBuffer<uint32_t> token_, target_;
   std::vector<uint32_t> token_host_, target_host_;  // read by the stream until it synchronizes
   std::vector<double> row_loss_host_;

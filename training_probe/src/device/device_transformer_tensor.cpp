@@ -31,9 +31,12 @@ class DeviceTransformerTensor final : public StrategyHooks,
                                       private UnitHooks,
                                       private dev::DeviceTensorGroup {
  public:
-  DeviceTransformerTensor(EngineState& state, Communicator* tensor, size_t world_rank)
+  DeviceTransformerTensor(EngineState& state, Communicator* host_tensor, Communicator* tensor,
+                          size_t world_rank)
       : s_(state),
+        host_tensor_(host_tensor),
         o_(state.options),
+        mixed_(state.mixed()),
         tp_(o_.parallel.tp),
         rank_(world_rank % o_.parallel.tp),
         device_(select_device(tensor)),
@@ -49,18 +52,32 @@ class DeviceTransformerTensor final : public StrategyHooks,
     replicated_ = transformer_unique(o_.transformer, tp_, tp_ > 1 ? 1 : 0);  // 0: replicated
     params_ = dev::DeviceBuffer<float>(allocator_, local_);
     params_.upload(initial, c_.stream);
+    dev::round_to(c_, o_.precision, params_.data(), local_);
     grads_ = dev::DeviceBuffer<float>(allocator_, local_);
     flag_ = dev::DeviceBuffer<int>(allocator_, 1);
-    if (o_.offload_optimizer)
+    if (o_.offload_optimizer) {
+      // The fp32 master weights and the optimizer on the host; mixed, the
+      // parameters come back up as 16-bit words.
       offload_ = std::make_unique<HostOffload>(o_.optimizer, o_.precision, initial);
-    else
+      if (mixed_) params16_ = dev::DeviceBuffer<uint16_t>(allocator_, local_);
+    } else {
+      if (mixed_) {  // fp32 master weights, from the unrounded parameters
+        master_ = dev::DeviceBuffer<float>(allocator_, local_);
+        master_.upload(initial, c_.stream);
+      }
       optimizer_ =
           std::make_unique<dev::DeviceOptimizer>(allocator_, o_.optimizer, local_, c_.stream);
+    }
     micro_ = o_.global_batch / o_.micro_batches;
+    // The tensor group's collectives in the compute format: activations of
+    // every row (s x micro-batch x hidden), or a step's partial gradients.
+    if (mixed_ && tp_ > 1)
+      words_ = dev::DeviceBuffer<uint16_t>(
+          allocator_, std::max(o_.transformer.seq_len * micro_ * o_.transformer.hidden, local_));
     dev::DeviceTensorGroup* group = nullptr;
     if (tp_ > 1) group = this;
     transformer_ = std::make_unique<dev::DeviceTransformer>(allocator_, o_.transformer, layout_,
-                                                            parallel_, group, micro_);
+                                                            parallel_, o_.precision, group, micro_);
     compute_.synchronize();  // `initial` goes out of scope
   }
 
@@ -110,10 +127,15 @@ class DeviceTransformerTensor final : public StrategyHooks,
   }
 
   void apply(std::span<const float>, size_t step, StepFigures& f) override {
-    if (offload_)
-      offload_->step(c_, grads_.data(), nullptr, params_.data(), step, f);
-    else
+    if (offload_) {
+      offload_->step(c_, grads_.data(), params16_.data(), params_.data(), step, f);
+      if (mixed_) dev::from_16(c_, o_.precision, params16_.data(), params_.data(), local_);
+    } else if (mixed_) {
+      optimizer_->step(c_, master_.data(), grads_.data(), step);
+      dev::round_copy(c_, o_.precision, master_.data(), params_.data(), nullptr, local_);
+    } else {
       optimizer_->step(c_, params_.data(), grads_.data(), step);
+    }
     compute_.synchronize();  // the step's time includes the device's work
   }
 
@@ -129,6 +151,20 @@ class DeviceTransformerTensor final : public StrategyHooks,
   }
 
   double bytes_sent(const StepFigures& f, const CommCounters&) const override { return f.tp_bytes; }
+
+  // Every rank's reduced gradients gathered into the whole vector over the
+  // host group (the first-gradient check, unit by unit against one GPU's).
+  std::vector<float> gathered_gradients(std::span<const float>) override {
+    std::vector<float> mine(local_);
+    grads_.download(mine, c_.stream);
+    compute_.synchronize();
+    if (tp_ == 1) return mine;
+    std::vector<float> ranks(local_ * tp_);
+    s_.comm.run(host_tensor_, 0, nullptr, [&](Communicator& c) {
+      c.all_gather(mine.data(), ranks.data(), local_, DataType::kFloat32);
+    });
+    return transformer_unshard(o_.transformer, ranks, tp_);
+  }
 
   double global_loss(double local_loss) override {
     return s_.reduce(rank_ == 0 ? local_loss : 0.0, ReduceOp::kSum);
@@ -151,7 +187,8 @@ class DeviceTransformerTensor final : public StrategyHooks,
     m.parameters = e * n;
     m.gradients = e * n;
     m.optimizer =
-        static_cast<double>(offload_ ? offload_->state_bytes() : optimizer_->state_bytes());
+        static_cast<double>(offload_ ? offload_->state_bytes() : optimizer_->state_bytes()) +
+        (mixed_ ? 4.0 * n : 0.0);  // the fp32 master weights
     return m;
   }
 
@@ -193,28 +230,46 @@ class DeviceTransformerTensor final : public StrategyHooks,
   bool skipping() const { return backward_ && o_.faults.skipped_tp_all_reduce; }
 
   // One collective over the tensor group after the compute stream's work so
-  // far; the compute stream's later work waits for it. `n`: the all-reduce's
-  // values, the all-gather's and reduce-scatter's chunk.
+  // far, in the compute format (16-bit words on the wire for bf16/fp16, as
+  // the host path's wire.h); the compute stream's later work waits for it.
+  // `n`: the all-reduce's values, the all-gather's and reduce-scatter's chunk.
   void collective(const float* in, float* out, size_t n, Kind kind, StepFigures& f) {
     ready_.record(c_.stream);
     ready_.wait_on(group_.stream);
     TimedCollective& timed = next_timed();
     timed.start.record(group_.stream);
     Communicator& comm = *group_.comm;
+    const dev::Context& gc = group_.context;
+    const Precision p = o_.precision;
+    const DataType type = mixed_ ? wire_type(p) : DataType::kFloat32;
+    const size_t sent = kind == Kind::kReduceScatter ? n * tp_ : n;  // the values going in
+    const size_t received = kind == Kind::kAllGather ? n * tp_ : n;  // and coming out
+    const void* send = in;
+    void* recv = out;
+    // In place in words_ (NCCL's in-place layouts): the all-gather's chunk and
+    // the reduce-scatter's result at this rank's offset.
+    uint16_t* result = words_.data() + (kind == Kind::kReduceScatter ? rank_ * n : 0);
+    if (mixed_) {
+      uint16_t* mine = words_.data() + (kind == Kind::kAllGather ? rank_ * n : 0);
+      dev::to_16(gc, p, in, mine, sent);
+      send = mine;
+      recv = result;
+    }
     switch (kind) {
       case Kind::kAllReduce:
-        comm.all_reduce(in, out, n, DataType::kFloat32, ReduceOp::kSum);
+        comm.all_reduce(send, recv, n, type, ReduceOp::kSum);
         f.tp_bytes += all_reduce_bytes(n, tp_, s_.element);
         break;
       case Kind::kAllGather:
-        comm.all_gather(in, out, n, DataType::kFloat32);
+        comm.all_gather(send, recv, n, type);
         f.tp_bytes += all_gather_bytes(n * tp_, tp_, s_.element);
         break;
       case Kind::kReduceScatter:
-        comm.reduce_scatter(in, out, n, DataType::kFloat32, ReduceOp::kSum);
+        comm.reduce_scatter(send, recv, n, type, ReduceOp::kSum);
         f.tp_bytes += reduce_scatter_bytes(n * tp_, tp_, s_.element);
         break;
     }
+    if (mixed_) dev::from_16(gc, p, result, out, received);
     timed.end.record(group_.stream);
     timed.end.wait_on(c_.stream);
   }
@@ -238,7 +293,9 @@ class DeviceTransformerTensor final : public StrategyHooks,
   }
 
   EngineState& s_;
+  Communicator* host_tensor_;  // the tensor group over host memory (scalars, the gradient check)
   const TrainOptions& o_;
+  bool mixed_;
   size_t tp_, rank_;
   int device_;  // selected before the streams and memory below are made on it
   DeviceGroup group_;
@@ -251,7 +308,8 @@ class DeviceTransformerTensor final : public StrategyHooks,
   size_t local_ = 0, micro_ = 0;
   std::vector<Range> counted_;
   std::vector<float> replicated_;
-  dev::DeviceBuffer<float> params_, grads_;
+  dev::DeviceBuffer<float> params_, grads_, master_;  // master_: mixed, on the device
+  dev::DeviceBuffer<uint16_t> params16_, words_;      // offloaded mixed; the wire (mixed)
   dev::DeviceBuffer<int> flag_;
   std::unique_ptr<dev::DeviceOptimizer> optimizer_;  // null when offloaded
   std::unique_ptr<HostOffload> offload_;
@@ -268,10 +326,10 @@ class DeviceTransformerTensor final : public StrategyHooks,
 }  // namespace
 
 std::unique_ptr<StrategyHooks> make_device_transformer_tensor(EngineState& state,
-                                                              const ParallelGroups&,
+                                                              const ParallelGroups& host,
                                                               Communicator* tensor,
                                                               size_t world_rank) {
-  return std::make_unique<DeviceTransformerTensor>(state, tensor, world_rank);
+  return std::make_unique<DeviceTransformerTensor>(state, host.tp, tensor, world_rank);
 }
 
 }  // namespace ccscope::training_probe

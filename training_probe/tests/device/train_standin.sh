@@ -12,7 +12,7 @@
 # and tp 2 x dp 2 with ZeRO-1 offloaded (fp16),
 # interleaved pp (bf16); ep at 2 (bf16) and 4 ranks; three faults caught; the
 # transformer (single, ddp and zero3 at 2 ranks; tp at 2 and 4 with sequence
-# parallelism and recomputation; fp32); the refusals. Each run's --check-loss must pass (exit 0) and its records say what
+# parallelism and recomputation; bf16 and fp16 under zero2 and tp); the refusals. Each run's --check-loss must pass (exit 0) and its records say what
 # the GPU path measured. 6 steps a run (the check is on the first steps' losses
 # and gradients); a fault runs the steps it needs.
 set -uo pipefail
@@ -310,6 +310,29 @@ peak_full=${rec[device_peak_B]}
 awk -v a="$peak_full" -v b="$peak_sp" 'BEGIN {exit !(a > 0 && a < b)}' ||
   fail "transformer_tp4_sp_full: device peak $peak_full B, not below the same run's $peak_sp B without recomputation"
 tp_run 2 transformer_tp2_sp_selective --sequence-parallel --recompute selective --micro-batches 2
+# bf16 (16-bit GEMM operands, the tensor group's collectives in bf16): ZeRO-2 at 2 ranks
+# and tp 2 with sequence parallelism; fp16 under tp 4 (its loss scale).
+width=32 depth=2 batch=8 train 2 transformer_zero2_bf16 --strategy zero2 --precision bf16 \
+  "${transformer[@]}"
+passed transformer_zero2_bf16 $?
+# The 16-bit forward rounds where the host path's does: one GPU's first loss
+# is the host path's to the last digit, in bf16 and fp16.
+for p in bf16 fp16; do
+  first=()
+  for b in mpi nccl; do
+    timeout 60 "$mpiexec" -n 1 "$ccscope" train --backend "$b" --strategy single --precision "$p" \
+      --print-every 0 --width 32 --depth 2 --global-batch 8 --steps 1 \
+      --csv "$work/first_$b$p.csv" "${transformer[@]}" >"$work/first_$b$p.out" 2>&1
+    first+=("$(python3 "$read_records" "$work/first_$b$p.csv" --fields loss 2>&1 | head -1)")
+  done
+  if [ -n "${first[0]}" ] && [ "${first[0]}" = "${first[1]}" ]; then
+    ok "transformer $p: step 0 loss ${first[1]} on the GPU path and the host path"
+  else
+    fail "transformer $p: step 0 loss '${first[1]}' on the GPU path, '${first[0]}' on the host path"
+  fi
+done
+tp_run 2 transformer_tp2_sp_bf16 --sequence-parallel --precision bf16
+tp_run 4 transformer_tp4_fp16 --precision fp16 --micro-batches 2
 # The same runs on the host path send the same bytes over the tensor group.
 for run in "2 transformer_tp2" "4 transformer_tp4_sp --sequence-parallel" \
     "4 transformer_tp4_sp_full --sequence-parallel --recompute full"; do
@@ -319,14 +342,16 @@ for run in "2 transformer_tp2" "4 transformer_tp4_sp --sequence-parallel" \
   [ "$(tensor_mb "$name")" = "$(tensor_mb "$name.host")" ] ||
     fail "$name: $(tensor_mb "$name") on nccl, $(tensor_mb "$name.host") on the host path"
 done
-# Megatron's f skipped in backward (and SP's reduce-scatter): caught.
-for run in "4 tp4 " "2 tp2_sp --sequence-parallel"; do
+# Megatron's f skipped in backward (and SP's reduce-scatter): caught, in bf16
+# by the first step's gradients (unit by unit, gathered from the shards).
+for run in "4 tp4 " "2 tp2_sp --sequence-parallel" "2 tp2_bf16 --precision bf16"; do
   read -r ranks what rest <<<"$run"
   CCSCOPE_STANDIN_GPUS=4 width=32 depth=2 batch=8 train "$ranks" "transformer_fault_$what" \
     --tp "$ranks" "${tp_args[@]}" --fault tp-allreduce $rest
   code=$?
-  if [ "$code" -ne 1 ] ||
-      ! grep -q "loss vs single on one GPU.*NOT equivalent" "$work/transformer_fault_$what.out"; then
+  want="loss vs single on one GPU.*NOT equivalent"
+  [[ $what == *bf16 ]] && want="gradients vs single at step 0 (4 units).*NOT equivalent"
+  if [ "$code" -ne 1 ] || ! grep -q "$want" "$work/transformer_fault_$what.out"; then
     fail "transformer fault tp-allreduce ($what): exit $code, want 1 and NOT equivalent"
   else
     ok "transformer fault tp-allreduce ($what): exit 1, NOT equivalent"
@@ -347,8 +372,7 @@ refused() {
 }
 refused bogus "not a backend" --backend bogus
 refused scaling "spans every rank" --backend nccl --scaling 1,2
-refused transformer_bf16 "transformer in fp32 only" --backend nccl --model transformer \
-  --strategy ddp --precision bf16
+refused transformer_pp "built for the MLP only" --backend nccl --model transformer --strategy pp
 
 echo "$failures failure(s)"
 [ "$failures" -eq 0 ]

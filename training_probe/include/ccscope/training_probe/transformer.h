@@ -98,6 +98,11 @@ std::vector<float> transformer_initial_parameters(const TransformerShape& shape,
 // gradients) in that rank's layout.
 std::vector<float> transformer_shard(const TransformerShape& shape, std::span<const float> full,
                                      size_t tp, size_t rank);
+// The full vector from every tensor-parallel rank's (`ranks`: rank 0's
+// vector, then rank 1's, ..., each in its layout): transformer_shard's
+// inverse, a replicated element taken from rank 0.
+std::vector<float> transformer_unshard(const TransformerShape& shape, std::span<const float> ranks,
+                                       size_t tp);
 // 1 for each element of a rank's vector that it alone holds (its shard of a
 // split matrix), 0 for replicated ones unless `rank` is 0: weights of the
 // squares in the global gradient norm.
