@@ -901,7 +901,9 @@ TEST_F(DeviceOps, TransformerRowKernelsMatchTheHost) {
 
 // The device transformer's micro-batch against transformer.cpp's (the host
 // model itself, over OpenBLAS): the loss and every gradient, accumulated onto
-// a first micro-batch's, within the GEMMs' summation order.
+// a first micro-batch's, within the GEMMs' summation order; with either
+// recomputation (the same arithmetic again), and in bf16 and fp16 (the same
+// rounding points: the first micro-batch's loss to the bit).
 TEST_F(DeviceOps, DeviceTransformerMatchesTheHostModel) {
   tp::TransformerShape shape;
   shape.vocab = 11;
@@ -911,34 +913,63 @@ TEST_F(DeviceOps, DeviceTransformerMatchesTheHostModel) {
   shape.layers = 2;
   const size_t batch = 3, batch_total = 6;
   const tp::TransformerLayout layout = tp::transformer_layout(shape);
-  const std::vector<float> params = tp::transformer_initial_parameters(shape, 9);
+  const std::vector<float> initial = tp::transformer_initial_parameters(shape, 9);
   const tp::TokenDataset data = tp::make_token_dataset(2 * batch, shape, 9);
   const std::vector<size_t> first = {4, 0, 2}, second = {1, 5, 3};
   const auto seq1 = tp::gather_sequences(data, first), seq2 = tp::gather_sequences(data, second);
-  std::vector<float> grads(layout.total, 0.0f);
-  const tp::Transformer model(shape, Precision::kFloat32);
-  tp::FlatUnits host_units(layout, params.data(), grads.data());
-  double loss = model.train_micro_batch(seq1, batch, batch_total, 1.0f, host_units, nullptr);
-  loss += model.train_micro_batch(seq2, batch, batch_total, 1.0f, host_units, nullptr);
+  struct Case {
+    Precision precision;
+    tp::Recompute recompute;
+    double gradient_tolerance;  // of the largest gradient
+  };
+  for (const Case& k : {Case{Precision::kFloat32, tp::Recompute::kNone, 1e-4},
+                        Case{Precision::kFloat32, tp::Recompute::kFull, 1e-4},
+                        Case{Precision::kFloat32, tp::Recompute::kSelective, 1e-4},
+                        Case{Precision::kBFloat16, tp::Recompute::kNone, 1e-2},
+                        Case{Precision::kFloat16, tp::Recompute::kSelective, 1e-3}}) {
+    const std::string what =
+        std::string(tp::name(k.precision)) + ", recompute " + std::string(tp::name(k.recompute));
+    std::vector<float> params = initial;
+    tp::round_to(k.precision, params);
+    std::vector<float> grads(layout.total, 0.0f);
+    const tp::TransformerParallel parallel{1, 0, false, k.recompute};
+    const tp::Transformer model(shape, k.precision, parallel);
+    tp::FlatUnits host_units(layout, params.data(), grads.data());
+    const double loss1 =
+        model.train_micro_batch(seq1, batch, batch_total, 1.0f, host_units, nullptr);
+    const double loss =
+        loss1 + model.train_micro_batch(seq2, batch, batch_total, 1.0f, host_units, nullptr);
 
-  auto params_d = d.upload(params);
-  dev::DeviceBuffer<float> grads_d(d.allocator, layout.total);
-  grads_d.zero(d.stream.get());
-  tp::FlatUnits device_units(layout, params_d.data(), grads_d.data());
-  dev::DeviceTransformer device_model(d.allocator, shape, layout, batch);
-  const dev::Context c = d.context();
-  double device_loss = device_model.micro_batch(c, seq1, batch, batch_total, 1.0f, device_units);
-  device_loss += device_model.micro_batch(c, seq2, batch, batch_total, 1.0f, device_units);
-  EXPECT_NEAR(device_loss, loss, 1e-6 * loss);
-  const auto device_grads = d.download(grads_d);
-  float largest = 0;
-  for (float g : grads) largest = std::max(largest, std::fabs(g));
-  ASSERT_GT(largest, 0.0f);
-  size_t bad = 0;
-  for (size_t i = 0; i < grads.size(); ++i)
-    if (!(std::fabs(device_grads[i] - grads[i]) <= 1e-4 * largest) && bad++ < 5)
-      ADD_FAILURE() << "gradient " << i << ": device " << device_grads[i] << " host " << grads[i];
-  EXPECT_EQ(bad, 0u);
+    auto params_d = d.upload(params);
+    dev::DeviceBuffer<float> grads_d(d.allocator, layout.total);
+    grads_d.zero(d.stream.get());
+    tp::FlatUnits device_units(layout, params_d.data(), grads_d.data());
+    dev::DeviceTransformer device_model(d.allocator, shape, layout, parallel, k.precision, nullptr,
+                                        batch);
+    const dev::Context c = d.context();
+    const double device_loss1 =
+        device_model.micro_batch(c, seq1, batch, batch_total, 1.0f, device_units);
+    if (k.precision != Precision::kFloat32) EXPECT_EQ(device_loss1, loss1) << what;
+    const double device_loss =
+        device_loss1 + device_model.micro_batch(c, seq2, batch, batch_total, 1.0f, device_units);
+    EXPECT_NEAR(device_loss, loss, 1e-6 * loss) << what;
+    const auto device_grads = d.download(grads_d);
+    float largest = 0;
+    for (float g : grads) largest = std::max(largest, std::fabs(g));
+    ASSERT_GT(largest, 0.0f);
+    size_t bad = 0;
+    double worst = 0;
+    for (size_t i = 0; i < grads.size(); ++i) {
+      const double off = std::fabs(device_grads[i] - grads[i]);
+      worst = std::max(worst, off / largest);
+      if (!(off <= k.gradient_tolerance * largest) && bad++ < 5)
+        ADD_FAILURE() << what << ": gradient " << i << ": device " << device_grads[i] << " host "
+                      << grads[i];
+    }
+    EXPECT_EQ(bad, 0u) << what;
+    std::printf("%s: loss %.3g from the host model's, gradients %.3g of the largest\n",
+                what.c_str(), std::fabs(device_loss - loss) / loss, worst);
+  }
 }
 
 // A CUDA graph captured once replays its kernels at each launch (the -G path
