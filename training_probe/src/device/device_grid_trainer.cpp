@@ -301,19 +301,6 @@ class DeviceGrid final : public StrategyHooks {
   bool first_virtual(size_t chunk) const { return chunk == 0 && first_stage(); }
   bool last_virtual(size_t chunk) const { return chunk + 1 == p_.chunks && last_stage(); }
 
-  // Contiguous runs of `unique`'s ones: what this rank counts in the norm.
-  static std::vector<Range> counted_ranges(const std::vector<float>& unique) {
-    std::vector<Range> ranges;
-    for (size_t i = 0; i < unique.size(); ++i) {
-      if (unique[i] == 0.0f) continue;
-      if (!ranges.empty() && ranges.back().end == i)
-        ranges.back().end = i + 1;
-      else
-        ranges.push_back({i, i + 1});
-    }
-    if (ranges.empty()) ranges.push_back({0, 0});  // none (an empty list counts all)
-    return ranges;
-  }
   static std::vector<Range> nothing_counted() { return {Range{0, 0}}; }
 
   // The state of `key`, from its chunk's pool (allocated the first time a

@@ -66,6 +66,22 @@ struct TimedCollective {
   device::Event start{true}, end{true};
 };
 
+// Contiguous runs of `unique`'s ones (transformer_unique, grid_layers'
+// weights): the ranges a rank counts in the global norm (DeviceGradients'
+// `counted`); {0, 0} when none (an empty list would count all).
+inline std::vector<Range> counted_ranges(const std::vector<float>& unique) {
+  std::vector<Range> ranges;
+  for (size_t i = 0; i < unique.size(); ++i) {
+    if (unique[i] == 0.0f) continue;
+    if (!ranges.empty() && ranges.back().end == i)
+      ranges.back().end = i + 1;
+    else
+      ranges.push_back({i, i + 1});
+  }
+  if (ranges.empty()) ranges.push_back({0, 0});
+  return ranges;
+}
+
 // Selects the device communicator's GPU for this thread before anything is
 // made on it (streams and memory belong to the device current when made).
 inline int select_device(Communicator* comm) {

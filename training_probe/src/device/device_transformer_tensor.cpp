@@ -279,19 +279,6 @@ class DeviceTransformerTensor final : public StrategyHooks,
     return *timed_[timed_used_++];
   }
 
-  static std::vector<Range> counted_ranges(const std::vector<float>& unique) {
-    std::vector<Range> ranges;
-    for (size_t i = 0; i < unique.size(); ++i) {
-      if (unique[i] == 0.0f) continue;
-      if (!ranges.empty() && ranges.back().end == i)
-        ranges.back().end = i + 1;
-      else
-        ranges.push_back({i, i + 1});
-    }
-    if (ranges.empty()) ranges.push_back({0, 0});  // none (an empty list counts all)
-    return ranges;
-  }
-
   EngineState& s_;
   Communicator* host_tensor_;  // the tensor group over host memory (scalars, the gradient check)
   const TrainOptions& o_;
