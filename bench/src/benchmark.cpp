@@ -19,6 +19,7 @@
 #include "ccscope/job/watchdog.h"
 #include "ccscope/records/reporter.h"
 #include "collective_spec.h"
+#include "memory_budget.h"
 #include "run_metadata.h"
 #include "sweep_runner.h"
 
@@ -222,6 +223,11 @@ int bench_rank(job::JobContext& job, const World& world, bool carries_process,
   metadata.slurm_nodelist = launch.slurm_nodelist;
   metadata.ranks_per_process = options.ranks_per_process;
   metadata.nccl_tests_parameters = nccl_tests_parameters(options);
+  if (std::string note = scratch_allocation_note(metadata.backend, metadata.mpi_library,
+                                                 options.collectives, options.max_bytes,
+                                                 metadata.environment);
+      !note.empty())
+    metadata.notes.push_back(std::move(note));
   if (options.split.op != SplitOp::kNone)
     for (int r = 0; r < world.size(); ++r)
       metadata.rank_groups.push_back(split_color(options.split, r));

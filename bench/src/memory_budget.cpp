@@ -1,5 +1,6 @@
 #include "memory_budget.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -19,6 +20,24 @@ std::optional<size_t> buffer_bytes(Collective collective, size_t size, size_t el
 
 size_t library_scratch_bytes(const std::string& backend, Collective collective, size_t size) {
   return backend == "mpi" && has_reduction(collective) ? size : 0;
+}
+
+std::string scratch_allocation_note(
+    const std::string& backend, const std::string& mpi_library,
+    const std::vector<Collective>& collectives, size_t max_size,
+    const std::vector<std::pair<std::string, std::string>>& environment) {
+  if (!mpi_library.starts_with("MPICH") || max_size < kGlibcMmapThresholdMax) return "";
+  const bool scratch = std::any_of(collectives.begin(), collectives.end(), [&](Collective c) {
+    return library_scratch_bytes(backend, c, max_size) > 0;
+  });
+  const bool threshold_set = std::any_of(environment.begin(), environment.end(), [](const auto& v) {
+    return v.first == "MALLOC_MMAP_THRESHOLD_";
+  });
+  if (!scratch || threshold_set) return "";
+  return "Note: MPICH allocates scratch the size of the message inside each reduction, and glibc "
+         "maps allocations of 32 MiB and more afresh on every call: rows from 32 MiB include "
+         "zeroing that memory. To time the collective alone, run with MALLOC_MMAP_THRESHOLD_="
+         "4294967296 MALLOC_TRIM_THRESHOLD_=68719476736 (mpiexec -genv); docs/bench.md.";
 }
 
 std::string memory_shortfall(const std::string& backend, Collective collective, size_t max_size,

@@ -75,5 +75,33 @@ TEST(MemoryBudget, HostAvailableMemoryIsRead) {
   EXPECT_GT(*available, size_t{1} << 20);
 }
 
+// MPICH's reduction scratch comes from malloc inside each call; from glibc's
+// 32 MiB mmap cap up every call maps and zeroes it afresh: the console says so
+// only where that happens.
+TEST(MemoryBudget, ScratchAllocationNoteOnlyWhereMpichMapsItsScratchEachCall) {
+  const std::string mpich = "MPICH Version:\t4.0.2";
+  const std::vector<std::pair<std::string, std::string>> none;
+  const std::vector<Collective> allreduce{Collective::kAllReduce};
+  const std::string note = scratch_allocation_note("mpi", mpich, allreduce, 2 * GiB, none);
+  EXPECT_NE(note.find("MPICH allocates scratch the size of the message"), std::string::npos);
+  EXPECT_NE(note.find("MALLOC_MMAP_THRESHOLD_=4294967296"), std::string::npos);
+  EXPECT_EQ(note.find('\n'), std::string::npos);
+  // The default sweep's -e 32M reaches the cap; 16 MiB does not.
+  EXPECT_NE(scratch_allocation_note("mpi", mpich, allreduce, size_t{32} << 20, none), "");
+  EXPECT_EQ(scratch_allocation_note("mpi", mpich, allreduce, size_t{16} << 20, none), "");
+  // Not MPICH, not the MPI backend, no reduction, or the threshold already set.
+  EXPECT_EQ(scratch_allocation_note("mpi", "Open MPI v4.1.4", allreduce, 2 * GiB, none), "");
+  EXPECT_EQ(scratch_allocation_note("nccl", mpich, allreduce, 2 * GiB, none), "");
+  EXPECT_EQ(scratch_allocation_note("mpi", mpich, {Collective::kAllGather, Collective::kBroadcast},
+                                    2 * GiB, none),
+            "");
+  EXPECT_NE(scratch_allocation_note(
+                "mpi", mpich, {Collective::kAllGather, Collective::kReduceScatter}, 2 * GiB, none),
+            "");
+  EXPECT_EQ(scratch_allocation_note("mpi", mpich, allreduce, 2 * GiB,
+                                    {{"MALLOC_MMAP_THRESHOLD_", "4294967296"}}),
+            "");
+}
+
 }  // namespace
 }  // namespace ccscope::bench

@@ -6,7 +6,8 @@ namespace ccscope {
 
 bool is_recorded_variable(std::string_view name) {
   static constexpr std::string_view kPrefixes[] = {
-      "NCCL_", "UCX_", "MPIR_", "OMPI_", "CCSCOPE_", "CUDA_VISIBLE_DEVICES", "FI_", "I_MPI_"};
+      "NCCL_", "UCX_",   "MPIR_",  "OMPI_", "CCSCOPE_", "CUDA_VISIBLE_DEVICES",
+      "FI_",   "I_MPI_", "MALLOC_"};  // MALLOC_: glibc's thresholds change what MPI rows time
   for (std::string_view prefix : kPrefixes)
     if (name.starts_with(prefix)) return true;
   return false;

@@ -172,7 +172,9 @@ BenchKind make_bench_kind() {
   f.push_back(run_field<&M::hosts>({"hosts", "", "host of each rank, by rank"}));
   f.push_back(run_field<&M::gpu_names>({"gpu_names", "", "device of each rank (cpu for MPI)"}));
   f.push_back(run_field<&M::environment>(
-      {"environment", "", "NCCL_*, UCX_*, MPIR_*, OMPI_*, CCSCOPE_* variables"}));
+      {"environment", "",
+       "NCCL_*, UCX_*, MPIR_*, OMPI_*, CCSCOPE_*, FI_*, I_MPI_*, MALLOC_*, CUDA_VISIBLE_DEVICES "
+       "variables"}));
   f.push_back(run_field<&M::command_line>({"command_line", "", "the command as run"}));
   f.push_back(
       run_field<&M::start_time_utc>({"run_start_utc", "", "ISO 8601 UTC start of the run"}));

@@ -123,6 +123,7 @@ class ConsoleReporter : public Reporter {
     if (!m.hosts.empty()) line(fmt::format("# Hosts: {}", compact_by_rank(m.hosts)));
     if (!m.gpu_names.empty()) line(fmt::format("# Devices: {}", compact_by_rank(m.gpu_names)));
     if (!m.mpi_library.empty()) line(fmt::format("# MPI library: {}", m.mpi_library));
+    for (const std::string& note : m.notes) line("# " + note);
     // nccl-tests' device lines, so that scripts reading its header read ours.
     if (!m.rank_devices.empty()) {
       line("# Using devices");

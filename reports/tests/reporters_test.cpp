@@ -579,6 +579,21 @@ BenchRecord adaptive_record(size_t size, bool in_place, double half_width, bool 
   return r;
 }
 
+// The run's notes (bench's diagnosis of what rows time besides the
+// collective) follow the MPI library line; the files do not carry them.
+TEST(ConsoleReporter, NotesFollowTheMpiLibrary) {
+  std::ostringstream out;
+  auto reporter = make_console_reporter(out);
+  RunMetadata m = sample_metadata();
+  m.notes = {"Note: MPICH allocates scratch"};
+  reporter->begin(m);
+  reporter->end(m);
+  const std::string text = out.str();
+  EXPECT_NE(text.find("# MPI library: MPICH Version: 4.0.2\n# Note: MPICH allocates scratch\n"),
+            std::string::npos)
+      << text;
+}
+
 TEST(ConsoleReporter, AdaptiveRowsShowTheirInterval) {
   std::ostringstream out;
   auto reporter = make_console_reporter(out);

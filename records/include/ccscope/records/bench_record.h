@@ -59,6 +59,10 @@ struct RunMetadata {
   // lines write them after "Rank R Group 0": "Pid 4242 on node0 device 0
   // [0000:1b:00.0] NVIDIA H100 80GB HBM3"; empty in older files.
   std::vector<std::string> rank_devices;
+  // What the rows time besides the collective, in words (bench's
+  // scratch_allocation_note): the console prints each as a "# " line after
+  // the MPI library. Console only, not a field of the files.
+  std::vector<std::string> notes;
   // NCCL_TESTS_MIN_BW (GB/s): the console's "# Avg bus bandwidth" line says OK
   // or FAILED against 90% of it, as nccl-tests; unset: nothing. Not a field of
   // the files (the exit code carries the verdict).
