@@ -271,8 +271,13 @@ ParsedBenchFlags parse_bench_flags(const std::vector<std::string>& args,
   // Sizes may start with '-' only if negative: CLI11 would take them as flags,
   // so a negative size reaches us as a string here.
   BenchOptions options;
-  if (raw.collective.empty())
-    bad("missing collective: ccscope bench <" + collective_choices() + "> [options]");
+  // No collective: all-reduce, the one every bring-up runs first (nccl-tests'
+  // all_reduce_perf), and a note says so.
+  if (raw.collective.empty()) {
+    raw.collective = "allreduce";
+    options.notes.push_back("no collective given: allreduce (ccscope bench <" +
+                            collective_choices() + "> picks another)");
+  }
   options.collectives.clear();
   for (const std::string& word : split(raw.collective, ',')) {
     auto collective = parse_collective(word);

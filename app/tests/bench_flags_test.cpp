@@ -44,6 +44,16 @@ TEST(Options, NcclTestsDefaults) {
   EXPECT_EQ(o.time_across_ranks, TimeAcrossRanks::kMaximum);
 }
 
+// No flags at all: an all-reduce, with a note saying so (defaults run anywhere).
+TEST(Options, NoCollectiveIsAnAllReduceAndSaysSo) {
+  const BenchOptions o = parse({});
+  ASSERT_EQ(o.collectives.size(), 1u);
+  EXPECT_EQ(o.collective, Collective::kAllReduce);
+  ASSERT_EQ(o.notes.size(), 1u);
+  EXPECT_NE(o.notes[0].find("no collective given: allreduce"), std::string::npos) << o.notes[0];
+  EXPECT_TRUE(parse({"allgather"}).notes.empty());
+}
+
 // Iterations: adaptive sampling by default for `ccscope bench`; nccl-tests'
 // fixed -n 20 with -n, -C 1, -G, or as all_reduce_perf & co.
 TEST(Options, AdaptiveSamplingIsTheDefaultOfCcscopeBench) {
@@ -188,7 +198,6 @@ TEST(Options, EveryBadInputIsOneClearLine) {
       {{"allreduce", "-d", "float128"}, "unknown data type 'float128'"},
       {{"allreduce", "-o", "xor"}, "unknown reduction op 'xor'"},
       {{"gossip"}, "unknown collective 'gossip'"},
-      {{}, "missing collective"},
       {{"allreduce", "-n", "0"}, "-n/--iters"},
       {{"allreduce", "-n", "10000001"}, "use 1 to 10000000"},
       {{"allreduce", "-n", "1.5"}, "not a whole number"},
