@@ -13,10 +13,12 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "ccscope/app/verbs.h"
 #include "ccscope/common/sizes.h"
+#include "ccscope/common/small_file.h"
 #include "ccscope/records/topology_record.h"
 #include "ccscope/reports/loaded_results.h"
 #include "ccscope/reports/user_files.h"
@@ -40,6 +42,7 @@ constexpr int kExitNothingFits = 1;
 
 struct AdviseFlags {
   std::string kind = "transformer";
+  bool kind_given = false;  // --kind on the command line
   std::string params, hidden, layers, heads, experts, top_k = "1", expert_params;
   std::string width, depth;  // probe
   std::string seq_len, global_batch, global_batch_tokens;
@@ -123,9 +126,20 @@ std::string inputs_from_flags(const AdviseFlags& f, AdvisorModel& m, AdvisorClus
   auto check = [&](std::string p) {
     if (problem.empty()) problem = std::move(p);
   };
-  if (f.kind == "transformer") {
+  // No model described: ccscope train's own (defaults run anywhere; a note
+  // says what was taken).
+  std::string kind = f.kind;
+  if (!f.kind_given && f.params.empty() && f.layers.empty() && f.hidden.empty() &&
+      f.heads.empty() && f.seq_len.empty() && f.global_batch_tokens.empty() &&
+      f.expert_params.empty() && f.experts.empty()) {
+    kind = "probe";
+    notes.push_back(
+        "no model given: ccscope train's (--kind probe, its MLP); --params, --layers and "
+        "--hidden describe a transformer");
+  }
+  if (kind == "transformer") {
     m.kind = ModelKind::kTransformer;
-  } else if (f.kind == "probe") {
+  } else if (kind == "probe") {
     m.kind = ModelKind::kProbe;
   } else {
     return "--kind '" + f.kind + "': use transformer or probe";
@@ -198,10 +212,25 @@ std::string inputs_from_flags(const AdviseFlags& f, AdvisorModel& m, AdvisorClus
   opt.momentum = f.momentum;
   m.optimizer_words = state_words_per_parameter(opt);
 
-  if (f.gpu_memory.empty()) return "--gpu-memory is required (e.g. --gpu-memory 80G)";
-  if (f.ranks.empty()) return "--ranks is required (e.g. --ranks 16)";
-  check(memory_flag("--gpu-memory", f.gpu_memory, c.gpu_memory_bytes));
-  check(whole("--ranks", f.ranks, 1, size_t{1} << 20, c.ranks));
+  if (probe && f.gpu_memory.empty() && f.ranks.empty()) {
+    // The probe on this host, as ccscope train's CPU path runs it here: one
+    // rank per core (ci/quickstart's count), each with its share of the
+    // memory available now.
+    const auto available = host_available_memory();
+    if (!available)
+      return "--gpu-memory and --ranks are required (this host's memory is unreadable)";
+    c.ranks = std::max(1u, std::thread::hardware_concurrency());
+    c.gpu_memory_bytes = *available / c.ranks;
+    notes.push_back(fmt::format(
+        "no --gpu-memory or --ranks: this host, one rank per core ({} ranks, {} GiB of its "
+        "available memory each); describe a GPU cluster with --gpu-memory and --ranks",
+        c.ranks, std::round(static_cast<double>(c.gpu_memory_bytes) / 1073741824.0 * 10) / 10));
+  } else {
+    if (f.gpu_memory.empty()) return "--gpu-memory is required (e.g. --gpu-memory 80G)";
+    if (f.ranks.empty()) return "--ranks is required (e.g. --ranks 16)";
+    check(memory_flag("--gpu-memory", f.gpu_memory, c.gpu_memory_bytes));
+    check(whole("--ranks", f.ranks, 1, size_t{1} << 20, c.ranks));
+  }
   if (!f.ranks_per_node.empty())
     check(whole("--ranks-per-node", f.ranks_per_node, 1, 1u << 16, c.ranks_per_node));
   if (!f.host_memory.empty())
@@ -662,6 +691,7 @@ int advise_verb(const std::vector<std::string>& args, const std::vector<std::str
   app.add_flag("--json", f.json, "the advice as JSON (ccscope.advice/1) on stdout");
   app.add_flag("--all", f.all, "every layout in the table, not the first 15");
   if (const auto code = parse_flags(app, kAdviseVerb, args)) return *code;
+  f.kind_given = app.count("--kind") > 0;
 
   AdvisorModel model;
   AdvisorCluster cluster;

@@ -1,8 +1,6 @@
 #include "memory_budget.h"
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
 
 #include "sizes.h"
 
@@ -78,17 +76,6 @@ std::string memory_shortfall(const std::string& backend, Collective collective, 
     }
   if (largest == 0) return line + ": not even 1 B fits; free memory or use fewer ranks per node";
   return line + ": use -e " + format_size(largest) + " or less, or fewer ranks per node";
-}
-
-std::optional<size_t> host_available_memory() {
-  std::ifstream in("/proc/meminfo");
-  for (std::string line; std::getline(in, line);) {
-    std::istringstream fields(line);
-    std::string key;
-    size_t kib = 0;
-    if (fields >> key >> kib && key == "MemAvailable:") return kib * 1024;
-  }
-  return std::nullopt;
 }
 
 }  // namespace ccscope::bench

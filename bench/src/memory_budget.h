@@ -52,7 +52,5 @@ std::string memory_shortfall(const std::string& backend, Collective collective, 
                              size_t element_bytes, int ranks, int ranks_here, size_t available,
                              const std::string& where);
 
-// MemAvailable from /proc/meminfo (bytes), or nullopt when it cannot be read.
-std::optional<size_t> host_available_memory();
 
 }  // namespace ccscope::bench

@@ -15,6 +15,7 @@
 
 #include "adaptive.h"
 #include "ccscope/collectives/error.h"
+#include "ccscope/common/small_file.h"
 #include "collective_calls.h"
 #include "memory_budget.h"
 #include "patterns.h"

@@ -28,6 +28,24 @@ std::string read_small_file(const std::string& path, size_t limit) {
   return text;
 }
 
+std::optional<size_t> host_available_memory() {
+  const std::string text = read_small_file("/proc/meminfo");
+  const size_t at = text.find("MemAvailable:");
+  if (at == std::string::npos) return std::nullopt;
+  size_t kib = 0;
+  bool digits = false;
+  for (size_t i = at + 13; i < text.size() && text[i] != '\n'; ++i) {
+    if (std::isdigit(static_cast<unsigned char>(text[i]))) {
+      kib = kib * 10 + static_cast<size_t>(text[i] - '0');
+      digits = true;
+    } else if (digits) {
+      break;
+    }
+  }
+  if (!digits) return std::nullopt;
+  return kib * 1024;
+}
+
 std::string trim_blanks(const std::string& text) { return std::string(trimmed(text)); }
 
 }  // namespace ccscope

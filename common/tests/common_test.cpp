@@ -117,6 +117,12 @@ TEST(NcclVersion, BothCodeLayouts) {
   EXPECT_EQ(nccl_version_code(2, 28, 9), 22809);
 }
 
+TEST(SmallFile, HostAvailableMemoryIsRead) {
+  const auto available = host_available_memory();
+  ASSERT_TRUE(available);  // Linux has MemAvailable since 3.14
+  EXPECT_GT(*available, size_t{1} << 20);
+}
+
 TEST(SmallFile, ReadsUpToTheLimitAndNothingWhenUnreadable) {
   char path[] = "/tmp/ccscope-small-file-XXXXXX";
   const int fd = mkstemp(path);

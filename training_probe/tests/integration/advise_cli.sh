@@ -41,6 +41,17 @@ expect_usage "missing.csv" "${model[@]}" --ranks 8 "$work/missing.csv"
 printf 'hello, this is not a results file\n' >"$work/junk.txt"
 expect_usage "junk.txt" "${model[@]}" --ranks 8 "$work/junk.txt"
 expect_usage "no-such-flag" "${model[@]}" --ranks 8 --no-such-flag
+expect_usage "params is required" --kind transformer
+expect_usage "gpu-memory is required" --kind probe --ranks 4
+
+# No flags at all: ccscope train's model on this host, one rank per core, each
+# note saying what was taken; exit 0 with a recommendation.
+timeout 60 "$ccscope" advise >"$work/out" 2>&1 || fail "advise without flags: exit $?: $(cat "$work/out")"
+grep -q "^note: no model given: ccscope train's" "$work/out" || fail "no model note: $(cat "$work/out")"
+grep -q "^note: no --gpu-memory or --ranks: this host, one rank per core ($(nproc) ranks" \
+  "$work/out" || fail "no host note: $(cat "$work/out")"
+grep -q "^recommended: " "$work/out" || fail "no recommendation: $(cat "$work/out")"
+echo "ok: advise without flags -> $(grep '^recommended' "$work/out" | cut -c1-80)"
 
 # No records: topo's expected figures (this host's GPUs and ports, or the
 # stated H100 default where it has none), exit 0, and one line says so.
