@@ -126,4 +126,9 @@ size_t regrown_batch_iterations(size_t iterations, double batch_seconds, double 
   return std::max(iterations, static_cast<size_t>(wanted));
 }
 
+double row_budget_seconds(double budget, double iteration_seconds) {
+  const double fixed = kFixedSweepOperations * iteration_seconds;
+  return std::isfinite(fixed) && fixed > budget ? fixed : budget;
+}
+
 }  // namespace ccscope::bench

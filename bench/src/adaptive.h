@@ -72,6 +72,16 @@ StopReason stopping_decision(std::span<const double> samples, bool budget_spent,
 // (false below 4 samples: nothing to compare).
 bool drifts(std::span<const double> samples, double relative);
 
+// nccl-tests' default -n 20 -w 5: the operations a fixed sweep spends on a row.
+inline constexpr int kFixedSweepOperations = 25;
+
+// A row's time budget: `budget` (--max-seconds-per-size), or what the fixed
+// sweep would spend on the row, kFixedSweepOperations x `iteration_seconds`,
+// when that is longer. So adaptive sampling never gives a row less time than
+// nccl-tests' default would (a 1 GiB all-reduce of 0.4 s: 10 s, not 3), and a
+// sweep's total stays bounded by the fixed sweep's plus the budget per row.
+double row_budget_seconds(double budget, double iteration_seconds);
+
 // Iterations per timed batch: enough that a batch lasts `min_batch_seconds`
 // (as Google Benchmark grows its iteration count until the clock is read over
 // a long enough span), at least 1, and no more than fit `max_batch_seconds`

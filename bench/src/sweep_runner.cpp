@@ -444,6 +444,8 @@ Timing Sweep::measure_adaptive(const Placement& at, const Layout& layout, const 
   run_stamped(at, layout, warmup - 1, 1, &warmup_seconds);
   double typical = warmup_seconds.empty() ? agreed_start[0] : median(warmup_seconds);
   control_.all_reduce_min({&typical, 1});
+  // The stop vote's budget: never less than the fixed sweep's time for this row.
+  const double row_budget = row_budget_seconds(budget, typical * per_iteration);
 
   Timing timing;
   timing.adaptive = true;
@@ -475,7 +477,7 @@ Timing Sweep::measure_adaptive(const Placement& at, const Layout& layout, const 
     double agreed[2] = {mode == TimeAcrossRanks::kMinimum                         ? -mine
                         : mode == TimeAcrossRanks::kRank0 && control_.rank() != 0 ? 0.0
                                                                                   : mine,
-                        seconds_since(start) >= budget ? 1.0 : 0.0};
+                        seconds_since(start) >= row_budget ? 1.0 : 0.0};
     if (by_maximum)
       control_.all_reduce_max(agreed);
     else

@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -34,6 +35,16 @@ StreamRun run_until_stop(const std::function<double(size_t)>& next, const Stoppi
 // mt19937's output is the same on every platform (its distributions are not):
 // a uniform value in [-1, 1) from its raw bits.
 double uniform(std::mt19937& random) { return random() / 2147483648.0 - 1.0; }
+
+// A row's budget is never less than what nccl-tests' -n 20 -w 5 spends on it.
+TEST(Adaptive, RowBudgetIsAtLeastTheFixedSweepsTimeForTheRow) {
+  EXPECT_EQ(row_budget_seconds(3.0, 1e-6), 3.0);         // an 8 B row: the budget
+  EXPECT_EQ(row_budget_seconds(3.0, 0.12), 3.0);         // 25 x 0.12 s = 3 s: still the budget
+  EXPECT_DOUBLE_EQ(row_budget_seconds(3.0, 0.4), 10.0);  // a 1 GiB all-reduce of 0.4 s
+  EXPECT_DOUBLE_EQ(row_budget_seconds(0.5, 0.1), 2.5);
+  EXPECT_EQ(row_budget_seconds(3.0, std::numeric_limits<double>::infinity()), 3.0);
+  EXPECT_EQ(row_budget_seconds(3.0, -1.0), 3.0);
+}
 
 TEST(Adaptive, StudentTQuantiles) {
   EXPECT_NEAR(student_t_975(1), 12.706, 1e-3);
